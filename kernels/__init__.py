@@ -1,0 +1,1 @@
+"""Kernel sources (``cuda/*.cu``, ``opencl/*.cl``), shipped inside the package as data."""

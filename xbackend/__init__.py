@@ -1,0 +1,44 @@
+"""xbackend: the same matrix products on CUDA, OpenCL and the CPU, side by side.
+
+    >>> import numpy as np, xbackend
+    >>> [b.name for b in xbackend.backends() if b.available]      # doctest: +SKIP
+    ['opencl', 'cpu']
+    >>> with xbackend.get_backend("opencl") as be:                 # doctest: +SKIP
+    ...     C = be.matmul(A, B, variant="tiled", tile=16)
+
+Importing xbackend starts no driver; a backend's driver starts when
+``get_backend`` builds it and stops at ``close()``.
+"""
+
+from xbackend.backends.base import (
+    Backend,
+    BackendInfo,
+    BackendUnavailable,
+    DeviceInfo,
+    KernelCompileError,
+    Measurement,
+    UnsupportedParameter,
+    XBackendError,
+    backend_names,
+    backends,
+    get_backend,
+)
+from xbackend.resources import kernels_path
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Backend",
+    "BackendInfo",
+    "BackendUnavailable",
+    "DeviceInfo",
+    "KernelCompileError",
+    "Measurement",
+    "UnsupportedParameter",
+    "XBackendError",
+    "__version__",
+    "backend_names",
+    "backends",
+    "get_backend",
+    "kernels_path",
+]

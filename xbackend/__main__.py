@@ -1,0 +1,5 @@
+"""``python -m xbackend``: the command line."""
+
+from xbackend.cli import main
+
+raise SystemExit(main())

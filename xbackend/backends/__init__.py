@@ -1,0 +1,1 @@
+"""Backends: one module each, imported only when first asked for (see ``base.BUILTIN``)."""

@@ -1,0 +1,467 @@
+"""The backend plugin interface, its error types and the registry of backends.
+
+A backend turns NumPy operands into a product computed on some device. It is
+split in two layers:
+
+* ``Backend`` (this module) checks operands and parameters, and runs the one
+  measurement loop that every backend shares (upload, kernel, download, timed
+  with the device's own clock), so that numbers from different backends mean
+  the same thing;
+* each backend supplies an ``Execution``: buffers for one product on its
+  device, with the primitive steps (upload, poison, run, download).
+
+Backends are found through one registry, ``BUILTIN``, plus the entry-point
+group ``xbackend.backends`` for third-party packages. A backend's module is
+imported only when first asked for, and no driver starts at import time.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+import importlib
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from importlib import metadata
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from xbackend.resources import kernels_path
+
+# -- errors -------------------------------------------------------------------
+
+
+class XBackendError(Exception):
+    """Base class of every error xbackend raises on purpose."""
+
+
+class BackendUnavailable(XBackendError):
+    """The backend cannot run here; ``reason`` says what to install or configure."""
+
+    def __init__(self, name: str, reason: str):
+        super().__init__(f"backend '{name}' is unavailable: {reason}")
+        self.name = name
+        self.reason = reason
+
+
+class UnsupportedParameter(XBackendError, ValueError):
+    """A variant, tile size or operand that this backend or device cannot run."""
+
+
+class KernelCompileError(XBackendError):
+    """A kernel failed to compile, with the same report on every backend.
+
+    The message holds the compiler's log, the kernel source with line numbers,
+    the build options and the device, so the error can be read without a
+    debugger. The driver's own exception is chained as ``__cause__``.
+    """
+
+    def __init__(
+        self,
+        *,
+        backend: str,
+        path: Path,
+        source: str,
+        options: Sequence[str],
+        device: str,
+        log: str,
+    ):
+        numbered = "\n".join(
+            f"{number:4d} | {line}" for number, line in enumerate(source.splitlines(), start=1)
+        )
+        super().__init__(
+            f"{backend}: {path.name} failed to compile for {device}\n"
+            f"options: {' '.join(options) or '(none)'}\n"
+            f"--- compiler log ---\n{log.strip()}\n"
+            f"--- {path} ---\n{numbered}"
+        )
+        self.backend = backend
+        self.path = path
+        self.options = list(options)
+        self.device = device
+        self.log = log
+
+
+# -- descriptions ---------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class DeviceInfo:
+    """What a results file needs to know about the device a number came from."""
+
+    name: str
+    vendor: str = ""
+    kind: str = ""  # "gpu", "cpu", "accelerator"
+    platform: str = ""
+    driver_version: str = ""
+    runtime_version: str = ""
+    global_mem_bytes: int | None = None
+    compute_units: int | None = None
+    local_mem_bytes: int | None = None  # shared memory per block / local memory
+    cache_bytes: int | None = None
+    max_work_group_size: int | None = None
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class BackendInfo:
+    """One line of ``xbackend.backends()``."""
+
+    name: str
+    available: bool
+    reason: str
+    devices: list[DeviceInfo]
+
+
+@dataclasses.dataclass(frozen=True)
+class VariantSpec:
+    """One way of computing an operation on a backend."""
+
+    name: str
+    description: str
+    kernel: str = ""  # kernel function name, for compiled backends
+    tiles: tuple[int, ...] = ()  # tile sizes to consider; empty: takes no tile
+    default_tile: int | None = None
+
+    @property
+    def takes_tile(self) -> bool:
+        return bool(self.tiles)
+
+
+@dataclasses.dataclass
+class Measurement:
+    """What one measured product gives back to the runner."""
+
+    result: np.ndarray  # output of the first run, into a NaN-poisoned buffer
+    last_result: np.ndarray  # output of the last timed sample, poisoned likewise
+    kernel_s: list[float]  # device-clock time of the kernel alone, one per sample
+    end_to_end_s: list[float]  # host-clock time of upload + kernel + download
+    tile: int | None
+
+
+# operation -> variant name -> spec
+VariantTable = dict[str, dict[str, VariantSpec]]
+
+# -- the interface ------------------------------------------------------------------
+
+SUPPORTED_DTYPES = (np.dtype(np.float32),)
+# Kernels index with 32-bit ints: every matrix must have fewer elements than this.
+MAX_ELEMENTS = 2**31 - 1
+
+
+class Execution(abc.ABC):
+    """Device buffers for one product ``A (M×K) · B (K×N)`` and the steps to compute it."""
+
+    @abc.abstractmethod
+    def upload(self) -> None:
+        """Copy A and B from the host to the device and wait for the copies."""
+
+    @abc.abstractmethod
+    def poison(self) -> None:
+        """Fill the output with NaN, so that an element the kernel misses fails the check."""
+
+    @abc.abstractmethod
+    def run(self) -> float:
+        """Run the kernel once, wait for it, and return its duration in seconds.
+
+        The duration comes from the device's own clock (CUDA events, OpenCL
+        profiling events); on the host it is ``time.perf_counter``.
+        """
+
+    @abc.abstractmethod
+    def download(self) -> np.ndarray:
+        """Copy the output to a new host array and wait for the copy."""
+
+    def release(self) -> None:  # noqa: B027 - optional hook, nothing to free by default
+        """Free the device buffers."""
+
+
+class Backend(abc.ABC):
+    """A way of running matrix products: one per programming model.
+
+    Subclasses set ``name`` and ``VARIANTS`` and implement ``available``,
+    ``list_devices``, ``device`` and ``_execution``. Constructing a backend
+    starts its driver on the chosen device; ``close`` (or a ``with`` block)
+    gives it back.
+    """
+
+    name: ClassVar[str]
+    description: ClassVar[str] = ""
+    VARIANTS: ClassVar[VariantTable]
+
+    @abc.abstractmethod
+    def __init__(self, device: str | int | None = None) -> None:
+        """Open the backend on ``device`` (an index or a piece of its name; None: default)."""
+
+    # -- what can run -----------------------------------------------------------------
+
+    @classmethod
+    @abc.abstractmethod
+    def available(cls) -> tuple[bool, str]:
+        """Whether this backend can run here, and if not, what to do about it.
+
+        Never raises: a missing package, a missing driver and a machine with no
+        device each come back as ``(False, reason)``.
+        """
+
+    @classmethod
+    @abc.abstractmethod
+    def list_devices(cls) -> list[DeviceInfo]:
+        """The devices this backend could run on (an empty list if unavailable)."""
+
+    @property
+    @abc.abstractmethod
+    def device(self) -> DeviceInfo:
+        """The device this instance runs on."""
+
+    def variants(self, op: str = "mm") -> list[str]:
+        """Names of the variants of ``op`` this backend has."""
+        return list(self._specs(op))
+
+    def variant_spec(self, variant: str, op: str = "mm") -> VariantSpec:
+        specs = self._specs(op)
+        if variant not in specs:
+            raise UnsupportedParameter(
+                f"{self.name} has no variant '{variant}' for {op}; it has: {', '.join(specs)}"
+            )
+        return specs[variant]
+
+    def tiles(self, variant: str, op: str = "mm") -> tuple[int, ...]:
+        """The tile sizes of ``variant`` that this device can run (empty: takes no tile)."""
+        spec = self.variant_spec(variant, op)
+        return tuple(t for t in spec.tiles if self.tile_problem(variant, t) is None)
+
+    def tile_problem(self, variant: str, tile: int) -> str | None:
+        """Why ``tile`` cannot run on this device, or None if it can."""
+        if tile < 1:
+            return f"tile must be a positive integer, not {tile}"
+        return None
+
+    def resolve_tile(self, variant: str, tile: int | None, op: str = "mm") -> int | None:
+        """The tile to use: the one asked for if the device can run it, else an error."""
+        spec = self.variant_spec(variant, op)
+        if not spec.takes_tile:
+            if tile is not None:
+                raise UnsupportedParameter(f"{self.name} {variant} takes no tile size")
+            return None
+        if tile is None:
+            tile = spec.default_tile or spec.tiles[0]
+        problem = self.tile_problem(variant, tile)
+        if problem is not None:
+            runnable = ", ".join(map(str, self.tiles(variant, op))) or "none"
+            raise UnsupportedParameter(
+                f"{self.name} {variant}: tile {tile} cannot run on {self.device.name}: "
+                f"{problem} (tiles this device can run: {runnable})"
+            )
+        return tile
+
+    def _specs(self, op: str) -> dict[str, VariantSpec]:
+        if op not in self.VARIANTS:
+            raise UnsupportedParameter(
+                f"{self.name} has no operation '{op}'; it has: {', '.join(self.VARIANTS)}"
+            )
+        return self.VARIANTS[op]
+
+    # -- computing ------------------------------------------------------------------------
+
+    def matmul(
+        self, A: np.ndarray, B: np.ndarray, variant: str = "tiled", tile: int | None = None
+    ) -> np.ndarray:
+        """``A @ B`` computed by ``variant``: NumPy in, NumPy out, any M×K · K×N."""
+        return self.measure(A, B, variant, tile, warmup=0, samples=0).result
+
+    def measure(
+        self,
+        A: np.ndarray,
+        B: np.ndarray,
+        variant: str = "tiled",
+        tile: int | None = None,
+        *,
+        warmup: int = 1,
+        samples: int = 10,
+        min_samples: int = 3,
+        max_sample_time_s: float = 1.0,
+    ) -> Measurement:
+        """Compute ``A @ B`` and time it.
+
+        The first run (which also absorbs compilation and first-touch costs)
+        gives ``result``; then ``warmup`` untimed runs; then timed samples, each
+        one upload + kernel + download. Sampling stops after ``samples`` runs,
+        or earlier once ``min_samples`` runs together took ``max_sample_time_s``.
+        Before every run the output is poisoned with NaN.
+        """
+        A, B = check_operands(A, B)
+        tile = self.resolve_tile(variant, tile)
+        kernel_s: list[float] = []
+        end_to_end_s: list[float] = []
+        with self._active():
+            execution = self._execution(variant, tile, A, B)
+            try:
+                execution.poison()
+                execution.upload()
+                execution.run()
+                result = execution.download()
+                last_result = result
+                for _ in range(warmup):
+                    execution.upload()
+                    execution.run()
+                    execution.download()
+                spent_s = 0.0
+                while len(kernel_s) < samples and not (
+                    len(kernel_s) >= min_samples and spent_s >= max_sample_time_s
+                ):
+                    execution.poison()
+                    start = time.perf_counter()
+                    execution.upload()
+                    kernel_s.append(execution.run())
+                    last_result = execution.download()
+                    end_to_end_s.append(time.perf_counter() - start)
+                    spent_s += end_to_end_s[-1]
+            finally:
+                execution.release()
+        return Measurement(result, last_result, kernel_s, end_to_end_s, tile)
+
+    @abc.abstractmethod
+    def _execution(self, variant: str, tile: int | None, A: np.ndarray, B: np.ndarray) -> Execution:
+        """Compile what is needed and allocate the buffers for one product."""
+
+    def _active(self) -> AbstractContextManager[None]:
+        """Make this backend's device current for the calling thread (CUDA needs it)."""
+        return _nothing()
+
+    # -- lifetime ---------------------------------------------------------------------------
+
+    def close(self) -> None:  # noqa: B027 - optional hook, nothing to release by default
+        """Release the context and everything it holds. Safe to call twice."""
+
+    def __enter__(self) -> Backend:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} on {self.device.name}>"
+
+
+@contextmanager
+def _nothing() -> Iterator[None]:
+    yield
+
+
+def check_operands(A: Any, B: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Check two matrix operands and return them as C-contiguous arrays.
+
+    Raises ``UnsupportedParameter`` (a ``ValueError``) naming what is wrong.
+    """
+    A = np.asarray(A)
+    B = np.asarray(B)
+    for label, X in (("A", A), ("B", B)):
+        if X.ndim != 2:
+            raise UnsupportedParameter(f"{label} must be a 2-D matrix, got shape {X.shape}")
+        if X.dtype not in SUPPORTED_DTYPES:
+            names = ", ".join(str(d) for d in SUPPORTED_DTYPES)
+            raise UnsupportedParameter(
+                f"{label} has dtype {X.dtype}; supported: {names} (convert with .astype)"
+            )
+        if 0 in X.shape:
+            raise UnsupportedParameter(f"{label} has an empty dimension: shape {X.shape}")
+        if X.size > MAX_ELEMENTS:
+            raise UnsupportedParameter(
+                f"{label} has {X.size} elements; the kernels index with 32-bit integers "
+                f"and take at most {MAX_ELEMENTS}"
+            )
+    if A.dtype != B.dtype:
+        raise UnsupportedParameter(f"A is {A.dtype} but B is {B.dtype}")
+    if A.shape[1] != B.shape[0]:
+        raise UnsupportedParameter(
+            f"inner dimensions differ: A is {A.shape[0]}×{A.shape[1]}, "
+            f"B is {B.shape[0]}×{B.shape[1]}"
+        )
+    if A.shape[0] * B.shape[1] > MAX_ELEMENTS:
+        raise UnsupportedParameter(
+            f"the product has {A.shape[0] * B.shape[1]} elements; at most {MAX_ELEMENTS}"
+        )
+    return np.ascontiguousarray(A), np.ascontiguousarray(B)
+
+
+def read_kernel(family: str, language: str) -> tuple[Path, str]:
+    """The path and text of a kernel file, e.g. ``read_kernel("mm", "opencl")``."""
+    suffix = {"cuda": ".cu", "opencl": ".cl"}[language]
+    path = kernels_path() / language / f"{family}{suffix}"
+    return path, path.read_text(encoding="utf-8")
+
+
+# -- the registry -----------------------------------------------------------------------
+
+# name -> "module:Class"; the single source of truth for the built-in backends.
+BUILTIN: dict[str, str] = {
+    "cuda": "xbackend.backends.cuda:CudaBackend",
+    "opencl": "xbackend.backends.opencl:OpenCLBackend",
+    "cpu": "xbackend.backends.cpu:CpuBackend",
+}
+ENTRY_POINT_GROUP = "xbackend.backends"
+
+_classes: dict[str, type[Backend]] = {}
+
+
+def _plugin_targets() -> dict[str, str]:
+    return {
+        entry.name: entry.value
+        for entry in metadata.entry_points(group=ENTRY_POINT_GROUP)
+        if entry.name not in BUILTIN
+    }
+
+
+def backend_names() -> list[str]:
+    """Every backend name: the built-in ones, then installed plugins."""
+    return [*BUILTIN, *_plugin_targets()]
+
+
+def backend_class(name: str) -> type[Backend]:
+    """The class registered under ``name``, imported on first use and cached."""
+    if name in _classes:
+        return _classes[name]
+    target = BUILTIN.get(name) or _plugin_targets().get(name)
+    if target is None:
+        raise UnsupportedParameter(
+            f"unknown backend '{name}'; known backends: {', '.join(backend_names())}"
+        )
+    module_name, _, class_name = target.partition(":")
+    cls = getattr(importlib.import_module(module_name), class_name)
+    if not (isinstance(cls, type) and issubclass(cls, Backend)):
+        raise XBackendError(f"backend '{name}' ({target}) is not an xbackend Backend")
+    _classes[name] = cls
+    return cls
+
+
+def backends() -> list[BackendInfo]:
+    """Every known backend: whether it can run here (or why not) and its devices."""
+    infos = []
+    for name in backend_names():
+        try:
+            cls = backend_class(name)
+            available, reason = cls.available()
+            devices = cls.list_devices() if available else []
+        except Exception as error:  # a broken plugin must not hide the others
+            available, reason, devices = False, f"{type(error).__name__}: {error}", []
+        infos.append(BackendInfo(name, available, reason, devices))
+    return infos
+
+
+def get_backend(name: str, device: str | int | None = None) -> Backend:
+    """A ready backend on ``device`` (its default device if None).
+
+    Raises ``BackendUnavailable`` with the reason if it cannot run here.
+    """
+    cls = backend_class(name)
+    available, reason = cls.available()
+    if not available:
+        raise BackendUnavailable(name, reason)
+    return cls(device) if device is not None else cls()

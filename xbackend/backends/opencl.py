@@ -1,0 +1,324 @@
+"""The OpenCL backend: kernels from ``kernels/opencl/`` through PyOpenCL, on any OpenCL device.
+
+Devices are chosen by a selector: an index into the list of every device of
+every platform (``xbackend devices`` prints it), or a case-insensitive piece of
+the platform or device name (``"nvidia"``, ``"pocl"``, ``"intel"``, ``"cpu"``,
+``"gpu"``). The default is the first GPU, else the first device.
+
+Kernel times come from OpenCL profiling events on a queue created with
+profiling enabled. Tile sizes reach the compiler as ``-D TILE=…``, so PyOpenCL's
+binary cache keeps one entry per configuration and device.
+
+A machine with no OpenCL driver can still run this backend on its CPU: the
+``cpu-opencl`` extra installs Intel's CPU runtime from PyPI, and ``_register_pip_runtimes``
+points the ICD loader at it (see there).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import sysconfig
+import warnings
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from xbackend.backends.base import (
+    Backend,
+    DeviceInfo,
+    Execution,
+    KernelCompileError,
+    UnsupportedParameter,
+    VariantSpec,
+    VariantTable,
+    XBackendError,
+    read_kernel,
+)
+
+try:
+    import pyopencl as cl
+except ImportError as error:  # pragma: no cover - pyopencl is a dependency
+    cl = None  # type: ignore[assignment]
+    _IMPORT_ERROR: ImportError | None = error
+else:
+    _IMPORT_ERROR = None
+
+# Set this to anything to leave the ICD loader's configuration alone.
+NO_PIP_RUNTIME_ENV = "XBACKEND_NO_PIP_OPENCL"
+# Libraries of intel-cmplr-lib-rt that libintelocl.so needs but cannot find by itself
+# (pip installs them next to it, in a folder the dynamic loader does not search).
+_INTEL_DEPENDENCIES = ("libintlc.so.5", "libimf.so", "libsvml.so", "libirng.so")
+_registered = False
+
+
+def _register_pip_runtimes() -> None:
+    """Make an OpenCL runtime installed by pip visible to the ICD loader.
+
+    ``pip install intel-opencl-rt`` puts ``libintelocl.so`` into ``<prefix>/lib``
+    and an ICD file whose path is a placeholder, so the loader never finds it.
+    If that library is here, we preload its dependencies (so that ``dlopen``
+    resolves them by name) and point ``OCL_ICD_VENDORS`` at a folder with the
+    system's own ICD files plus one for the pip runtime. This must run before
+    the loader's first ``clGetPlatformIDs``; it runs once, when the backend is
+    first asked anything. Drivers installed system-wide (NVIDIA, PoCL, ...) stay
+    visible.
+    """
+    global _registered
+    if _registered or os.environ.get(NO_PIP_RUNTIME_ENV):
+        return
+    _registered = True
+    prefixes = {sysconfig.get_path("data"), sysconfig.get_config_var("base") or ""}
+    libraries = [Path(p) / "lib" / "libintelocl.so" for p in prefixes if p]
+    library = next((lib for lib in libraries if lib.exists()), None)
+    if library is None:
+        return
+    try:
+        for dependency in _INTEL_DEPENDENCIES:
+            ctypes.CDLL(str(library.parent / dependency), mode=ctypes.RTLD_GLOBAL)
+    except OSError:
+        return  # a broken install: leave the loader's configuration as it was
+    system_vendors = Path(os.environ.get("OCL_ICD_VENDORS", "/etc/OpenCL/vendors"))
+    vendors = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+    vendors = vendors / "xbackend" / "OpenCL" / "vendors"
+    try:
+        vendors.mkdir(parents=True, exist_ok=True)
+        for stale in vendors.glob("*.icd"):
+            stale.unlink()
+        if system_vendors.is_dir():
+            for icd in sorted(system_vendors.glob("*.icd")):
+                (vendors / icd.name).write_text(icd.read_text())
+        (vendors / "xbackend-pip-intel-cpu.icd").write_text(f"{library}\n")
+    except OSError:
+        return
+    os.environ["OCL_ICD_VENDORS"] = str(vendors)
+
+
+def _all_devices() -> list[tuple[Any, Any]]:
+    """Every (platform, device) pair the ICD loader knows, in a stable order."""
+    _register_pip_runtimes()
+    pairs: list[tuple[Any, Any]] = []
+    for platform in cl.get_platforms():
+        try:
+            devices = platform.get_devices()
+        except cl.Error:  # a platform with no devices raises DEVICE_NOT_FOUND
+            continue
+        pairs.extend((platform, device) for device in devices)
+    return pairs
+
+
+def _kind(device: Any) -> str:
+    types = cl.device_type
+    for flag, name in ((types.GPU, "gpu"), (types.CPU, "cpu"), (types.ACCELERATOR, "accelerator")):
+        if device.type & flag:
+            return name
+    return "other"
+
+
+def _describe(platform: Any, device: Any) -> DeviceInfo:
+    return DeviceInfo(
+        name=device.name.strip(),
+        vendor=device.vendor.strip(),
+        kind=_kind(device),
+        platform=platform.name.strip(),
+        driver_version=device.driver_version,
+        runtime_version=device.version,
+        global_mem_bytes=device.global_mem_size,
+        compute_units=device.max_compute_units,
+        local_mem_bytes=device.local_mem_size,
+        cache_bytes=device.global_mem_cache_size,
+        max_work_group_size=device.max_work_group_size,
+        extra={"pyopencl": cl.VERSION_TEXT, "fp64": bool(device.double_fp_config)},
+    )
+
+
+def select_device(selector: str | int | None, pairs: list[tuple[Any, Any]]) -> tuple[Any, Any]:
+    """The (platform, device) a selector names; see the module docstring."""
+    if not pairs:
+        raise XBackendError("no OpenCL device found")
+    if selector is None:
+        gpus = [pair for pair in pairs if _kind(pair[1]) == "gpu"]
+        return (gpus or pairs)[0]
+    text = str(selector).strip()
+    if text.isdigit():
+        index = int(text)
+        if index < len(pairs):
+            return pairs[index]
+    else:
+        wanted = text.lower()
+        for platform, device in pairs:
+            if wanted in f"{platform.name} {device.name} {_kind(device)}".lower():
+                return platform, device
+    listing = "; ".join(
+        f"{i}: {device.name.strip()} ({platform.name.strip()})"
+        for i, (platform, device) in enumerate(pairs)
+    )
+    raise UnsupportedParameter(f"no OpenCL device matches {selector!r}; devices: {listing}")
+
+
+class _ClExecution(Execution):
+    def __init__(self, backend: OpenCLBackend, kernel: Any, tile: int, A: Any, B: Any):
+        self._queue = backend._queue
+        self._A, self._B = A, B
+        M, K = A.shape
+        N = B.shape[1]
+        self._C = np.empty((M, N), dtype=A.dtype)
+        flags = cl.mem_flags
+        context = backend._context
+        self._buffers = [
+            cl.Buffer(context, flags.READ_ONLY, A.nbytes),
+            cl.Buffer(context, flags.READ_ONLY, B.nbytes),
+            cl.Buffer(context, flags.WRITE_ONLY, self._C.nbytes),
+        ]
+        self._kernel = kernel
+        self._kernel.set_args(*self._buffers, np.int32(M), np.int32(N), np.int32(K))
+        # One work-item per element of C, rounded up to whole work-groups.
+        self._global = (-(-N // tile) * tile, -(-M // tile) * tile)
+        self._local = (tile, tile)
+
+    def upload(self) -> None:
+        cl.enqueue_copy(self._queue, self._buffers[0], self._A, is_blocking=False)
+        cl.enqueue_copy(self._queue, self._buffers[1], self._B, is_blocking=True)
+
+    def poison(self) -> None:
+        nan = np.array(np.nan, dtype=self._C.dtype)
+        cl.enqueue_fill_buffer(self._queue, self._buffers[2], nan, 0, self._C.nbytes).wait()
+
+    def run(self) -> float:
+        event = cl.enqueue_nd_range_kernel(self._queue, self._kernel, self._global, self._local)
+        event.wait()
+        return (event.profile.end - event.profile.start) * 1e-9
+
+    def download(self) -> np.ndarray:
+        cl.enqueue_copy(self._queue, self._C, self._buffers[2], is_blocking=True)
+        return self._C.copy()
+
+    def release(self) -> None:
+        for buffer in self._buffers:
+            buffer.release()
+        self._buffers = []
+
+
+class OpenCLBackend(Backend):
+    name = "opencl"
+    description = "PyOpenCL kernels from kernels/opencl on any OpenCL device"
+    VARIANTS: ClassVar[VariantTable] = {
+        "mm": {
+            "naive": VariantSpec(
+                "naive",
+                "one work-item per element, operands from global memory",
+                kernel="mm_naive",
+                tiles=(8, 16, 32),
+                default_tile=16,
+            ),
+            "tiled": VariantSpec(
+                "tiled",
+                "TILE×TILE tiles of A and B staged in local memory",
+                kernel="mm_tiled",
+                tiles=(8, 16, 32),
+                default_tile=16,
+            ),
+        }
+    }
+
+    def __init__(self, device: str | int | None = None):
+        available, reason = self.available()
+        if not available:
+            raise XBackendError(reason)
+        platform, cl_device = select_device(device, _all_devices())
+        self._device = _describe(platform, cl_device)
+        self._cl_device = cl_device
+        self._context = cl.Context([cl_device])
+        self._queue = cl.CommandQueue(
+            self._context, properties=cl.command_queue_properties.PROFILING_ENABLE
+        )
+        self._kernels: dict[tuple[str, int], Any] = {}
+        self._closed = False
+
+    @classmethod
+    def available(cls) -> tuple[bool, str]:
+        if cl is None:
+            return False, f"pyopencl is not installed ({_IMPORT_ERROR}): pip install pyopencl"
+        try:
+            found = _all_devices()
+        except cl.Error as error:
+            found, detail = [], f" ({error})"
+        else:
+            detail = ""
+        if not found:
+            return False, (
+                f"no OpenCL platform or device found{detail}. Install a driver: "
+                "on a CPU, pip install 'xbackend[cpu-opencl]' (Intel's runtime) or "
+                "apt-get install pocl-opencl-icd; on an NVIDIA GPU, register the driver with "
+                "echo libnvidia-opencl.so.1 > /etc/OpenCL/vendors/nvidia.icd"
+            )
+        return True, ""
+
+    @classmethod
+    def list_devices(cls) -> list[DeviceInfo]:
+        if cl is None:
+            return []
+        return [_describe(platform, device) for platform, device in _all_devices()]
+
+    @property
+    def device(self) -> DeviceInfo:
+        return self._device
+
+    def tile_problem(self, variant: str, tile: int) -> str | None:
+        problem = super().tile_problem(variant, tile)
+        if problem:
+            return problem
+        limit = self._device.max_work_group_size or 0
+        if tile * tile > limit:
+            return f"{tile}×{tile} work-items exceed the work-group limit of {limit}"
+        local_mem = self._device.local_mem_bytes or 0
+        if variant == "tiled" and 2 * tile * tile * 4 > local_mem:
+            return f"two {tile}×{tile} tiles exceed {local_mem} bytes of local memory"
+        return None
+
+    def _kernel(self, variant: str, tile: int) -> Any:
+        """The compiled kernel, built once per (variant, tile) and reused."""
+        key = (variant, tile)
+        if key not in self._kernels:
+            path, source = read_kernel("mm", "opencl")
+            options = [f"-DTILE={tile}"]
+            try:
+                with warnings.catch_warnings():
+                    # Some runtimes (Intel's) log every successful build; a
+                    # failed build still reaches the user through the error.
+                    warnings.simplefilter("ignore", cl.CompilerWarning)
+                    program = cl.Program(self._context, source).build(options=options)
+            except cl.RuntimeError as error:
+                raise KernelCompileError(
+                    backend=self.name,
+                    path=path,
+                    source=source,
+                    options=options,
+                    device=self._device.name,
+                    log=str(error),
+                ) from error
+            kernel = cl.Kernel(program, self.variant_spec(variant).kernel)
+            limit = kernel.get_work_group_info(
+                cl.kernel_work_group_info.WORK_GROUP_SIZE, self._cl_device
+            )
+            if tile * tile > limit:
+                raise UnsupportedParameter(
+                    f"opencl {variant}: the compiled kernel allows {limit} work-items per "
+                    f"group on {self._device.name}, fewer than {tile}×{tile}"
+                )
+            self._kernels[key] = kernel
+        return self._kernels[key]
+
+    def _execution(self, variant: str, tile: int | None, A: np.ndarray, B: np.ndarray) -> Execution:
+        assert tile is not None
+        return _ClExecution(self, self._kernel(variant, tile), tile, A, B)
+
+    def close(self) -> None:
+        if getattr(self, "_closed", True):
+            return
+        self._closed = True
+        self._kernels.clear()
+        self._queue.finish()
+        # The queue and context go with their last reference: ours.
+        del self._queue, self._context

@@ -1,0 +1,461 @@
+"""The command line: ``xbackend devices``, ``xbackend compare``, ``xbackend plot``."""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import sys
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from xbackend import results as results_io
+from xbackend.backends.base import (
+    Backend,
+    BackendUnavailable,
+    XBackendError,
+    backend_class,
+    backend_names,
+    backends,
+    get_backend,
+)
+from xbackend.problems import Reference, Shape, check, make_operands
+from xbackend.runner import Plan, Target, equality_line, run
+from xbackend.sweep import DEFAULT_BASE, DEFAULT_STEPS, growth, parse_shape, parse_shapes
+from xbackend.timing import format_seconds
+
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+def _comma_list(text: str) -> list[str]:
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+def _tiles(text: str) -> list[int]:
+    try:
+        tiles = [int(item) for item in _comma_list(text)]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"tiles are integers, e.g. 8,16,32: {text!r}") from None
+    if not tiles or min(tiles) < 1:
+        raise argparse.ArgumentTypeError(f"tiles must be positive integers: {text!r}")
+    return tiles
+
+
+def _shape(text: str) -> Shape:
+    try:
+        return parse_shape(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _shapes(text: str) -> list[Shape]:
+    try:
+        return parse_shapes(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {value}")
+    return value
+
+
+def _non_negative(kind: type) -> Any:
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if value < 0:
+            raise argparse.ArgumentTypeError(f"must not be negative: {value}")
+        return value
+
+    return parse
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="xbackend",
+        description="The same matrix products on CUDA, OpenCL and the CPU: naive and tiled "
+        "kernels, checked against a float64 reference, timed and drawn side by side.",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    devices = commands.add_parser(
+        "devices",
+        help="list every backend and device, and run a tiny product on each",
+        description="List every backend: available or why not, its devices, and PASS/FAIL "
+        "of a tiny matrix product for every variant on every device.",
+    )
+    devices.add_argument("--no-run", action="store_true", help="list only, run nothing")
+
+    compare = commands.add_parser(
+        "compare",
+        help="run the growing-size comparison and write results and figures",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Run naive and tiled matrix products on every requested backend over "
+        "growing sizes; check each result; time each kernel; write results "
+        "(JSON lines and CSV), figures and a summary table.",
+        epilog="examples:\n"
+        "  xbackend compare                                 # assignment schedule, all backends\n"
+        "  xbackend compare --backends cuda,opencl,cpu\n"
+        "  xbackend compare --backends opencl:nvidia,opencl:pocl --variants tiled --tile 8,16,32\n"
+        "  xbackend compare --base 256x256 --steps 16       # squares up to 4096×4096\n"
+        "  xbackend compare --sizes 1000x3001x1000,4096x4096\n",
+    )
+    compare.add_argument(
+        "--backends",
+        default="auto",
+        metavar="LIST",
+        help="comma-separated NAME or NAME:DEVICE (device index or a piece of its name), "
+        f"from: {', '.join(backend_names())}; 'auto' (default) is every available backend",
+    )
+    compare.add_argument(
+        "--variants",
+        type=_comma_list,
+        default=None,
+        metavar="LIST",
+        help="variants to run, e.g. naive,tiled (default: every variant of each backend)",
+    )
+    compare.add_argument(
+        "--tile",
+        type=_tiles,
+        default=None,
+        metavar="LIST",
+        help="tile sizes for the variants that take one, e.g. 16 or 8,16,32 "
+        "(default: each variant's default, 16 on GPUs)",
+    )
+    schedule = compare.add_mutually_exclusive_group()
+    schedule.add_argument(
+        "--sizes",
+        type=_shapes,
+        default=None,
+        metavar="LIST",
+        help="explicit sizes: MxK (A is M×K, B is K×M) or MxKxN, comma-separated",
+    )
+    schedule.add_argument(
+        "--base",
+        type=_shape,
+        default=DEFAULT_BASE,
+        metavar="MxK",
+        help="first size of the growing schedule; step i multiplies it by i (default: 16x14)",
+    )
+    compare.add_argument(
+        "--steps",
+        type=_positive_int,
+        default=DEFAULT_STEPS,
+        help=f"number of growth steps (default: {DEFAULT_STEPS}: up to 608×532 · 532×608)",
+    )
+    compare.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="output folder (default: results/<date-time>)",
+    )
+    compare.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    compare.add_argument(
+        "--warmup",
+        type=_non_negative(int),
+        default=1,
+        help="untimed runs after the first, checked run (default: 1)",
+    )
+    compare.add_argument(
+        "--samples",
+        type=_positive_int,
+        default=10,
+        help="timed samples per point at most (default: 10)",
+    )
+    compare.add_argument(
+        "--sample-time",
+        type=_non_negative(float),
+        default=1.0,
+        metavar="SECONDS",
+        help="stop sampling a point after 3 samples once they took this long (default: 1)",
+    )
+    compare.add_argument(
+        "--budget",
+        type=_non_negative(float),
+        default=20.0,
+        metavar="SECONDS",
+        help="skip a point whose estimated time exceeds this (default: 20; 0: never skip)",
+    )
+    compare.add_argument("--no-plots", action="store_true", help="write no figures")
+
+    plot = commands.add_parser(
+        "plot",
+        help="redraw the figures from results files, running nothing",
+        description="Draw the figures from one or more results folders or results.jsonl files.",
+    )
+    plot.add_argument("results", nargs="+", type=Path, metavar="RESULTS")
+    plot.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="folder for the figures (default: the first results folder)",
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
+    try:
+        if args.command == "devices":
+            return cmd_devices(args)
+        if args.command == "compare":
+            return cmd_compare(args)
+        return cmd_plot(args)
+    except (XBackendError, FileNotFoundError, ValueError) as error:
+        print(f"xbackend: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+# -- devices -------------------------------------------------------------------------------
+
+
+def _smoke_test(backend: Backend) -> list[tuple[str, bool, str]]:
+    """A tiny, awkwardly shaped product on every variant: (variant, passed, detail)."""
+    shape = Shape(7, 5, 3)
+    A, B = make_operands(shape, seed=1)
+    reference = Reference.of(A, B)
+    outcomes = []
+    for variant in backend.variants():
+        try:
+            verdict = check(backend.matmul(A, B, variant=variant), reference)
+        except Exception as error:
+            outcomes.append((variant, False, f"{type(error).__name__}: {error}".splitlines()[0]))
+        else:
+            detail = f"max|err| {verdict.max_abs_error:.2g}" if verdict.equal else "wrong result"
+            outcomes.append((variant, verdict.equal, detail))
+    return outcomes
+
+
+def _size(nbytes: int | None) -> str:
+    if not nbytes:
+        return "?"
+    for unit in ("GiB", "MiB", "KiB"):
+        scale = {"GiB": 2**30, "MiB": 2**20, "KiB": 2**10}[unit]
+        if nbytes >= scale:
+            return f"{nbytes / scale:.3g} {unit}"
+    return f"{nbytes} B"
+
+
+def cmd_devices(args: argparse.Namespace) -> int:
+    failures = 0
+    for info in backends():
+        if not info.available:
+            print(f"{info.name}: unavailable: {info.reason}")
+            continue
+        print(f"{info.name}: available, {len(info.devices)} device(s)")
+        for index, device in enumerate(info.devices):
+            print(
+                f"  [{index}] {device.name} ({device.platform}; {device.kind}; "
+                f"driver {device.driver_version or '?'}; memory {_size(device.global_mem_bytes)}; "
+                f"{device.compute_units or '?'} compute units; "
+                f"local/shared {_size(device.local_mem_bytes)}; cache {_size(device.cache_bytes)})"
+            )
+            if args.no_run:
+                continue
+            try:
+                backend = get_backend(info.name, index)
+            except Exception as error:
+                failures += 1
+                print(f"      FAIL  could not open: {type(error).__name__}: {error}")
+                continue
+            with backend:
+                for variant, passed, detail in _smoke_test(backend):
+                    failures += not passed
+                    print(f"      {'PASS' if passed else 'FAIL'}  {variant:<6} 7×5 · 5×3  {detail}")
+    return 1 if failures else 0
+
+
+# -- compare -------------------------------------------------------------------------------
+
+
+def _open_backends(text: str) -> list[tuple[str, Backend]]:
+    """Open the backends named on the command line; explicit but unavailable is an error."""
+    if text.strip().lower() == "auto":
+        opened = []
+        for name in backend_names():
+            available, reason = backend_class(name).available()
+            if available:
+                opened.append((name, get_backend(name)))
+            else:
+                print(f"auto: skipping {name}: {reason}")
+        if not opened:
+            raise XBackendError("no backend is available here (see: xbackend devices)")
+        return opened
+    targets = [Target.parse(item) for item in _comma_list(text)]
+    if not targets:
+        raise XBackendError("--backends is empty")
+    opened = []
+    try:
+        for target in targets:
+            try:
+                opened.append((target.label, get_backend(target.name, target.device)))
+            except BackendUnavailable as error:
+                raise XBackendError(
+                    f"{error}\n(run 'xbackend devices' for every backend's status, or "
+                    f"leave {target.name} out of --backends)"
+                ) from None
+    except BaseException:
+        for _, backend in opened:
+            backend.close()
+        raise
+    return opened
+
+
+def _default_out() -> Path:
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    return Path("results") / f"run-{stamp}"
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    shapes = args.sizes if args.sizes is not None else growth(args.base, args.steps)
+    plan = Plan(
+        shapes=shapes,
+        variants=args.variants,
+        tiles=args.tile,
+        seed=args.seed,
+        warmup=args.warmup,
+        samples=args.samples,
+        max_sample_time_s=args.sample_time,
+        budget_s=args.budget,
+    )
+    out = args.out or _default_out()
+    opened = _open_backends(args.backends)
+    try:
+        _check_variants(plan, opened)
+        for label, backend in opened:
+            print(f"{label}: {backend.device.name} ({backend.device.platform})")
+        print(f"{len(shapes)} sizes from {shapes[0]} to {shapes[-1]}; results into {out}/")
+        records: list[results_io.PointRecord] = []
+        interrupted = False
+        try:
+            records = run(plan, opened, out)
+        except KeyboardInterrupt:
+            interrupted = True
+            print("\ninterrupted: every finished point is kept in the results", file=sys.stderr)
+    finally:
+        for _, backend in opened:
+            backend.close()
+
+    runs, points = results_io.load([out])
+    this_run = list(runs)[-1]  # --out may hold earlier runs too
+    points = [p for p in points if p["run_id"] == this_run]
+    print()
+    print(summary_table(points))
+    if not args.no_plots and any(p["status"] == "ok" for p in points):
+        figures = _draw(points, out)
+        print(f"\nfigures: {', '.join(str(f) for f in figures if f.suffix == '.png')}")
+    print(f"results: {out / results_io.JSONL_NAME}, {out / results_io.CSV_NAME}")
+    if interrupted:
+        return EXIT_INTERRUPTED
+    wrong = [r for r in records if r.status in ("mismatch", "error")]
+    return 1 if wrong else 0
+
+
+def _check_variants(plan: Plan, opened: list[tuple[str, Backend]]) -> None:
+    if plan.variants is None:
+        return
+    known = {variant for _, backend in opened for variant in backend.variants()}
+    unknown = [variant for variant in plan.variants if variant not in known]
+    if unknown:
+        raise XBackendError(
+            f"unknown variant(s) {', '.join(unknown)}; these backends have: "
+            f"{', '.join(sorted(known))}"
+        )
+
+
+def _draw(points: list[dict[str, Any]], folder: Path) -> list[Path]:
+    from xbackend.plots import draw
+
+    return draw(points, folder)
+
+
+def summary_table(points: list[dict[str, Any]]) -> str:
+    """One row per line of the comparison: verified points, largest size, speed."""
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
+    for point in points:
+        key = (point["label"], point["device"], point["variant"], point.get("tile"))
+        groups[key].append(point)
+    header = (
+        "backend",
+        "device",
+        "variant",
+        "tile",
+        "equal",
+        "skipped",
+        "largest verified",
+        "kernel",
+        "end-to-end",
+        "GFLOP/s",
+    )
+    rows = [header]
+    for (label, device, variant, tile), group in groups.items():
+        measured = [p for p in group if p["status"] in ("ok", "mismatch")]
+        good = [p for p in group if p["status"] == "ok"]
+        failed = [p for p in group if p["status"] == "error"]
+        skipped = len(group) - len(measured) - len(failed)
+        equal = f"{len(good)}/{len(measured) + len(failed)}"
+        if good:
+            top = max(good, key=lambda p: (p["flops"], p["M"]))
+            size = f"{top['M']}×{top['K']}·{top['K']}×{top['N']}"
+            kernel = format_seconds(top["kernel_s"]["median"])
+            end_to_end = format_seconds(top["end_to_end_s"]["median"])
+            gflops = f"{top['gflops']:.4g}"
+        else:
+            size = kernel = end_to_end = gflops = "—"
+        rows.append(
+            (
+                label,
+                device[:28],
+                variant,
+                str(tile or "—"),
+                equal,
+                str(skipped),
+                size,
+                kernel,
+                end_to_end,
+                gflops,
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    lines = [
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
+        for row in rows
+    ]
+    lines.insert(1, "  ".join("-" * width for width in widths))
+    all_measured = [p for p in points if p["status"] in ("ok", "mismatch", "error")]
+    verdict = sum(p["status"] == "ok" for p in all_measured)
+    lines.append(
+        f"\ncode equality: {verdict}/{len(all_measured)} measured points equal "
+        "to the float64 reference within the rounding bound"
+    )
+    return "\n".join(lines)
+
+
+# -- plot --------------------------------------------------------------------------------------
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    _, points = results_io.load(args.results)
+    first = args.results[0]
+    out = args.out or (first if first.is_dir() else first.parent)
+    figures = _draw(points, out)
+    print(summary_table(points))
+    print(f"\nfigures: {', '.join(str(f) for f in figures)}")
+    return 0
+
+
+__all__ = ["build_parser", "equality_line", "main", "summary_table"]

@@ -1,0 +1,179 @@
+"""Figures from results: runtime and GFLOP/s against size, per backend and all together.
+
+Each figure is written as PNG and SVG. Only verified points ("ok") draw the
+lines; a point whose result was wrong is drawn as a red cross, so a fast but
+wrong kernel cannot pass for a fast one.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import defaultdict
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+Point = dict[str, Any]
+LineKey = tuple[str, str, str, int | None]  # label, device, variant, tile
+
+FIGURES = ("runtime_by_backend", "runtime_all", "gflops")
+_MARKERS = "osD^v<>ph*"
+
+
+def _line_key(point: Point) -> LineKey:
+    return (point["label"], point["device"], point["variant"], point.get("tile"))
+
+
+def _variant_name(key: LineKey) -> str:
+    _, _, variant, tile = key
+    return f"{variant} T={tile}" if tile else variant
+
+
+def _lines(points: Iterable[Point]) -> dict[LineKey, list[Point]]:
+    lines: dict[LineKey, list[Point]] = defaultdict(list)
+    for point in points:
+        if point.get("status") in ("ok", "mismatch") and point.get("kernel_s"):
+            lines[_line_key(point)].append(point)
+    for line in lines.values():
+        line.sort(key=lambda p: (p["M"] * p["N"], p["K"]))
+    return dict(sorted(lines.items(), key=lambda item: (item[0][0], item[0][2], item[0][3] or 0)))
+
+
+def _outputs(point: Point) -> int:
+    return int(point["M"]) * int(point["N"])
+
+
+def _draw_time(
+    axes: Axes, key: LineKey, line: list[Point], label: str, style: dict[str, Any], end_to_end: bool
+) -> None:
+    good = [p for p in line if p["status"] == "ok"]
+    x = [_outputs(p) for p in good]
+    median = [p["kernel_s"]["median"] for p in good]
+    (drawn,) = axes.plot(x, median, label=label, **style)
+    axes.fill_between(
+        x,
+        [p["kernel_s"]["q1"] for p in good],
+        [p["kernel_s"]["q3"] for p in good],
+        color=drawn.get_color(),
+        alpha=0.2,
+        linewidth=0,
+    )
+    if end_to_end:
+        axes.plot(
+            x,
+            [p["end_to_end_s"]["median"] for p in good],
+            color=drawn.get_color(),
+            linestyle=":",
+            linewidth=1,
+        )
+    _draw_mismatches(axes, line, lambda p: p["kernel_s"]["median"])
+
+
+def _draw_mismatches(axes: Axes, line: list[Point], value: Any) -> None:
+    bad = [p for p in line if p["status"] == "mismatch"]
+    if bad:
+        axes.plot(
+            [_outputs(p) for p in bad],
+            [value(p) for p in bad],
+            "x",
+            color="red",
+            markersize=9,
+            markeredgewidth=2,
+            label="wrong result",
+        )
+
+
+def _finish(axes: Axes, ylabel: str) -> None:
+    axes.set_xscale("log")
+    axes.set_yscale("log")
+    axes.set_xlabel("output elements M·N")
+    axes.set_ylabel(ylabel)
+    axes.grid(True, which="major", alpha=0.4)
+    axes.grid(True, which="minor", alpha=0.1)
+    handles, labels = axes.get_legend_handles_labels()
+    unique = dict(zip(labels, handles, strict=True))
+    axes.legend(unique.values(), unique.keys(), fontsize=8)
+
+
+def _save(figure: Figure, folder: Path, name: str) -> list[Path]:
+    figure.tight_layout()
+    paths = [folder / f"{name}.png", folder / f"{name}.svg"]
+    for path in paths:
+        figure.savefig(path, dpi=130)
+    return paths
+
+
+def _subtitle(points: list[Point]) -> str:
+    dtypes = sorted({p["dtype"] for p in points})
+    return f"{', '.join(dtypes)}; median kernel time, band: quartiles; dotted: end-to-end"
+
+
+def draw(points: list[Point], folder: Path) -> list[Path]:
+    """Write every figure for ``points`` into ``folder``; return the files written."""
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = _lines(points)
+    if not lines:
+        raise ValueError("no measured points to draw")
+    written: list[Path] = []
+
+    # One panel per backend (and device): naive against tiled, the assignment's figures.
+    panels: dict[tuple[str, str], dict[LineKey, list[Point]]] = defaultdict(dict)
+    for key, line in lines.items():
+        panels[(key[0], key[1])][key] = line
+    columns = min(3, len(panels))
+    rows = -(-len(panels) // columns)
+    figure = Figure(figsize=(5.2 * columns, 4.2 * rows))
+    for index, ((label, device), panel_lines) in enumerate(panels.items()):
+        axes = figure.add_subplot(rows, columns, index + 1)
+        for (key, line), marker in zip(panel_lines.items(), itertools.cycle(_MARKERS)):
+            _draw_time(
+                axes,
+                key,
+                line,
+                _variant_name(key),
+                {"marker": marker, "markersize": 3},
+                end_to_end=True,
+            )
+        axes.set_title(f"{label}: {device}", fontsize=9)
+        _finish(axes, "time (s)")
+    figure.suptitle(f"Naive against tiled, per backend\n{_subtitle(points)}", fontsize=10)
+    written += _save(figure, folder, "runtime_by_backend")
+
+    # Every backend and variant on one figure.
+    figure = Figure(figsize=(8, 6))
+    axes = figure.add_subplot(1, 1, 1)
+    for (key, line), marker in zip(lines.items(), itertools.cycle(_MARKERS)):
+        _draw_time(
+            axes,
+            key,
+            line,
+            f"{key[0]} {_variant_name(key)}",
+            {"marker": marker, "markersize": 3},
+            end_to_end=False,
+        )
+    axes.set_title(
+        f"All backends\n{_subtitle(points).split(';')[0]}; median kernel time", fontsize=10
+    )
+    _finish(axes, "time (s)")
+    written += _save(figure, folder, "runtime_all")
+
+    # Throughput.
+    figure = Figure(figsize=(8, 6))
+    axes = figure.add_subplot(1, 1, 1)
+    for (key, line), marker in zip(lines.items(), itertools.cycle(_MARKERS)):
+        good = [p for p in line if p["status"] == "ok"]
+        axes.plot(
+            [_outputs(p) for p in good],
+            [p["gflops"] for p in good],
+            marker=marker,
+            markersize=3,
+            label=f"{key[0]} {_variant_name(key)}",
+        )
+        _draw_mismatches(axes, line, lambda p: p["gflops"])
+    axes.set_title("Throughput from the median kernel time (2·M·N·K flops)", fontsize=10)
+    _finish(axes, "GFLOP/s")
+    written += _save(figure, folder, "gflops")
+    return written
