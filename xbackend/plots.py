@@ -7,7 +7,6 @@ wrong kernel cannot pass for a fast one.
 
 from __future__ import annotations
 
-import itertools
 from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
@@ -46,8 +45,33 @@ def _outputs(point: Point) -> int:
     return int(point["M"]) * int(point["N"])
 
 
+_LINESTYLES = ("-", "--", "-.", (0, (5, 1, 1, 1)))
+
+
+def _styles(
+    lines: dict[LineKey, list[Point]], colour_by: int, marker_by: int
+) -> dict[LineKey, dict[str, Any]]:
+    """Styles keyed on parts of the line key, so one thing looks the same everywhere.
+
+    ``colour_by`` and ``marker_by`` index the key (0 backend, 2 variant, 3 tile);
+    the marker's part also picks the line style.
+    """
+    colours = sorted({str(key[colour_by]) for key in lines})
+    markers = sorted({str(key[marker_by]) for key in lines})
+    styles = {}
+    for key in lines:
+        m = markers.index(str(key[marker_by]))
+        styles[key] = {
+            "color": f"C{colours.index(str(key[colour_by])) % 10}",
+            "marker": _MARKERS[m % len(_MARKERS)],
+            "linestyle": _LINESTYLES[m % len(_LINESTYLES)],
+            "markersize": 3,
+        }
+    return styles
+
+
 def _draw_time(
-    axes: Axes, key: LineKey, line: list[Point], label: str, style: dict[str, Any], end_to_end: bool
+    axes: Axes, line: list[Point], label: str, style: dict[str, Any], end_to_end: bool
 ) -> None:
     good = [p for p in line if p["status"] == "ok"]
     x = [_outputs(p) for p in good]
@@ -107,8 +131,8 @@ def _save(figure: Figure, folder: Path, name: str) -> list[Path]:
 
 
 def _subtitle(points: list[Point]) -> str:
-    dtypes = sorted({p["dtype"] for p in points})
-    return f"{', '.join(dtypes)}; median kernel time, band: quartiles; dotted: end-to-end"
+    dtypes = ", ".join(sorted({p["dtype"] for p in points}))
+    return f"{dtypes}; median kernel time, band: quartiles; dotted: end-to-end with transfers"
 
 
 def draw(points: list[Point], folder: Path) -> list[Path]:
@@ -120,57 +144,46 @@ def draw(points: list[Point], folder: Path) -> list[Path]:
     written: list[Path] = []
 
     # One panel per backend (and device): naive against tiled, the assignment's figures.
+    # Colours stand for variants here, the same in every panel.
     panels: dict[tuple[str, str], dict[LineKey, list[Point]]] = defaultdict(dict)
     for key, line in lines.items():
         panels[(key[0], key[1])][key] = line
+    by_variant = _styles(lines, colour_by=2, marker_by=3)
     columns = min(3, len(panels))
     rows = -(-len(panels) // columns)
     figure = Figure(figsize=(5.2 * columns, 4.2 * rows))
     for index, ((label, device), panel_lines) in enumerate(panels.items()):
         axes = figure.add_subplot(rows, columns, index + 1)
-        for (key, line), marker in zip(panel_lines.items(), itertools.cycle(_MARKERS)):
-            _draw_time(
-                axes,
-                key,
-                line,
-                _variant_name(key),
-                {"marker": marker, "markersize": 3},
-                end_to_end=True,
-            )
+        for key, line in panel_lines.items():
+            _draw_time(axes, line, _variant_name(key), by_variant[key], end_to_end=True)
         axes.set_title(f"{label}: {device}", fontsize=9)
         _finish(axes, "time (s)")
     figure.suptitle(f"Naive against tiled, per backend\n{_subtitle(points)}", fontsize=10)
     written += _save(figure, folder, "runtime_by_backend")
 
-    # Every backend and variant on one figure.
+    # Every backend and variant on one figure: colours stand for backends, markers
+    # and line styles for variants.
+    by_backend = _styles(lines, colour_by=0, marker_by=2)
     figure = Figure(figsize=(8, 6))
     axes = figure.add_subplot(1, 1, 1)
-    for (key, line), marker in zip(lines.items(), itertools.cycle(_MARKERS)):
-        _draw_time(
-            axes,
-            key,
-            line,
-            f"{key[0]} {_variant_name(key)}",
-            {"marker": marker, "markersize": 3},
-            end_to_end=False,
-        )
-    axes.set_title(
-        f"All backends\n{_subtitle(points).split(';')[0]}; median kernel time", fontsize=10
-    )
+    for key, line in lines.items():
+        label = f"{key[0]} {_variant_name(key)}"
+        _draw_time(axes, line, label, by_backend[key], end_to_end=False)
+    dtypes = ", ".join(sorted({p["dtype"] for p in points}))
+    axes.set_title(f"All backends\n{dtypes}; median kernel time", fontsize=10)
     _finish(axes, "time (s)")
     written += _save(figure, folder, "runtime_all")
 
     # Throughput.
     figure = Figure(figsize=(8, 6))
     axes = figure.add_subplot(1, 1, 1)
-    for (key, line), marker in zip(lines.items(), itertools.cycle(_MARKERS)):
+    for key, line in lines.items():
         good = [p for p in line if p["status"] == "ok"]
         axes.plot(
             [_outputs(p) for p in good],
             [p["gflops"] for p in good],
-            marker=marker,
-            markersize=3,
             label=f"{key[0]} {_variant_name(key)}",
+            **by_backend[key],
         )
         _draw_mismatches(axes, line, lambda p: p["gflops"])
     axes.set_title("Throughput from the median kernel time (2·M·N·K flops)", fontsize=10)

@@ -1,0 +1,52 @@
+"""The code-equality check itself: it passes correct results and fails wrong ones."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from xbackend.problems import Reference, Shape, check, make_operands
+
+
+def _operands(M=37, K=53, N=29):
+    return make_operands(Shape(M, K, N), seed=7)
+
+
+def test_float32_product_passes():
+    A, B = _operands()
+    assert check(A @ B, Reference.of(A, B)).equal
+
+
+def test_unwritten_element_fails():
+    A, B = _operands()
+    C = A @ B
+    C[3, 4] = np.nan  # what a poisoned, never-written element looks like
+    verdict = check(C, Reference.of(A, B))
+    assert not verdict.equal
+    assert verdict.nan_count == 1
+
+
+def test_a_missing_term_fails():
+    A, B = _operands()
+    C = A[:, :-1] @ B[:-1, :]  # an off-by-one in the K loop
+    assert not check(C, Reference.of(A, B)).equal
+
+
+def test_transposed_indexing_fails():
+    A, B = make_operands(Shape(24, 24, 24), seed=3)
+    assert not check(A @ B.T, Reference.of(A, B)).equal
+
+
+def test_wrong_shape_fails():
+    A, B = _operands()
+    assert not check((A @ B)[:-1], Reference.of(A, B)).equal
+
+
+def test_operands_are_seeded_and_not_trivial():
+    shape = Shape(9, 8, 7)
+    A1, B1 = make_operands(shape, seed=1)
+    A2, _ = make_operands(shape, seed=1)
+    A3, _ = make_operands(shape, seed=2)
+    np.testing.assert_array_equal(A1, A2)
+    assert not np.array_equal(A1, A3)
+    assert np.count_nonzero(A1) == A1.size and np.unique(B1).size > B1.size // 2
+    assert A1.dtype == np.float32

@@ -1,0 +1,147 @@
+"""The command line, run as a user runs it: python -m xbackend ..."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import xbackend
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def xb(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        [sys.executable, "-m", "xbackend", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=600,
+    )
+
+
+def _available(name: str) -> bool:
+    return {info.name: info.available for info in xbackend.backends()}[name]
+
+
+def test_compare_writes_results_figures_and_summary(tmp_path):
+    out = tmp_path / "run"
+    done = xb(
+        "compare",
+        "--backends",
+        "cpu,opencl",
+        "--steps",
+        "3",
+        "--samples",
+        "2",
+        "--tile",
+        "8,16",
+        "--out",
+        str(out),
+    )
+    if done.returncode != 0 and not _available("opencl"):
+        pytest.skip("opencl unavailable")
+    assert done.returncode == 0, done.stderr
+    assert "code equality: True" in done.stdout
+    assert "code equality: False" not in done.stdout
+    lines = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    points = [x for x in lines if x["type"] == "point"]
+    # cpu: naive, tiled T=8, tiled T=16, blas; opencl: naive and tiled at T=8, 16; 3 sizes.
+    assert len(points) == 3 * (4 + 4)
+    assert {p["backend"] for p in points} == {"cpu", "opencl"}
+    assert all(p["status"] == "ok" for p in points)
+    for name in ("runtime_by_backend", "runtime_all", "gflops"):
+        for suffix in (".png", ".svg"):
+            assert (out / f"{name}{suffix}").stat().st_size > 1000
+    assert (out / "results.csv").read_text().count("\n") == len(points) + 1
+    assert "largest verified" in done.stdout and "48×42·42×48" in done.stdout
+
+
+def test_plot_redraws_from_results(tmp_path):
+    out = tmp_path / "run"
+    assert (
+        xb(
+            "compare",
+            "--backends",
+            "cpu",
+            "--variants",
+            "blas",
+            "--steps",
+            "2",
+            "--out",
+            str(out),
+            "--no-plots",
+        ).returncode
+        == 0
+    )
+    assert not (out / "gflops.png").exists()
+    figures = tmp_path / "figures"
+    done = xb("plot", str(out), "--out", str(figures))
+    assert done.returncode == 0, done.stderr
+    assert (figures / "gflops.png").exists() and (figures / "runtime_all.svg").exists()
+
+
+def test_devices_lists_backends_and_runs_a_tiny_product():
+    done = xb("devices")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "cpu: available" in done.stdout
+    assert "PASS  naive" in done.stdout and "FAIL" not in done.stdout
+    for info in xbackend.backends():
+        if not info.available:
+            assert f"{info.name}: unavailable: " in done.stdout
+
+
+def test_unknown_backend_is_a_clear_error():
+    done = xb("compare", "--backends", "cpu,metal", "--steps", "1")
+    assert done.returncode == 2
+    assert "unknown backend 'metal'" in done.stderr and "known backends" in done.stderr
+
+
+def test_explicit_unavailable_backend_fails_with_reason(monkeypatch):
+    unavailable = [info for info in xbackend.backends() if not info.available]
+    if not unavailable:
+        pytest.skip("every backend is available here")
+    name = unavailable[0].name
+    done = xb("compare", "--backends", f"cpu,{name}", "--steps", "1")
+    assert done.returncode == 2
+    assert f"backend '{name}' is unavailable" in done.stderr
+
+
+def test_auto_says_what_it_skipped(tmp_path):
+    done = xb("compare", "--variants", "blas,tiled", "--steps", "1", "--out", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    for info in xbackend.backends():
+        if not info.available:
+            assert f"auto: skipping {info.name}: " in done.stdout
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--sizes", "16by14"], "bad size"),
+        (["--tile", "sixteen"], "tiles are integers"),
+        (["--steps", "0"], "at least 1"),
+        (["--variants", "fastest", "--backends", "cpu"], "unknown variant"),
+    ],
+)
+def test_bad_options_are_usage_errors(args, message):
+    done = xb("compare", *args)
+    assert done.returncode == 2
+    assert message in done.stderr
+
+
+def test_help_describes_every_command():
+    done = xb("--help")
+    assert done.returncode == 0
+    for command in ("devices", "compare", "plot"):
+        assert command in done.stdout
+    compare_help = xb("compare", "--help").stdout
+    for option in ("--backends", "--variants", "--tile", "--sizes", "--base", "--steps", "--out"):
+        assert option in compare_help

@@ -1,0 +1,141 @@
+"""Kernel files: twins match, every file compiles, and every file ships in the wheel."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import xbackend
+from xbackend.backends.base import KernelCompileError
+
+ROOT = Path(__file__).resolve().parent.parent
+CUDA = sorted((ROOT / "kernels" / "cuda").glob("*.cu"))
+OPENCL = sorted((ROOT / "kernels" / "opencl").glob("*.cl"))
+TILES = (8, 16, 32)
+
+
+def _kernel_names(path: Path) -> list[str]:
+    return re.findall(r"^void\s+(\w+)\s*\(", path.read_text(), flags=re.MULTILINE)
+
+
+def test_every_cuda_kernel_has_an_opencl_twin():
+    assert CUDA, "no CUDA kernels found"
+    assert [p.stem for p in CUDA] == [p.stem for p in OPENCL]
+    for cu, cl in zip(CUDA, OPENCL, strict=True):
+        assert _kernel_names(cu) == _kernel_names(cl) != []
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+@pytest.mark.parametrize("tile", TILES)
+@pytest.mark.parametrize("path", CUDA, ids=lambda p: p.name)
+def test_cuda_kernel_compiles_with_nvcc(path, tile, tmp_path):
+    done = subprocess.run(
+        ["nvcc", "-ptx", "-arch=sm_90", f"-DTILE={tile}", str(path), "-o", str(tmp_path / "k")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("tile", TILES)
+def test_opencl_kernels_build_on_the_device(backend, tile):
+    if backend.name not in ("opencl", "cuda"):
+        pytest.skip("compiled backends only")
+    import numpy as np
+
+    A = np.ones((3, 2), np.float32)
+    for variant in backend.variants():
+        if backend.tile_problem(variant, tile) is None:
+            assert backend.matmul(A, A.T.copy(), variant=variant, tile=tile)[0, 0] == 2.0
+
+
+def test_compile_error_shows_source_options_and_device(backend, monkeypatch):
+    if backend.name not in ("opencl", "cuda"):
+        pytest.skip("compiled backends only")
+    module = sys.modules[type(backend).__module__]
+    path = ROOT / "kernels" / "broken"
+    monkeypatch.setattr(module, "read_kernel", lambda *_: (path, "this is not C;\n"))
+    monkeypatch.setattr(backend, "_kernels" if backend.name == "opencl" else "_functions", {})
+    import numpy as np
+
+    A = np.ones((2, 2), np.float32)
+    with pytest.raises(KernelCompileError) as caught:
+        backend.matmul(A, A, variant="tiled", tile=8)
+    message = str(caught.value)
+    assert "   1 | this is not C;" in message
+    assert "-DTILE=8" in message and backend.device.name in message
+    assert caught.value.__cause__ is not None
+
+
+def test_kernels_ship_in_a_non_editable_install(tmp_path):
+    """Build the wheel, install it elsewhere, and load every kernel file from there."""
+    wheel_dir, target = tmp_path / "wheel", tmp_path / "site"
+    build = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(wheel_dir),
+            str(ROOT),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert build.returncode == 0, build.stderr
+    wheel = next(wheel_dir.glob("xbackend-*.whl"))
+    install = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--target",
+            str(target),
+            str(wheel),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert install.returncode == 0, install.stderr
+    code = (
+        "import xbackend, pathlib\n"
+        "from xbackend.backends.base import read_kernel\n"
+        "root = xbackend.kernels_path()\n"
+        "print(root)\n"
+        "for path in sorted(root.rglob('*.c[lu]')):\n"
+        "    language = {'.cu': 'cuda', '.cl': 'opencl'}[path.suffix]\n"
+        "    _, text = read_kernel(path.stem, language)\n"
+        "    print(path.relative_to(root), len(text))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(target)}
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert Path(lines[0]).is_relative_to(target), "kernels did not come from the install"
+    shipped = {line.split()[0]: int(line.split()[1]) for line in lines[1:]}
+    expected = {str(p.relative_to(ROOT / "kernels")): len(p.read_text()) for p in CUDA + OPENCL}
+    assert shipped == expected
+    assert xbackend.__version__ in wheel.name

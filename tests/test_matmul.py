@@ -1,0 +1,95 @@
+"""Every variant of every backend against the float64 reference, on awkward shapes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import xbackend
+from xbackend.problems import Reference, Shape, check, make_operands
+
+# Sizes that are not multiples of any tile, single elements, and M ≠ N ≠ K.
+SHAPES = [
+    Shape(1, 1, 1),
+    Shape(7, 3, 7),
+    Shape(17, 13, 17),
+    Shape(33, 65, 1),
+    Shape(1, 64, 33),
+    Shape(65, 7, 33),
+    Shape(16, 14, 16),
+    Shape(100, 37, 129),
+]
+SEED = 20261122
+
+
+def _cases(backend: xbackend.Backend) -> list[tuple[str, int | None]]:
+    cases: list[tuple[str, int | None]] = []
+    for variant in backend.variants():
+        cases += [(variant, tile) for tile in backend.tiles(variant)] or [(variant, None)]
+    return cases
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: f"{s.M}x{s.K}x{s.N}")
+def test_every_variant_and_tile_matches_reference(backend: xbackend.Backend, shape: Shape):
+    A, B = make_operands(shape, SEED)
+    reference = Reference.of(A, B)
+    for variant, tile in _cases(backend):
+        # measure() poisons the output with NaN before each run and returns the
+        # first and the last run's output; both must match.
+        measured = backend.measure(A, B, variant, tile, warmup=0, samples=2, min_samples=2)
+        for output in (measured.result, measured.last_result):
+            verdict = check(output, reference)
+            assert verdict.equal, (variant, tile, verdict)
+            assert output.shape == (shape.M, shape.N)
+            assert output.dtype == np.float32
+
+
+def test_matmul_accepts_strided_views_and_fortran_order(backend: xbackend.Backend):
+    rng = np.random.default_rng(SEED)
+    big = rng.standard_normal((40, 50)).astype(np.float32)
+    A = big[3:20, 5:36]  # a strided view
+    B = np.asfortranarray(rng.standard_normal((31, 9)).astype(np.float32))
+    for variant in backend.variants():
+        C = backend.matmul(A, B, variant=variant)
+        assert check(C, Reference.of(A, B)).equal, variant
+
+
+def test_timings_are_positive_and_counted(backend: xbackend.Backend):
+    A, B = make_operands(Shape(48, 40, 32), SEED)
+    measured = backend.measure(A, B, backend.variants()[0], samples=4, min_samples=4)
+    assert len(measured.kernel_s) == len(measured.end_to_end_s) == 4
+    assert all(t > 0 for t in measured.kernel_s)
+    # End-to-end includes the kernel, plus the copies.
+    assert all(e >= k for k, e in zip(measured.kernel_s, measured.end_to_end_s, strict=True))
+
+
+def test_bad_operands_are_clear_errors(backend: xbackend.Backend):
+    A, B = make_operands(Shape(5, 4, 3), SEED)
+    variant = backend.variants()[0]
+    with pytest.raises(ValueError, match="inner dimensions"):
+        backend.matmul(A, B.T.copy(), variant=variant)
+    with pytest.raises(ValueError, match="2-D"):
+        backend.matmul(A[0], B, variant=variant)
+    with pytest.raises(ValueError, match="supported: float32"):
+        backend.matmul(A.astype(np.complex64), B, variant=variant)
+    with pytest.raises(ValueError, match=r"no variant 'fastest'.*it has"):
+        backend.matmul(A, B, variant="fastest")
+
+
+def test_unrunnable_tile_names_the_runnable_ones(backend: xbackend.Backend):
+    tiled = [v for v in backend.variants() if backend.variant_spec(v).takes_tile]
+    if not tiled:
+        pytest.skip(f"{backend.name} has no variant with a tile")
+    A, B = make_operands(Shape(5, 4, 3), SEED)
+    with pytest.raises(ValueError, match="tile must be a positive integer"):
+        backend.matmul(A, B, variant=tiled[0], tile=0)
+    if backend.device.max_work_group_size:  # a device with a work-group limit
+        with pytest.raises(ValueError, match=r"cannot run on .*tiles this device can run: 8"):
+            backend.matmul(A, B, variant=tiled[0], tile=4097)
+
+
+def test_device_is_described(backend: xbackend.Backend):
+    device = backend.device
+    assert device.name
+    assert device.kind in ("cpu", "gpu", "accelerator", "other")
+    assert set(device.to_dict()) >= {"name", "driver_version", "global_mem_bytes"}

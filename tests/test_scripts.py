@@ -1,0 +1,43 @@
+"""Scripts under scripts/ are run here, small, so they cannot rot."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_gpu_proof_script_runs_small_on_the_cpu(tmp_path):
+    env = {
+        **os.environ,
+        "WHEELS": "",
+        "BACKENDS": "cpu",
+        "SKIP_TESTS": "1",
+        "DEFAULT_STEPS": "2",
+        "LARGE_BASE": "24x24",
+        "LARGE_STEPS": "2",
+        "LARGE_TILES": "16",
+    }
+    done = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "gpu_proof.sh"), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "cpu: available" in (tmp_path / "devices.txt").read_text()
+    for run in ("default", "large"):
+        lines = (tmp_path / run / "results.jsonl").read_text().splitlines()
+        points = [json.loads(line) for line in lines[1:]]
+        assert points and all(p["status"] == "ok" for p in points)
+        assert (tmp_path / run / "runtime_by_backend.png").exists()
+    large = [
+        json.loads(x)
+        for x in (tmp_path / "large" / "results.jsonl").read_text().split("\n")[1:]
+        if x
+    ]
+    assert max(p["M"] for p in large) == 48
