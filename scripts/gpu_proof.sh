@@ -35,9 +35,11 @@ fi
     python3 -m xbackend devices || true
 } 2>&1 | tee "$out/devices.txt"
 
+tests_rc=0
 if [ -z "${SKIP_TESTS:-}" ]; then
+    # A failing test must not stop the comparison: both results are evidence.
     XBACKEND_REQUIRE=${REQUIRE:-$backends} python3 -m pytest -q -rs tests \
-        2>&1 | tee "$out/tests.txt"
+        2>&1 | tee "$out/tests.txt" || tests_rc=$?
 fi
 
 python3 -m xbackend compare --backends "$backends" --steps "${DEFAULT_STEPS:-38}" \
@@ -45,3 +47,4 @@ python3 -m xbackend compare --backends "$backends" --steps "${DEFAULT_STEPS:-38}
 python3 -m xbackend compare --backends "$backends" \
     --base "${LARGE_BASE:-256x256}" --steps "${LARGE_STEPS:-16}" --tile "${LARGE_TILES:-16,32}" \
     --out "$out/large" 2>&1 | tee "$out/large.txt"
+exit "$tests_rc"

@@ -8,7 +8,7 @@ wrong kernel cannot pass for a fast one.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -49,20 +49,21 @@ _LINESTYLES = ("-", "--", "-.", (0, (5, 1, 1, 1)))
 
 
 def _styles(
-    lines: dict[LineKey, list[Point]], colour_by: int, marker_by: int
+    lines: dict[LineKey, list[Point]],
+    colour_of: Callable[[LineKey], str],
+    marker_of: Callable[[LineKey], str],
 ) -> dict[LineKey, dict[str, Any]]:
-    """Styles keyed on parts of the line key, so one thing looks the same everywhere.
+    """Styles from parts of the line key, so one thing looks the same everywhere.
 
-    ``colour_by`` and ``marker_by`` index the key (0 backend, 2 variant, 3 tile);
-    the marker's part also picks the line style.
+    ``colour_of`` picks the colour, ``marker_of`` the marker and line style.
     """
-    colours = sorted({str(key[colour_by]) for key in lines})
-    markers = sorted({str(key[marker_by]) for key in lines})
+    colours = sorted({colour_of(key) for key in lines})
+    markers = sorted({marker_of(key) for key in lines})
     styles = {}
     for key in lines:
-        m = markers.index(str(key[marker_by]))
+        m = markers.index(marker_of(key))
         styles[key] = {
-            "color": f"C{colours.index(str(key[colour_by])) % 10}",
+            "color": f"C{colours.index(colour_of(key)) % 10}",
             "marker": _MARKERS[m % len(_MARKERS)],
             "linestyle": _LINESTYLES[m % len(_LINESTYLES)],
             "markersize": 3,
@@ -148,7 +149,7 @@ def draw(points: list[Point], folder: Path) -> list[Path]:
     panels: dict[tuple[str, str], dict[LineKey, list[Point]]] = defaultdict(dict)
     for key, line in lines.items():
         panels[(key[0], key[1])][key] = line
-    by_variant = _styles(lines, colour_by=2, marker_by=3)
+    by_variant = _styles(lines, colour_of=lambda key: key[2], marker_of=lambda key: str(key[3]))
     columns = min(3, len(panels))
     rows = -(-len(panels) // columns)
     figure = Figure(figsize=(5.2 * columns, 4.2 * rows))
@@ -162,8 +163,8 @@ def draw(points: list[Point], folder: Path) -> list[Path]:
     written += _save(figure, folder, "runtime_by_backend")
 
     # Every backend and variant on one figure: colours stand for backends, markers
-    # and line styles for variants.
-    by_backend = _styles(lines, colour_by=0, marker_by=2)
+    # and line styles for variants and tiles.
+    by_backend = _styles(lines, colour_of=lambda key: key[0], marker_of=_variant_name)
     figure = Figure(figsize=(8, 6))
     axes = figure.add_subplot(1, 1, 1)
     for key, line in lines.items():
