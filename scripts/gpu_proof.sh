@@ -8,7 +8,7 @@
 # siphash24, mako and a built pycuda wheel into .whl/ first (README: "On a GPU machine").
 # Environment overrides, used by the smoke test on CPU-only machines:
 #   WHEELS (.whl; empty: install none)  BACKENDS (cuda,opencl,cpu)  REQUIRE (= BACKENDS names)  SKIP_TESTS (unset)
-#   DEFAULT_STEPS (38)  LARGE_BASE (256x256)  LARGE_STEPS (16)  LARGE_TILES (16,32)
+#   DEFAULT_STEPS (38)  LARGE_REFERENCE (4096x4096)  LARGE_BASE (256x256)  LARGE_STEPS (16)  LARGE_TILES (16,32)
 set -euo pipefail
 
 out=${1:?usage: scripts/gpu_proof.sh OUT_DIR}
@@ -34,6 +34,8 @@ fi
     command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
     python3 -m xbackend devices || true
 } 2>&1 | tee "$out/devices.txt"
+
+python3 scripts/cublas_reference.py --sizes "${LARGE_REFERENCE:-4096x4096}" 2>&1 | tee "$out/cublas.txt"
 
 tests_rc=0
 if [ -z "${SKIP_TESTS:-}" ]; then

@@ -50,3 +50,19 @@ def test_operands_are_seeded_and_not_trivial():
     assert not np.array_equal(A1, A3)
     assert np.count_nonzero(A1) == A1.size and np.unique(B1).size > B1.size // 2
     assert A1.dtype == np.float32
+
+
+def test_a_missing_term_fails_at_large_k():
+    # Where the worst-case bound K·eps would be about half a term wide.
+    A, B = make_operands(Shape(64, 4096, 64), seed=5)
+    reference = Reference.of(A, B)
+    assert check(A @ B, reference).equal
+    dropped = check(A[:, :-1] @ B[:-1, :], reference)
+    assert not dropped.equal and dropped.bound_ratio > 10
+
+
+def test_correct_products_stay_well_inside_the_tolerance():
+    for K in (1, 2, 16, 17, 100, 1000, 3000):
+        A, B = make_operands(Shape(50, K, 40), seed=K)
+        verdict = check(A @ B, Reference.of(A, B))
+        assert verdict.equal and verdict.bound_ratio < 0.5, (K, verdict)

@@ -17,6 +17,7 @@ def test_gpu_proof_script_runs_small_on_the_cpu(tmp_path):
         "BACKENDS": "cpu",
         "SKIP_TESTS": "1",
         "DEFAULT_STEPS": "2",
+        "LARGE_REFERENCE": "64x64",
         "LARGE_BASE": "24x24",
         "LARGE_STEPS": "2",
         "LARGE_TILES": "16",
@@ -30,6 +31,8 @@ def test_gpu_proof_script_runs_small_on_the_cpu(tmp_path):
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "cpu: available" in (tmp_path / "devices.txt").read_text()
+    cublas = (tmp_path / "cublas.txt").read_text()
+    assert cublas.startswith("skipped: ") or "code equality (64 rows): True" in cublas
     for run in ("default", "large"):
         lines = (tmp_path / run / "results.jsonl").read_text().splitlines()
         points = [json.loads(line) for line in lines[1:]]

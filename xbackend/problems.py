@@ -1,17 +1,24 @@
 """The operations: shapes, operation counts, seeded inputs, the reference and the check.
 
-The check ("code equality") compares a result with a float64 NumPy reference
-under the worst-case rounding bound of a dot product: for any summation order,
-``|fl(a·b) - a·b| <= γ_K · (|a|·|b|)`` with ``γ_K ≈ K·u`` and ``u = eps/2``.
-So each element must satisfy ``|C - ref| <= K · eps · (|A| @ |B|)``. A correct
-kernel cannot fail this, whatever order it sums in (FMA included); a wrong
-index, a missed tile or an unwritten (NaN-poisoned) element fails it by orders
-of magnitude.
+The check ("code equality") compares a result with a float64 NumPy reference,
+element by element, against a tolerance scaled by the element's own magnitude
+``m = (|A| @ |B|)``: ``|C - ref| <= f(K) · eps · m``.
+
+* For K <= 16, f(K) = K: the worst-case rounding bound of a dot product in any
+  summation order (γ_K ≈ K·eps/2), so a correct kernel cannot fail it.
+* Beyond, f(K) = 4·sqrt(K). Rounding errors of independent terms grow like
+  sqrt(K), not K, and the worst-case bound gets so loose at large K that a
+  dropped term could hide under it (at K = 4096 it is about half a term).
+  With 4·sqrt(K) a correct float32 kernel stays far under the tolerance on
+  these random inputs (``bound_ratio`` in the results shows how far), while a
+  missing term, a wrong index or an unwritten (NaN-poisoned) element fails by
+  orders of magnitude (tests/test_check.py proves both).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 
@@ -74,19 +81,25 @@ class Reference:
 class Check:
     equal: bool
     max_abs_error: float  # NaN if the result holds NaN
-    bound_ratio: float  # largest |error| / bound: 1.0 is the edge of the tolerance
+    bound_ratio: float  # largest |error| / tolerance: 1.0 is the edge
     nan_count: int
 
     def to_dict(self) -> dict[str, object]:
         return dataclasses.asdict(self)
 
 
+def tolerance_factor(K: int) -> float:
+    """f(K) of the module docstring: K up to 16, 4·sqrt(K) beyond."""
+    return float(K) if K <= 16 else 4.0 * math.sqrt(K)
+
+
 def check(result: np.ndarray, reference: Reference) -> Check:
-    """Compare a result with the reference under the rounding bound (module docstring)."""
+    """Compare a result with the reference under the tolerance of the module docstring."""
     if result.shape != reference.product.shape:
         return Check(False, float("nan"), float("inf"), 0)
     eps = float(np.finfo(result.dtype).eps)
-    bound = reference.K * eps * reference.magnitude + np.finfo(result.dtype).tiny
+    bound = tolerance_factor(reference.K) * eps * reference.magnitude
+    bound += np.finfo(result.dtype).tiny
     error = np.abs(result.astype(np.float64) - reference.product)
     nan_count = int(np.count_nonzero(~np.isfinite(result)))
     if nan_count:

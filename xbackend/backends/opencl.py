@@ -2,8 +2,8 @@
 
 Devices are chosen by a selector: an index into the list of every device of
 every platform (``xbackend devices`` prints it), or a case-insensitive piece of
-the platform or device name (``"nvidia"``, ``"pocl"``, ``"intel"``, ``"cpu"``,
-``"gpu"``). The default is the first GPU, else the first device.
+the platform's name or vendor, the device name or its kind (``"nvidia"``,
+``"pocl"``, ``"intel"``, ``"cpu"``, ``"gpu"``). The default is the first GPU, else the first device.
 
 Kernel times come from OpenCL profiling events on a queue created with
 profiling enabled. Tile sizes reach the compiler as ``-D TILE=…``, so PyOpenCL's
@@ -148,7 +148,8 @@ def select_device(selector: str | int | None, pairs: list[tuple[Any, Any]]) -> t
     else:
         wanted = text.lower()
         for platform, device in pairs:
-            if wanted in f"{platform.name} {device.name} {_kind(device)}".lower():
+            described = f"{platform.name} {platform.vendor} {device.name} {_kind(device)}"
+            if wanted in described.lower():
                 return platform, device
     listing = "; ".join(
         f"{i}: {device.name.strip()} ({platform.name.strip()})"
