@@ -77,42 +77,19 @@ def test_compile_error_shows_source_options_and_device(backend, monkeypatch):
 def test_kernels_ship_in_a_non_editable_install(tmp_path):
     """Build the wheel, install it elsewhere, and load every kernel file from there."""
     wheel_dir, target = tmp_path / "wheel", tmp_path / "site"
-    build = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--no-deps",
-            "--no-build-isolation",
-            "-q",
-            "-w",
-            str(wheel_dir),
-            str(ROOT),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert build.returncode == 0, build.stderr
+
+    def pip(*args: str) -> None:
+        done = subprocess.run(
+            [sys.executable, "-m", "pip", *args, "-q", "--no-deps"],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert done.returncode == 0, done.stderr
+
+    pip("wheel", "--no-build-isolation", "-w", str(wheel_dir), str(ROOT))
     wheel = next(wheel_dir.glob("xbackend-*.whl"))
-    install = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "install",
-            "-q",
-            "--no-deps",
-            "--target",
-            str(target),
-            str(wheel),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert install.returncode == 0, install.stderr
+    pip("install", "--target", str(target), str(wheel))
     code = (
         "import xbackend, pathlib\n"
         "from xbackend.backends.base import read_kernel\n"

@@ -15,7 +15,6 @@ from xbackend.backends.base import (
     Backend,
     BackendUnavailable,
     XBackendError,
-    backend_class,
     backend_names,
     backends,
     get_backend,
@@ -287,11 +286,10 @@ def _open_backends(text: str) -> list[tuple[str, Backend]]:
     if text.strip().lower() == "auto":
         opened = []
         for name in backend_names():
-            available, reason = backend_class(name).available()
-            if available:
+            try:
                 opened.append((name, get_backend(name)))
-            else:
-                print(f"auto: skipping {name}: {reason}")
+            except XBackendError as error:  # unavailable, or its device would not open
+                print(f"auto: skipping {name}: {getattr(error, 'reason', error)}")
         if not opened:
             raise XBackendError("no backend is available here (see: xbackend devices)")
         return opened
