@@ -44,3 +44,26 @@ def test_gpu_proof_script_runs_small_on_the_cpu(tmp_path):
         if x
     ]
     assert max(p["M"] for p in large) == 48
+
+
+def test_sanitize_script_reports_clean_runs_and_uncaught_kernels(tmp_path):
+    """With a stand-in sanitizer that catches nothing, the clean runs pass and the
+    broken kernels must be flagged as not caught (so the script cannot pass vacuously)."""
+    env = {
+        **os.environ,
+        "SANITIZER": str(ROOT / "tests" / "fake_sanitizer.sh"),
+        "PROBE_BACKEND": "opencl",
+    }
+    done = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "sanitize_cuda.sh"), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    for tool in ("memcheck", "racecheck", "synccheck", "initcheck"):
+        assert f"{tool}: clean, 12 cases passed" in "\n".join(lines), done.stdout
+    assert "missing_barrier under racecheck: NOT CAUGHT" in done.stdout
+    assert "unguarded_load under memcheck: NOT CAUGHT" in done.stdout

@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 from pathlib import Path
+
+# A folder with cuda/ and opencl/ kernel files to use instead of the shipped ones:
+# for trying an edited kernel without reinstalling, and for the tests' broken kernels.
+KERNELS_ENV = "XBACKEND_KERNELS"
 
 
 def kernels_path() -> Path:
@@ -11,7 +16,11 @@ def kernels_path() -> Path:
 
     An installed wheel carries them as the package ``xbackend.kernels``; a source
     checkout run with ``PYTHONPATH`` has them in ``kernels/`` at the top level.
+    ``XBACKEND_KERNELS`` overrides both.
     """
+    override = os.environ.get(KERNELS_ENV)
+    if override:
+        return Path(override)
     spec = importlib.util.find_spec("xbackend.kernels")
     if spec is not None and spec.submodule_search_locations:
         return Path(next(iter(spec.submodule_search_locations)))

@@ -1,0 +1,75 @@
+// DELIBERATELY BROKEN: a test fixture the race and bounds checkers must catch.
+// mm_tiled loads A without its bounds guard.
+// Matrix product C = A · B for row-major A (M×K), B (K×N) and C (M×N).
+//
+// One thread computes one element of C. Thread (x, y) of the launch owns column
+// x and row y, so the threads of a warp read neighbouring elements of B and
+// write neighbouring elements of C: those accesses coalesce.
+//
+// Compile-time parameters, passed as -D options so that every combination is a
+// module of its own in the compiler cache:
+//   TILE  edge of the square thread block; for mm_tiled also of the shared tiles
+//   REAL  element type (float unless told otherwise)
+//
+// The OpenCL twin, kernels/opencl/mm.cl, has the same kernels line for line.
+
+#ifndef TILE
+#define TILE 16
+#endif
+#ifndef REAL
+#define REAL float
+#endif
+
+// naive: every operand comes straight from global memory, so each element of A
+// is read N times and each element of B M times; only the caches soften that.
+extern "C" __global__ __launch_bounds__(TILE * TILE)
+void mm_naive(const REAL* __restrict__ A,
+              const REAL* __restrict__ B,
+              REAL* __restrict__ C,
+              const int M, const int N, const int K)
+{
+    const int col = blockIdx.x * TILE + threadIdx.x;
+    const int row = blockIdx.y * TILE + threadIdx.y;
+    if (row >= M || col >= N)
+        return;
+
+    REAL acc = 0;
+    for (int k = 0; k < K; ++k)
+        acc += A[row * K + k] * B[k * N + col];
+    C[row * N + col] = acc;
+}
+
+// tiled: the block walks along K one TILE×TILE tile of A and of B at a time.
+// Each thread loads one element of each tile into shared memory, so every
+// element fetched from global memory is reused TILE times from shared memory.
+extern "C" __global__ __launch_bounds__(TILE * TILE)
+void mm_tiled(const REAL* __restrict__ A,
+              const REAL* __restrict__ B,
+              REAL* __restrict__ C,
+              const int M, const int N, const int K)
+{
+    __shared__ REAL As[TILE][TILE];
+    __shared__ REAL Bs[TILE][TILE];
+
+    const int tx = threadIdx.x;
+    const int ty = threadIdx.y;
+    const int col = blockIdx.x * TILE + tx;
+    const int row = blockIdx.y * TILE + ty;
+
+    // Threads outside C still load and reach every barrier: an early return
+    // here would leave tiles half-filled for their neighbours.
+    REAL acc = 0;
+    for (int k0 = 0; k0 < K; k0 += TILE) {
+        // Out-of-range elements load as zero, which adds nothing to the sum.
+        As[ty][tx] = A[row * K + k0 + tx];  // unguarded
+        Bs[ty][tx] = (k0 + ty < K && col < N) ? B[(k0 + ty) * N + col] : (REAL)0;
+        __syncthreads();
+
+        for (int k = 0; k < TILE; ++k)
+            acc += As[ty][k] * Bs[k][tx];
+        // No thread may overwrite a tile while another still reads it.
+        __syncthreads();
+    }
+    if (row < M && col < N)
+        C[row * N + col] = acc;
+}

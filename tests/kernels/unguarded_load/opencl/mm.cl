@@ -1,0 +1,75 @@
+// DELIBERATELY BROKEN: a test fixture the race and bounds checkers must catch.
+// mm_tiled loads A without its bounds guard.
+// Matrix product C = A · B for row-major A (M×K), B (K×N) and C (M×N).
+//
+// One work-item computes one element of C. Work-item (x, y) of the launch owns
+// column x and row y, so neighbouring work-items read neighbouring elements of
+// B and write neighbouring elements of C: those accesses coalesce.
+//
+// Compile-time parameters, passed as -D options so that every combination is a
+// program of its own in the compiler cache:
+//   TILE  edge of the square work-group; for mm_tiled also of the local tiles
+//   REAL  element type (float unless told otherwise)
+//
+// The CUDA twin, kernels/cuda/mm.cu, has the same kernels line for line.
+
+#ifndef TILE
+#define TILE 16
+#endif
+#ifndef REAL
+#define REAL float
+#endif
+
+// naive: every operand comes straight from global memory, so each element of A
+// is read N times and each element of B M times; only the caches soften that.
+__kernel __attribute__((reqd_work_group_size(TILE, TILE, 1)))
+void mm_naive(__global const REAL* restrict A,
+              __global const REAL* restrict B,
+              __global REAL* restrict C,
+              const int M, const int N, const int K)
+{
+    const int col = get_group_id(0) * TILE + get_local_id(0);
+    const int row = get_group_id(1) * TILE + get_local_id(1);
+    if (row >= M || col >= N)
+        return;
+
+    REAL acc = 0;
+    for (int k = 0; k < K; ++k)
+        acc += A[row * K + k] * B[k * N + col];
+    C[row * N + col] = acc;
+}
+
+// tiled: the work-group walks along K one TILE×TILE tile of A and of B at a
+// time. Each work-item loads one element of each tile into local memory, so
+// every element fetched from global memory is reused TILE times from local memory.
+__kernel __attribute__((reqd_work_group_size(TILE, TILE, 1)))
+void mm_tiled(__global const REAL* restrict A,
+              __global const REAL* restrict B,
+              __global REAL* restrict C,
+              const int M, const int N, const int K)
+{
+    __local REAL As[TILE][TILE];
+    __local REAL Bs[TILE][TILE];
+
+    const int tx = get_local_id(0);
+    const int ty = get_local_id(1);
+    const int col = get_group_id(0) * TILE + tx;
+    const int row = get_group_id(1) * TILE + ty;
+
+    // Work-items outside C still load and reach every barrier: an early return
+    // here would leave tiles half-filled for their neighbours.
+    REAL acc = 0;
+    for (int k0 = 0; k0 < K; k0 += TILE) {
+        // Out-of-range elements load as zero, which adds nothing to the sum.
+        As[ty][tx] = A[row * K + k0 + tx];  // unguarded
+        Bs[ty][tx] = (k0 + ty < K && col < N) ? B[(k0 + ty) * N + col] : (REAL)0;
+        barrier(CLK_LOCAL_MEM_FENCE);
+
+        for (int k = 0; k < TILE; ++k)
+            acc += As[ty][k] * Bs[k][tx];
+        // No work-item may overwrite a tile while another still reads it.
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (row < M && col < N)
+        C[row * N + col] = acc;
+}

@@ -1,0 +1,78 @@
+"""Kernels proven clean: every OpenCL kernel under oclgrind, and broken ones caught.
+
+oclgrind simulates an OpenCL device and reports data races, out-of-bounds accesses
+and reads of uninitialized memory. Every variant and tile size runs at small odd
+sizes (scripts/kernel_probe.py) with no report; then two deliberately broken copies of
+the kernels (tests/kernels/: a missing barrier, an unguarded load) must be reported.
+The CUDA twins get the same treatment from compute-sanitizer on a GPU
+(scripts/sanitize_cuda.sh; results in docs/sanitizers.md).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PROBE = ROOT / "scripts" / "kernel_probe.py"
+REPORT = re.compile(r"data race|Invalid (read|write)|Uninitialized value", re.IGNORECASE)
+
+
+@pytest.fixture
+def oclgrind() -> str:
+    path = shutil.which("oclgrind")
+    if path is None:
+        required = os.environ.get("XBACKEND_REQUIRE", "").split(",")
+        if "oclgrind" in required:
+            pytest.fail("oclgrind is required here (XBACKEND_REQUIRE) but not installed")
+        pytest.skip("oclgrind is not installed (apt-get install oclgrind)")
+    return path
+
+
+def _under_oclgrind(oclgrind: str, *args: str, kernels: Path | None = None):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    if kernels is not None:
+        env["XBACKEND_KERNELS"] = str(kernels)
+    return subprocess.run(
+        [
+            oclgrind,
+            "--data-races",
+            "--uninitialized",
+            sys.executable,
+            str(PROBE),
+            "--backend",
+            "opencl",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+    )
+
+
+def test_every_opencl_kernel_is_clean_under_oclgrind(oclgrind):
+    done = _under_oclgrind(oclgrind)
+    assert "Oclgrind Simulator" in done.stdout, done.stdout + done.stderr
+    assert done.returncode == 0, done.stdout + done.stderr
+    found = REPORT.search(done.stderr)
+    assert found is None, done.stderr[max(0, found.start() - 200) : found.start() + 800]
+    # naive and tiled, tiles 8, 16 and 32, two sizes.
+    assert done.stdout.count("PASS") == 12, done.stdout
+
+
+@pytest.mark.parametrize(
+    "broken, report",
+    [("missing_barrier", "data race"), ("unguarded_load", "Invalid read")],
+)
+def test_oclgrind_catches_a_broken_kernel(oclgrind, broken, report):
+    done = _under_oclgrind(
+        oclgrind, "--sizes", "9x20x11", "--tiles", "8", kernels=ROOT / "tests" / "kernels" / broken
+    )
+    assert report in done.stderr, done.stdout + done.stderr[:2000]
