@@ -185,6 +185,11 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="skip a point whose estimated time exceeds this (default: 20; 0: never skip)",
     )
+    compare.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the results in --out: measure only the points not there yet",
+    )
     compare.add_argument("--no-plots", action="store_true", help="write no figures")
 
     plot = commands.add_parser(
@@ -330,7 +335,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
         max_sample_time_s=args.sample_time,
         budget_s=args.budget,
     )
+    if args.resume and args.out is None:
+        raise XBackendError("--resume needs --out: the folder of the run to continue")
     out = args.out or _default_out()
+    if (out / results_io.JSONL_NAME).exists() and not args.resume:
+        raise XBackendError(
+            f"{out} already holds results; add --resume to continue them, or choose another --out"
+        )
     opened = _open_backends(args.backends)
     try:
         _check_variants(plan, opened)
@@ -340,17 +351,19 @@ def cmd_compare(args: argparse.Namespace) -> int:
         records: list[results_io.PointRecord] = []
         interrupted = False
         try:
-            records = run(plan, opened, out)
+            records = run(plan, opened, out, resume=args.resume)
         except KeyboardInterrupt:
             interrupted = True
-            print("\ninterrupted: every finished point is kept in the results", file=sys.stderr)
+            print(
+                f"\ninterrupted: every finished point is kept in {out}; "
+                f"continue with: xbackend compare ... --out {out} --resume",
+                file=sys.stderr,
+            )
     finally:
         for _, backend in opened:
             backend.close()
 
-    runs, points = results_io.load([out])
-    this_run = list(runs)[-1]  # --out may hold earlier runs too
-    points = [p for p in points if p["run_id"] == this_run]
+    points = results_io.latest(results_io.load([out])[1])
     print()
     print(summary_table(points))
     if not args.no_plots and any(p["status"] == "ok" for p in points):
@@ -447,7 +460,7 @@ def summary_table(points: list[dict[str, Any]]) -> str:
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
-    _, points = results_io.load(args.results)
+    points = results_io.latest(results_io.load(args.results)[1])
     first = args.results[0]
     out = args.out or (first if first.is_dir() else first.parent)
     figures = _draw(points, out)

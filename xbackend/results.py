@@ -15,6 +15,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import datetime
+import io
 import json
 import os
 import platform
@@ -157,44 +158,86 @@ def environment() -> dict[str, Any]:
     }
 
 
+def _drop_partial_tail(path: Path) -> None:
+    """Cut a last line that a crash left unfinished, so new lines do not glue onto it."""
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    with path.open("rb+") as file:
+        data = file.read()
+        if data.endswith(b"\n"):
+            return
+        file.truncate(data.rfind(b"\n") + 1)
+
+
+def _append(fd: int, text: str) -> None:
+    data = text.encode("utf-8")
+    while data:  # os.write may write less than asked; whole lines are what matters
+        data = data[os.write(fd, data) :]
+
+
 class ResultsWriter:
-    """Appends a run's header and its points to ``results.jsonl`` and ``results.csv``."""
+    """Appends a run's header and its points to ``results.jsonl`` and ``results.csv``.
+
+    Every line goes out in one ``write`` on a file opened for appending, as soon as
+    its point is done: a process killed at any moment leaves whole lines behind
+    (at worst the last one missing), and a line cut short by a machine crash is
+    dropped when the folder is next written to or read.
+    """
 
     def __init__(self, folder: Path):
         self.folder = folder
         folder.mkdir(parents=True, exist_ok=True)
         self.jsonl_path = folder / JSONL_NAME
         self.csv_path = folder / CSV_NAME
+        for path in (self.jsonl_path, self.csv_path):
+            _drop_partial_tail(path)
         new_csv = not self.csv_path.exists() or self.csv_path.stat().st_size == 0
-        self._jsonl = self.jsonl_path.open("a", encoding="utf-8")
-        self._csv_file = self.csv_path.open("a", encoding="utf-8", newline="")
-        self._csv = csv.DictWriter(self._csv_file, fieldnames=CSV_FIELDS)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
+        self._jsonl = os.open(self.jsonl_path, flags, 0o644)
+        self._csv = os.open(self.csv_path, flags, 0o644)
         if new_csv:
-            self._csv.writeheader()
+            self._write_csv_row({name: name for name in CSV_FIELDS})
 
     def write_run(self, run: dict[str, Any]) -> None:
-        self._write_line({"type": "run", **run})
+        _append(self._jsonl, json.dumps({"type": "run", **run}, default=str) + "\n")
 
     def append(self, record: PointRecord) -> None:
-        self._write_line(record.to_dict())
-        self._csv.writerow(_csv_row(record))
-        self._csv_file.flush()
+        _append(self._jsonl, json.dumps(record.to_dict(), default=str) + "\n")
+        self._write_csv_row(_csv_row(record))
 
-    def _write_line(self, payload: dict[str, Any]) -> None:
-        # One whole line per write, flushed at once: a crash loses at most the
-        # point in flight, and never leaves a half line behind an earlier one.
-        self._jsonl.write(json.dumps(payload, default=str) + "\n")
-        self._jsonl.flush()
+    def _write_csv_row(self, row: dict[str, Any]) -> None:
+        line = io.StringIO()
+        csv.DictWriter(line, fieldnames=CSV_FIELDS).writerow(row)
+        _append(self._csv, line.getvalue())
 
     def close(self) -> None:
-        self._jsonl.close()
-        self._csv_file.close()
+        for fd in (self._jsonl, self._csv):
+            os.close(fd)
 
     def __enter__(self) -> ResultsWriter:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def point_key(point: dict[str, Any]) -> tuple[Any, ...]:
+    """What makes two points the same measurement: configuration and size."""
+    return (
+        point["label"],
+        point["device"],
+        point["variant"],
+        point.get("tile"),
+        point["M"],
+        point["K"],
+        point["N"],
+        point.get("dtype", "float32"),
+    )
+
+
+def latest(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One point per key, the last recorded (a resumed or repeated run wins)."""
+    return list({point_key(point): point for point in points}.values())
 
 
 def load(paths: Iterable[Path | str]) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:

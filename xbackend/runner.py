@@ -22,7 +22,15 @@ import numpy as np
 
 from xbackend.backends.base import Backend, UnsupportedParameter
 from xbackend.problems import Reference, Shape, check, make_operands
-from xbackend.results import PointRecord, ResultsWriter, environment, now_iso
+from xbackend.results import (
+    JSONL_NAME,
+    PointRecord,
+    ResultsWriter,
+    environment,
+    load,
+    now_iso,
+    point_key,
+)
 from xbackend.timing import Stats, format_seconds
 
 
@@ -171,14 +179,25 @@ def equality_line(record: PointRecord, index: int, total: int) -> str:
     )
 
 
+def _key(config: Config, shape: Shape) -> tuple[Any, ...]:
+    device = config.backend.device.name
+    dtype = "float32"
+    return (config.label, device, config.variant, config.tile, shape.M, shape.K, shape.N, dtype)
+
+
 def run(
     plan: Plan,
     opened: Sequence[tuple[str, Backend]],
     out: Path,
     *,
     log: Callable[[str], None] = print,
+    resume: bool = False,
 ) -> list[PointRecord]:
-    """Measure every point of ``plan`` on the opened backends; append each to ``out``."""
+    """Measure every point of ``plan`` on the opened backends; append each to ``out``.
+
+    With ``resume``, points already in ``out`` are not measured again; what they
+    measured still feeds the time predictions and the failure memory.
+    """
     run_id = uuid.uuid4().hex[:12]
     todo = configs(plan, opened)
     cost = _CostModel()
@@ -186,6 +205,9 @@ def run(
     records: list[PointRecord] = []
     total = len(todo) * len(plan.shapes)
     progress = Progress(total)
+    done: dict[tuple[Any, ...], dict[str, Any]] = {}
+    if resume and (out / JSONL_NAME).exists():
+        done = {point_key(point): point for point in load([out])[1]}
     with ResultsWriter(out) as writer:
         writer.write_run(
             {
@@ -198,9 +220,22 @@ def run(
         )
         try:
             for shape in plan.shapes:
+                pending = []
+                for config in todo:
+                    prior = done.get(_key(config, shape))
+                    if prior is None:
+                        pending.append(config)
+                        continue
+                    progress.done += 1
+                    if prior["status"] in ("ok", "mismatch"):
+                        cost.add(config, shape.flops, prior["end_to_end_s"]["median"])
+                    elif prior["status"] == "error":
+                        failed[config] = prior["reason"].splitlines()[0]
+                if not pending:
+                    continue
                 A, B = make_operands(shape, plan.seed)
                 reference = Reference.of(A, B)
-                for config in todo:
+                for config in pending:
                     progress.show(f"{config.title} {shape}")
                     record = _measure_point(plan, config, shape, A, B, reference, cost, failed)
                     record.run_id = run_id

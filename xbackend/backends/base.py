@@ -51,6 +51,10 @@ class UnsupportedParameter(XBackendError, ValueError):
     """A variant, tile size or operand that this backend or device cannot run."""
 
 
+class DeviceOutOfMemory(XBackendError, MemoryError):
+    """The operands and result do not fit the device; the message names sizes and memory."""
+
+
 class KernelCompileError(XBackendError):
     """A kernel failed to compile, with the same report on every backend.
 
@@ -99,6 +103,7 @@ class DeviceInfo:
     driver_version: str = ""
     runtime_version: str = ""
     global_mem_bytes: int | None = None
+    max_alloc_bytes: int | None = None  # largest single buffer, where the API says
     compute_units: int | None = None
     local_mem_bytes: int | None = None  # shared memory per block / local memory
     cache_bytes: int | None = None
@@ -295,13 +300,27 @@ class Backend(abc.ABC):
         one upload + kernel + download. Sampling stops after ``samples`` runs,
         or earlier once ``min_samples`` runs together took ``max_sample_time_s``.
         Before every run the output is poisoned with NaN.
+
+        A product with a zero dimension is what NumPy gives (an empty matrix, or
+        zeros when K is 0) and runs nothing, so it has no samples.
         """
+        if self._closed:
+            raise XBackendError(f"the {self.name} backend is closed")
         A, B = check_operands(A, B)
         tile = self.resolve_tile(variant, tile)
+        if 0 in (*A.shape, B.shape[1]):
+            empty = np.zeros((A.shape[0], B.shape[1]), dtype=A.dtype)
+            return Measurement(empty, empty, [], [], tile)
+        self._check_memory(A, B)
         kernel_s: list[float] = []
         end_to_end_s: list[float] = []
         with self._active():
-            execution = self._execution(variant, tile, A, B)
+            try:
+                execution = self._execution(variant, tile, A, B)
+            except Exception as error:
+                if self._is_out_of_memory(error):
+                    raise DeviceOutOfMemory(self._memory_message(A, B, error)) from error
+                raise
             try:
                 execution.poison()
                 execution.upload()
@@ -323,9 +342,43 @@ class Backend(abc.ABC):
                     last_result = execution.download()
                     end_to_end_s.append(time.perf_counter() - start)
                     spent_s += end_to_end_s[-1]
+            except Exception as error:
+                if self._is_out_of_memory(error):
+                    raise DeviceOutOfMemory(self._memory_message(A, B, error)) from error
+                raise
             finally:
                 execution.release()
         return Measurement(result, last_result, kernel_s, end_to_end_s, tile)
+
+    def _check_memory(self, A: np.ndarray, B: np.ndarray) -> None:
+        """Refuse, before allocating, a product that cannot fit the device."""
+        device = self.device
+        output_bytes = A.shape[0] * B.shape[1] * A.itemsize
+        largest = max(A.nbytes, B.nbytes, output_bytes)
+        limit = device.max_alloc_bytes
+        if limit and largest > limit:
+            raise DeviceOutOfMemory(
+                self._memory_message(A, B, f"one buffer may hold at most {_gib(limit)}")
+            )
+        total = A.nbytes + B.nbytes + output_bytes
+        if device.global_mem_bytes and total > device.global_mem_bytes:
+            raise DeviceOutOfMemory(self._memory_message(A, B))
+
+    def _memory_message(self, A: np.ndarray, B: np.ndarray, detail: object = None) -> str:
+        M, K = A.shape
+        N = B.shape[1]
+        need = (M * K + K * N + M * N) * A.itemsize
+        memory = self.device.global_mem_bytes
+        has = f"{_gib(memory)} in all" if memory else "an unknown amount of memory"
+        text = (
+            f"out of memory on {self.device.name}: A {M}×{K}, B {K}×{N} and C {M}×{N} "
+            f"({A.dtype}) need {_gib(need)}; the device has {has}"
+        )
+        return f"{text} ({detail})" if detail else text
+
+    def _is_out_of_memory(self, error: BaseException) -> bool:
+        """Whether a driver's error means it ran out of memory (host MemoryError here)."""
+        return isinstance(error, MemoryError)
 
     @abc.abstractmethod
     def _execution(self, variant: str, tile: int | None, A: np.ndarray, B: np.ndarray) -> Execution:
@@ -337,8 +390,14 @@ class Backend(abc.ABC):
 
     # -- lifetime ---------------------------------------------------------------------------
 
-    def close(self) -> None:  # noqa: B027 - optional hook, nothing to release by default
-        """Release the context and everything it holds. Safe to call twice."""
+    _closed = False
+
+    def close(self) -> None:
+        """Release the context and everything it holds. Safe to call twice.
+
+        Subclasses release their own resources, then call this.
+        """
+        self._closed = True
 
     def __enter__(self) -> Backend:
         return self
@@ -353,6 +412,13 @@ class Backend(abc.ABC):
 @contextmanager
 def _nothing() -> Iterator[None]:
     yield
+
+
+def _gib(nbytes: int) -> str:
+    """Bytes in the unit that reads best: GiB, MiB or bytes."""
+    if nbytes >= 2**30:
+        return f"{nbytes / 2**30:.3g} GiB"
+    return f"{nbytes / 2**20:.3g} MiB" if nbytes >= 2**20 else f"{nbytes} bytes"
 
 
 def check_operands(A: Any, B: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -370,8 +436,6 @@ def check_operands(A: Any, B: Any) -> tuple[np.ndarray, np.ndarray]:
             raise UnsupportedParameter(
                 f"{label} has dtype {X.dtype}; supported: {names} (convert with .astype)"
             )
-        if 0 in X.shape:
-            raise UnsupportedParameter(f"{label} has an empty dimension: shape {X.shape}")
         if X.size > MAX_ELEMENTS:
             raise UnsupportedParameter(
                 f"{label} has {X.size} elements; the kernels index with 32-bit integers "

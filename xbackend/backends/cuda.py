@@ -250,16 +250,19 @@ class CudaBackend(Backend):
             )
         return _CudaExecution(self._function(variant, tile), tile, A, B)
 
+    def _is_out_of_memory(self, error: BaseException) -> bool:
+        return isinstance(error, drv.MemoryError) or super()._is_out_of_memory(error)
+
     def close(self) -> None:
         context = getattr(self, "_context", None)
-        if context is None:
-            return
-        self._functions.clear()
-        context.push()
-        try:
-            self._modules.clear()  # unloads the modules while their context is current
-            drv.Context.synchronize()
-        finally:
-            drv.Context.pop()
-        context.detach()
-        self._context = None
+        if context is not None:
+            self._functions.clear()
+            context.push()
+            try:
+                self._modules.clear()  # unloads the modules while their context is current
+                drv.Context.synchronize()
+            finally:
+                drv.Context.pop()
+            context.detach()
+            self._context = None
+        super().close()

@@ -125,6 +125,7 @@ def _describe(platform: Any, device: Any) -> DeviceInfo:
         driver_version=device.driver_version,
         runtime_version=device.version,
         global_mem_bytes=device.global_mem_size,
+        max_alloc_bytes=device.max_mem_alloc_size,
         compute_units=device.max_compute_units,
         local_mem_bytes=device.local_mem_size,
         cache_bytes=device.global_mem_cache_size,
@@ -243,7 +244,6 @@ class OpenCLBackend(Backend):
             self._context, properties=cl.command_queue_properties.PROFILING_ENABLE
         )
         self._kernels: dict[tuple[str, int], Any] = {}
-        self._closed = False
 
     @classmethod
     def available(cls) -> tuple[bool, str]:
@@ -319,11 +319,23 @@ class OpenCLBackend(Backend):
         assert tile is not None
         return _ClExecution(self, self._kernel(variant, tile), tile, A, B)
 
+    def _is_out_of_memory(self, error: BaseException) -> bool:
+        codes = (
+            cl.status_code.MEM_OBJECT_ALLOCATION_FAILURE,
+            cl.status_code.OUT_OF_HOST_MEMORY,
+            cl.status_code.INVALID_BUFFER_SIZE,
+        )
+        if isinstance(error, cl.Error) and getattr(error, "code", None) in codes:
+            return True
+        return super()._is_out_of_memory(error)
+
     def close(self) -> None:
-        if getattr(self, "_closed", True):
+        if self._closed:
             return
-        self._closed = True
-        self._kernels.clear()
-        self._queue.finish()
-        # The queue and context go with their last reference: ours.
-        del self._queue, self._context
+        getattr(self, "_kernels", {}).clear()
+        queue = getattr(self, "_queue", None)
+        if queue is not None:
+            queue.finish()
+            # The queue and context go with their last reference: ours.
+            del self._queue, self._context
+        super().close()
