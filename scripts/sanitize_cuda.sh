@@ -27,7 +27,7 @@ sanitize() {  # NAME TOOL [ENV=VALUE ...] -- PROBE ARGS
 
 for tool in memcheck racecheck synccheck initcheck; do
     sanitize "clean-$tool" "$tool" -- ; rc=$?
-    summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$out/clean-$tool.txt" | tail -1)
+    summary=$(grep -m1 -E "ERROR SUMMARY|RACECHECK SUMMARY" "$out/clean-$tool.txt")
     passes=$(grep -c '^PASS' "$out/clean-$tool.txt")
     if [ $rc -eq 0 ]; then verdict=clean; else verdict=REPORTED; failed=1; fi
     echo "$tool: $verdict, $passes cases passed ($summary)"
@@ -37,7 +37,7 @@ for case in "missing_barrier racecheck" "unguarded_load memcheck"; do
     set -- $case
     sanitize "broken-$1-$2" "$2" "XBACKEND_KERNELS=tests/kernels/$1" -- --sizes 9x20x11 --tiles 8
     rc=$?
-    summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$out/broken-$1-$2.txt" | tail -1)
+    summary=$(grep -m1 -E "ERROR SUMMARY|RACECHECK SUMMARY" "$out/broken-$1-$2.txt")
     if [ $rc -eq 9 ]; then verdict=caught; else verdict="NOT CAUGHT (exit $rc)"; failed=1; fi
     echo "$1 under $2: $verdict ($summary)"
 done
