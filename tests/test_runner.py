@@ -21,8 +21,8 @@ class _WrongBackend(CpuBackend):
 
     name = "wrong"
 
-    def _execution(self, variant, tile, A, B):
-        return _HostExecution(variant, tile, A[:, :-1].copy(), B[:-1, :].copy())
+    def _execution(self, op, variant, tile, A, B):
+        return _HostExecution(op, variant, tile, A[:, :-1].copy(), B[:-1, :].copy())
 
 
 class _FailingBackend(CpuBackend):
@@ -30,10 +30,10 @@ class _FailingBackend(CpuBackend):
 
     name = "failing"
 
-    def _execution(self, variant, tile, A, B):
+    def _execution(self, op, variant, tile, A, B):
         if A.shape[0] > 8:
             raise RuntimeError("CL_OUT_OF_RESOURCES")
-        return super()._execution(variant, tile, A, B)
+        return super()._execution(op, variant, tile, A, B)
 
 
 def _run(tmp_path, opened, **plan):

@@ -76,3 +76,20 @@ def test_oclgrind_catches_a_broken_kernel(oclgrind, broken, report):
         oclgrind, "--sizes", "9x20x11", "--tiles", "8", kernels=ROOT / "tests" / "kernels" / broken
     )
     assert report in done.stderr, done.stdout + done.stderr[:2000]
+
+
+@pytest.mark.parametrize("broken", ["missing_barrier", "unguarded_load"])
+@pytest.mark.parametrize("language, suffix", [("cuda", ".cu"), ("opencl", ".cl")])
+def test_broken_kernels_differ_from_the_real_ones_only_where_broken(broken, language, suffix):
+    """Each fixture is the shipped kernel with one defect: if the shipped kernel changes,
+    the fixture must be made again from it, or the checks would test stale code."""
+    import difflib
+
+    real = (ROOT / "kernels" / language / f"mm{suffix}").read_text().splitlines()
+    fixture = (ROOT / "tests" / "kernels" / broken / language / f"mm{suffix}").read_text()
+    changed = [
+        line
+        for line in difflib.unified_diff(real, fixture.splitlines(), lineterm="", n=0)
+        if line[:1] in "+-" and not line.startswith(("+++", "---"))
+    ]
+    assert len(changed) <= 5, "\n".join(changed)

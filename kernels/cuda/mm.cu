@@ -1,13 +1,18 @@
-// Matrix product C = A · B for row-major A (M×K), B (K×N) and C (M×N).
+// Matrix products C = A · B for row-major A (M×K), B (K×N) and C (M×N), one or a batch.
 //
 // One thread computes one element of C. Thread (x, y) of the launch owns column
 // x and row y, so the threads of a warp read neighbouring elements of B and
 // write neighbouring elements of C: those accesses coalesce.
 //
+// Rows are lda, ldb and ldc elements apart (the leading dimensions), so a
+// sub-matrix of a larger one (a strided NumPy view) needs no copy. A batch of
+// products runs on the grid's third dimension: product z reads A, B and C at
+// z·strideA, z·strideB and z·strideC (0 for a single product).
+//
 // Compile-time parameters, passed as -D options so that every combination is a
 // module of its own in the compiler cache:
 //   TILE  edge of the square thread block; for mm_tiled also of the shared tiles
-//   REAL  element type (float unless told otherwise)
+//   REAL  element type: float (default), double or int
 //
 // The OpenCL twin, kernels/opencl/mm.cl, has the same kernels line for line.
 
@@ -24,8 +29,13 @@ extern "C" __global__ __launch_bounds__(TILE * TILE)
 void mm_naive(const REAL* __restrict__ A,
               const REAL* __restrict__ B,
               REAL* __restrict__ C,
-              const int M, const int N, const int K)
+              const int M, const int N, const int K,
+              const int lda, const int ldb, const int ldc,
+              const int strideA, const int strideB, const int strideC)
 {
+    A += blockIdx.z * strideA;
+    B += blockIdx.z * strideB;
+    C += blockIdx.z * strideC;
     const int col = blockIdx.x * TILE + threadIdx.x;
     const int row = blockIdx.y * TILE + threadIdx.y;
     if (row >= M || col >= N)
@@ -33,8 +43,8 @@ void mm_naive(const REAL* __restrict__ A,
 
     REAL acc = 0;
     for (int k = 0; k < K; ++k)
-        acc += A[row * K + k] * B[k * N + col];
-    C[row * N + col] = acc;
+        acc += A[row * lda + k] * B[k * ldb + col];
+    C[row * ldc + col] = acc;
 }
 
 // tiled: the block walks along K one TILE×TILE tile of A and of B at a time.
@@ -44,11 +54,16 @@ extern "C" __global__ __launch_bounds__(TILE * TILE)
 void mm_tiled(const REAL* __restrict__ A,
               const REAL* __restrict__ B,
               REAL* __restrict__ C,
-              const int M, const int N, const int K)
+              const int M, const int N, const int K,
+              const int lda, const int ldb, const int ldc,
+              const int strideA, const int strideB, const int strideC)
 {
     __shared__ REAL As[TILE][TILE];
     __shared__ REAL Bs[TILE][TILE];
 
+    A += blockIdx.z * strideA;
+    B += blockIdx.z * strideB;
+    C += blockIdx.z * strideC;
     const int tx = threadIdx.x;
     const int ty = threadIdx.y;
     const int col = blockIdx.x * TILE + tx;
@@ -59,8 +74,8 @@ void mm_tiled(const REAL* __restrict__ A,
     REAL acc = 0;
     for (int k0 = 0; k0 < K; k0 += TILE) {
         // Out-of-range elements load as zero, which adds nothing to the sum.
-        As[ty][tx] = (row < M && k0 + tx < K) ? A[row * K + k0 + tx] : (REAL)0;
-        Bs[ty][tx] = (k0 + ty < K && col < N) ? B[(k0 + ty) * N + col] : (REAL)0;
+        As[ty][tx] = (row < M && k0 + tx < K) ? A[row * lda + k0 + tx] : (REAL)0;
+        Bs[ty][tx] = (k0 + ty < K && col < N) ? B[(k0 + ty) * ldb + col] : (REAL)0;
         __syncthreads();
 
         for (int k = 0; k < TILE; ++k)
@@ -69,5 +84,5 @@ void mm_tiled(const REAL* __restrict__ A,
         __syncthreads();
     }
     if (row < M && col < N)
-        C[row * N + col] = acc;
+        C[row * ldc + col] = acc;
 }

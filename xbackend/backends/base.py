@@ -29,6 +29,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from xbackend.problems import DTYPES, OPS
 from xbackend.resources import kernels_path
 
 # -- errors -------------------------------------------------------------------
@@ -155,7 +156,7 @@ VariantTable = dict[str, dict[str, VariantSpec]]
 
 # -- the interface ------------------------------------------------------------------
 
-SUPPORTED_DTYPES = (np.dtype(np.float32),)
+SUPPORTED_DTYPES = tuple(DTYPES.values())
 # Kernels index with 32-bit ints: every matrix must have fewer elements than this.
 MAX_ELEMENTS = 2**31 - 1
 
@@ -237,18 +238,24 @@ class Backend(abc.ABC):
             )
         return specs[variant]
 
-    def tiles(self, variant: str, op: str = "mm") -> tuple[int, ...]:
+    def tiles(self, variant: str, op: str = "mm", itemsize: int = 4) -> tuple[int, ...]:
         """The tile sizes of ``variant`` that this device can run (empty: takes no tile)."""
         spec = self.variant_spec(variant, op)
-        return tuple(t for t in spec.tiles if self.tile_problem(variant, t) is None)
+        return tuple(t for t in spec.tiles if self.tile_problem(variant, t, itemsize) is None)
 
-    def tile_problem(self, variant: str, tile: int) -> str | None:
+    def tile_problem(self, variant: str, tile: int, itemsize: int = 4) -> str | None:
         """Why ``tile`` cannot run on this device, or None if it can."""
         if tile < 1:
             return f"tile must be a positive integer, not {tile}"
         return None
 
-    def resolve_tile(self, variant: str, tile: int | None, op: str = "mm") -> int | None:
+    def dtype_problem(self, dtype: np.dtype) -> str | None:
+        """Why this device cannot compute in ``dtype``, or None if it can."""
+        return None
+
+    def resolve_tile(
+        self, variant: str, tile: int | None, op: str = "mm", itemsize: int = 4
+    ) -> int | None:
         """The tile to use: the one asked for if the device can run it, else an error."""
         spec = self.variant_spec(variant, op)
         if not spec.takes_tile:
@@ -257,9 +264,9 @@ class Backend(abc.ABC):
             return None
         if tile is None:
             tile = spec.default_tile or spec.tiles[0]
-        problem = self.tile_problem(variant, tile)
+        problem = self.tile_problem(variant, tile, itemsize)
         if problem is not None:
-            runnable = ", ".join(map(str, self.tiles(variant, op))) or "none"
+            runnable = ", ".join(map(str, self.tiles(variant, op, itemsize))) or "none"
             raise UnsupportedParameter(
                 f"{self.name} {variant}: tile {tile} cannot run on {self.device.name}: "
                 f"{problem} (tiles this device can run: {runnable})"
@@ -278,8 +285,24 @@ class Backend(abc.ABC):
     def matmul(
         self, A: np.ndarray, B: np.ndarray, variant: str = "tiled", tile: int | None = None
     ) -> np.ndarray:
-        """``A @ B`` computed by ``variant``: NumPy in, NumPy out, any M×K · K×N."""
-        return self.measure(A, B, variant, tile, warmup=0, samples=0).result
+        """``A @ B`` computed by ``variant``: NumPy in, NumPy out, any M×K · K×N.
+
+        Strided views (sub-matrices of larger arrays) go to the device as they are,
+        with their row stride as the kernels' leading dimension.
+        """
+        return self.measure(A, B, variant, tile, op="mm", warmup=0, samples=0).result
+
+    def bmm(
+        self, A: np.ndarray, B: np.ndarray, variant: str = "tiled", tile: int | None = None
+    ) -> np.ndarray:
+        """A batch of products: b×M×K · b×K×N -> b×M×N, the batch on the launch's z axis."""
+        return self.measure(A, B, variant, tile, op="bmm", warmup=0, samples=0).result
+
+    def rmm(
+        self, A: np.ndarray, B: np.ndarray, variant: str = "tiled", tile: int | None = None
+    ) -> np.ndarray:
+        """The reduced product of ``problems``: M×K · K×N -> (M/2)×(N/2), M and N even."""
+        return self.measure(A, B, variant, tile, op="rmm", warmup=0, samples=0).result
 
     def measure(
         self,
@@ -288,12 +311,13 @@ class Backend(abc.ABC):
         variant: str = "tiled",
         tile: int | None = None,
         *,
+        op: str = "mm",
         warmup: int = 1,
         samples: int = 10,
         min_samples: int = 3,
         max_sample_time_s: float = 1.0,
     ) -> Measurement:
-        """Compute ``A @ B`` and time it.
+        """Compute ``op`` of A and B (``A @ B`` by default) and time it.
 
         The first run (which also absorbs compilation and first-touch costs)
         gives ``result``; then ``warmup`` untimed runs; then timed samples, each
@@ -306,20 +330,25 @@ class Backend(abc.ABC):
         """
         if self._closed:
             raise XBackendError(f"the {self.name} backend is closed")
-        A, B = check_operands(A, B)
-        tile = self.resolve_tile(variant, tile)
-        if 0 in (*A.shape, B.shape[1]):
-            empty = np.zeros((A.shape[0], B.shape[1]), dtype=A.dtype)
+        A, B = check_operands(A, B, op)
+        self.variant_spec(variant, op)
+        problem = self.dtype_problem(A.dtype)
+        if problem:
+            raise UnsupportedParameter(f"{self.name} cannot compute in {A.dtype}: {problem}")
+        tile = self.resolve_tile(variant, tile, op, A.itemsize)
+        shape = output_shape(op, A, B)
+        if 0 in A.shape or 0 in B.shape or 0 in shape:
+            empty = np.zeros(shape, dtype=A.dtype)
             return Measurement(empty, empty, [], [], tile)
-        self._check_memory(A, B)
+        self._check_memory(A, B, shape)
         kernel_s: list[float] = []
         end_to_end_s: list[float] = []
         with self._active():
             try:
-                execution = self._execution(variant, tile, A, B)
+                execution = self._execution(op, variant, tile, A, B)
             except Exception as error:
                 if self._is_out_of_memory(error):
-                    raise DeviceOutOfMemory(self._memory_message(A, B, error)) from error
+                    raise DeviceOutOfMemory(self._memory_message(A, B, shape, error)) from error
                 raise
             try:
                 execution.poison()
@@ -344,35 +373,38 @@ class Backend(abc.ABC):
                     spent_s += end_to_end_s[-1]
             except Exception as error:
                 if self._is_out_of_memory(error):
-                    raise DeviceOutOfMemory(self._memory_message(A, B, error)) from error
+                    raise DeviceOutOfMemory(self._memory_message(A, B, shape, error)) from error
                 raise
             finally:
                 execution.release()
         return Measurement(result, last_result, kernel_s, end_to_end_s, tile)
 
-    def _check_memory(self, A: np.ndarray, B: np.ndarray) -> None:
+    def _check_memory(self, A: np.ndarray, B: np.ndarray, shape: tuple[int, ...]) -> None:
         """Refuse, before allocating, a product that cannot fit the device."""
         device = self.device
-        output_bytes = A.shape[0] * B.shape[1] * A.itemsize
+        output_bytes = int(np.prod(shape)) * A.itemsize
         largest = max(A.nbytes, B.nbytes, output_bytes)
         limit = device.max_alloc_bytes
         if limit and largest > limit:
             raise DeviceOutOfMemory(
-                self._memory_message(A, B, f"one buffer may hold at most {_gib(limit)}")
+                self._memory_message(A, B, shape, f"one buffer may hold at most {_gib(limit)}")
             )
         total = A.nbytes + B.nbytes + output_bytes
         if device.global_mem_bytes and total > device.global_mem_bytes:
-            raise DeviceOutOfMemory(self._memory_message(A, B))
+            raise DeviceOutOfMemory(self._memory_message(A, B, shape))
 
-    def _memory_message(self, A: np.ndarray, B: np.ndarray, detail: object = None) -> str:
-        M, K = A.shape
-        N = B.shape[1]
-        need = (M * K + K * N + M * N) * A.itemsize
+    def _memory_message(
+        self, A: np.ndarray, B: np.ndarray, C: tuple[int, ...], detail: object = None
+    ) -> str:
+        def dims(shape: tuple[int, ...]) -> str:
+            return "×".join(map(str, shape))
+
+        need = (A.size + B.size + int(np.prod(C))) * A.itemsize
         memory = self.device.global_mem_bytes
         has = f"{_gib(memory)} in all" if memory else "an unknown amount of memory"
         text = (
-            f"out of memory on {self.device.name}: A {M}×{K}, B {K}×{N} and C {M}×{N} "
-            f"({A.dtype}) need {_gib(need)}; the device has {has}"
+            f"out of memory on {self.device.name}: A {dims(A.shape)}, B {dims(B.shape)} "
+            f"and C {dims(C)} ({A.dtype}) need {_gib(need)}; the device has {has}"
         )
         return f"{text} ({detail})" if detail else text
 
@@ -381,8 +413,10 @@ class Backend(abc.ABC):
         return isinstance(error, MemoryError)
 
     @abc.abstractmethod
-    def _execution(self, variant: str, tile: int | None, A: np.ndarray, B: np.ndarray) -> Execution:
-        """Compile what is needed and allocate the buffers for one product."""
+    def _execution(
+        self, op: str, variant: str, tile: int | None, A: np.ndarray, B: np.ndarray
+    ) -> Execution:
+        """Compile what is needed and allocate the buffers for one product of ``op``."""
 
     def _active(self) -> AbstractContextManager[None]:
         """Make this backend's device current for the calling thread (CUDA needs it)."""
@@ -421,16 +455,27 @@ def _gib(nbytes: int) -> str:
     return f"{nbytes / 2**20:.3g} MiB" if nbytes >= 2**20 else f"{nbytes} bytes"
 
 
-def check_operands(A: Any, B: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Check two matrix operands and return them as C-contiguous arrays.
+def output_shape(op: str, A: np.ndarray, B: np.ndarray) -> tuple[int, ...]:
+    """The shape of ``op``'s result for checked operands."""
+    if op == "rmm":
+        return (A.shape[0] // 2, B.shape[1] // 2)
+    return (*A.shape[:-1], B.shape[-1])
+
+
+def check_operands(A: Any, B: Any, op: str = "mm") -> tuple[np.ndarray, np.ndarray]:
+    """Check two operands of ``op``; return them as arrays (views are kept as they are).
 
     Raises ``UnsupportedParameter`` (a ``ValueError``) naming what is wrong.
     """
+    if op not in OPS:
+        raise UnsupportedParameter(f"unknown operation {op!r}; operations: {', '.join(OPS)}")
     A = np.asarray(A)
     B = np.asarray(B)
+    ndim = 3 if op == "bmm" else 2
+    kind = "a batch of matrices (3-D)" if ndim == 3 else "a 2-D matrix"
     for label, X in (("A", A), ("B", B)):
-        if X.ndim != 2:
-            raise UnsupportedParameter(f"{label} must be a 2-D matrix, got shape {X.shape}")
+        if X.ndim != ndim:
+            raise UnsupportedParameter(f"{op}: {label} must be {kind}, got shape {X.shape}")
         if X.dtype not in SUPPORTED_DTYPES:
             names = ", ".join(str(d) for d in SUPPORTED_DTYPES)
             raise UnsupportedParameter(
@@ -443,16 +488,161 @@ def check_operands(A: Any, B: Any) -> tuple[np.ndarray, np.ndarray]:
             )
     if A.dtype != B.dtype:
         raise UnsupportedParameter(f"A is {A.dtype} but B is {B.dtype}")
-    if A.shape[1] != B.shape[0]:
+    if ndim == 3 and A.shape[0] != B.shape[0]:
+        raise UnsupportedParameter(f"bmm: batch sizes differ: {A.shape[0]} and {B.shape[0]}")
+    if A.shape[-1] != B.shape[-2]:
         raise UnsupportedParameter(
-            f"inner dimensions differ: A is {A.shape[0]}×{A.shape[1]}, "
-            f"B is {B.shape[0]}×{B.shape[1]}"
+            f"inner dimensions differ: A is {A.shape[-2]}×{A.shape[-1]}, "
+            f"B is {B.shape[-2]}×{B.shape[-1]}"
         )
-    if A.shape[0] * B.shape[1] > MAX_ELEMENTS:
+    if op == "rmm" and (A.shape[0] % 2 or B.shape[1] % 2):
         raise UnsupportedParameter(
-            f"the product has {A.shape[0] * B.shape[1]} elements; at most {MAX_ELEMENTS}"
+            f"rmm needs an even number of rows in A and columns in B: "
+            f"A is {A.shape[0]}×{A.shape[1]}, B is {B.shape[0]}×{B.shape[1]}"
         )
-    return np.ascontiguousarray(A), np.ascontiguousarray(B)
+    outputs = int(np.prod(output_shape(op, A, B)))
+    if outputs > MAX_ELEMENTS:
+        raise UnsupportedParameter(f"the product has {outputs} elements; at most {MAX_ELEMENTS}")
+    return A, B
+
+
+def poison_value(dtype: np.dtype) -> Any:
+    """What an output is filled with before a kernel runs: NaN, or the most negative int.
+
+    An element the kernel never writes keeps it and fails the check: NaN is never
+    within a tolerance, and -2**31 is far from any product of the test inputs.
+    """
+    return np.iinfo(dtype).min if dtype.kind in "iu" else np.nan
+
+
+def row_major_span(X: np.ndarray) -> tuple[np.ndarray, int]:
+    """A matrix as one contiguous run of memory and its leading dimension.
+
+    A view whose rows are contiguous (``A[:, 5:37]``, ``A[3:20]``) is returned as
+    the span of its base's memory from its first to its last element, without a
+    copy, with its row stride as the leading dimension. Other layouts (Fortran
+    order, column steps, reversed rows) are copied to C order first.
+    """
+    rows, columns = X.shape
+    item = X.itemsize
+    row_stride = X.strides[0]
+    if (
+        rows > 1
+        and X.strides[1] == item
+        and row_stride % item == 0
+        and row_stride >= columns * item
+    ):
+        ld = row_stride // item
+        span = np.lib.stride_tricks.as_strided(
+            X, shape=((rows - 1) * ld + columns,), strides=(item,), writeable=False
+        )
+        return span, ld
+    return np.ascontiguousarray(X).reshape(-1), columns
+
+
+@dataclasses.dataclass(frozen=True)
+class Launch:
+    """What a compiled backend needs to run one of the kernel families.
+
+    ``inputs`` are contiguous host arrays to upload; ``groups`` is the number of
+    work-groups (blocks) along x, y and z, each TILE×TILE×1; ``scalars`` are the
+    kernel's integer arguments after the three buffers, in the kernels' order.
+    """
+
+    inputs: tuple[np.ndarray, np.ndarray]
+    output_shape: tuple[int, ...]
+    groups: tuple[int, int, int]
+    scalars: tuple[int, ...]
+
+
+def plan_launch(op: str, A: np.ndarray, B: np.ndarray, tile: int) -> Launch:
+    """Arguments and launch geometry of ``op`` for kernels/*/mm and rmm (see there)."""
+    shape = output_shape(op, A, B)
+    rows, columns = shape[-2], shape[-1]
+    groups_xy = (-(-columns // tile), -(-rows // tile))
+    if op == "bmm":
+        batch, M, K = A.shape
+        N = B.shape[2]
+        A, B = np.ascontiguousarray(A).reshape(-1), np.ascontiguousarray(B).reshape(-1)
+        scalars = (M, N, K, K, N, N, M * K, K * N, M * N)
+        return Launch((A, B), shape, (*groups_xy, batch), scalars)
+    (a_span, lda), (b_span, ldb) = row_major_span(A), row_major_span(B)
+    M, K = A.shape
+    N = B.shape[1]
+    if op == "rmm":
+        return Launch((a_span, b_span), shape, (*groups_xy, 1), (M, N, K, lda, ldb, N // 2))
+    return Launch((a_span, b_span), shape, (*groups_xy, 1), (M, N, K, lda, ldb, N, 0, 0, 0))
+
+
+# -- what the two compiled backends share ------------------------------------------------
+
+# The C type each dtype becomes in the kernels (-DREAL=...).
+C_TYPES = {"int32": "int", "float32": "float", "float64": "double"}
+
+
+def compiled_variants(worker: str, memory: str) -> VariantTable:
+    """The variants of the kernel files, in one backend's words ("thread", "shared")."""
+    tiles: dict[str, Any] = {"tiles": (8, 16, 32), "default_tile": 16}
+    mm = {
+        "naive": VariantSpec(
+            "naive",
+            f"one {worker} per element, operands from global memory",
+            kernel="mm_naive",
+            **tiles,
+        ),
+        "tiled": VariantSpec(
+            "tiled",
+            f"TILE×TILE tiles of A and B staged in {memory} memory",
+            kernel="mm_tiled",
+            **tiles,
+        ),
+    }
+    rmm = {
+        "naive4": VariantSpec(
+            "naive4",
+            "4·K multiplications per element, from the definition",
+            kernel="rmm_naive4",
+            **tiles,
+        ),
+        "naive": VariantSpec(
+            "naive",
+            "K multiplications: the row and column pairs summed first",
+            kernel="rmm_naive",
+            **tiles,
+        ),
+        "tiled": VariantSpec(
+            "tiled",
+            f"pair sums made while loading {memory}-memory tiles",
+            kernel="rmm_tiled",
+            **tiles,
+        ),
+    }
+    return {"mm": mm, "bmm": mm, "rmm": rmm}
+
+
+def group_problem(
+    device: DeviceInfo, variant: str, tile: int, itemsize: int, workers: str, memory: str
+) -> str | None:
+    """Why a TILE×TILE group of ``variant`` cannot run on ``device``, or None."""
+    limit = device.max_work_group_size or 0
+    if tile * tile > limit:
+        return f"{tile}×{tile} {workers} exceed the limit of {limit} per group"
+    local = device.local_mem_bytes or 0
+    if variant == "tiled" and 2 * tile * tile * itemsize > local:
+        return (
+            f"two {tile}×{tile} tiles of {itemsize}-byte elements exceed "
+            f"{local} bytes of {memory} memory"
+        )
+    return None
+
+
+def kernel_family(op: str) -> str:
+    """The kernel file an operation's kernels live in: bmm is mm with a batch."""
+    return "rmm" if op == "rmm" else "mm"
+
+
+def build_options(tile: int, dtype: np.dtype) -> list[str]:
+    return [f"-DTILE={tile}", f"-DREAL={C_TYPES[dtype.name]}"]
 
 
 def read_kernel(family: str, language: str) -> tuple[Path, str]:

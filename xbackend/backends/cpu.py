@@ -7,7 +7,12 @@
   three blocks in use stay in cache. Each block product is a NumPy broadcast
   multiply-and-sum (no BLAS), one thread.
 * ``blas``: NumPy's own ``matmul``, i.e. the BLAS NumPy was built with, on as
-  many threads as it likes: the vendor line on the figures.
+  many threads as it likes: the vendor line on the figures (integers go through
+  NumPy's own loops: BLAS has no integer products).
+
+``bmm`` runs the same three on each product of the batch in turn. ``rmm`` has
+the serial version, ``naive`` (each element from a pair-summed row and column),
+and ``blas``: the pairs summed first, then one half-size ``matmul``.
 
 "Upload" and "download" are copies between the caller's arrays and the
 backend's working arrays, so end-to-end times include the same kind of
@@ -23,7 +28,15 @@ from typing import ClassVar
 
 import numpy as np
 
-from xbackend.backends.base import Backend, DeviceInfo, Execution, VariantSpec, VariantTable
+from xbackend.backends.base import (
+    Backend,
+    DeviceInfo,
+    Execution,
+    VariantSpec,
+    VariantTable,
+    output_shape,
+    poison_value,
+)
 
 
 def cpu_name() -> str:
@@ -60,33 +73,57 @@ def _tiled(A: np.ndarray, B: np.ndarray, C: np.ndarray, tile: int) -> None:
             C[i0 : i0 + tile, j0 : j0 + tile] = acc
 
 
+def _reduced_naive(A: np.ndarray, B: np.ndarray, C: np.ndarray) -> None:
+    rows, columns = C.shape
+    for row in range(rows):
+        a_pair = A[2 * row] + A[2 * row + 1]
+        for col in range(columns):
+            C[row, col] = np.dot(a_pair, B[:, 2 * col] + B[:, 2 * col + 1])
+
+
+def _reduced_blas(A: np.ndarray, B: np.ndarray, C: np.ndarray) -> None:
+    np.matmul(A[0::2] + A[1::2], B[:, 0::2] + B[:, 1::2], out=C)
+
+
+def _compute(variant: str, tile: int | None, A: np.ndarray, B: np.ndarray, C: np.ndarray) -> None:
+    if variant == "naive":
+        _naive(A, B, C)
+    elif variant == "tiled":
+        assert tile is not None
+        _tiled(A, B, C, tile)
+    else:
+        np.matmul(A, B, out=C)
+
+
 class _HostExecution(Execution):
-    def __init__(self, variant: str, tile: int | None, A: np.ndarray, B: np.ndarray):
+    def __init__(self, op: str, variant: str, tile: int | None, A: np.ndarray, B: np.ndarray):
+        self._op = op
         self._variant = variant
         self._tile = tile
         self._source = (A, B)
-        self._A = np.empty_like(A)
-        self._B = np.empty_like(B)
-        self._C = np.empty((A.shape[0], B.shape[1]), dtype=A.dtype)
+        self._A = np.empty(A.shape, A.dtype)  # C order, whatever the caller's layout
+        self._B = np.empty(B.shape, B.dtype)
+        self._C = np.empty(output_shape(op, A, B), dtype=A.dtype)
 
     def upload(self) -> None:
         np.copyto(self._A, self._source[0])
         np.copyto(self._B, self._source[1])
 
     def poison(self) -> None:
-        self._C.fill(np.nan)
+        self._C.fill(poison_value(self._C.dtype))
 
     def run(self) -> float:
         # Like a device kernel, and unlike NumPy, NaN and Inf pass through without warnings.
         with np.errstate(all="ignore"):
             start = time.perf_counter()
-            if self._variant == "naive":
-                _naive(self._A, self._B, self._C)
-            elif self._variant == "tiled":
-                assert self._tile is not None
-                _tiled(self._A, self._B, self._C, self._tile)
+            if self._op == "bmm":
+                for A, B, C in zip(self._A, self._B, self._C, strict=True):
+                    _compute(self._variant, self._tile, A, B, C)
+            elif self._op == "rmm":
+                reduced = _reduced_naive if self._variant == "naive" else _reduced_blas
+                reduced(self._A, self._B, self._C)
             else:
-                np.matmul(self._A, self._B, out=self._C)
+                _compute(self._variant, self._tile, self._A, self._B, self._C)
             return time.perf_counter() - start
 
     def download(self) -> np.ndarray:
@@ -96,17 +133,23 @@ class _HostExecution(Execution):
 class CpuBackend(Backend):
     name = "cpu"
     description = "NumPy on the host: serial loop, cache-blocked tiles, and NumPy's BLAS"
+    _MM: ClassVar[dict[str, VariantSpec]] = {
+        "naive": VariantSpec("naive", "serial loop, one dot product per output element"),
+        "tiled": VariantSpec(
+            "tiled",
+            "cache blocking over TILE×TILE blocks, NumPy block products, one thread",
+            tiles=(16, 32, 64, 128),
+            default_tile=64,
+        ),
+        "blas": VariantSpec("blas", "numpy.matmul (NumPy's BLAS, multithreaded)"),
+    }
     VARIANTS: ClassVar[VariantTable] = {
-        "mm": {
-            "naive": VariantSpec("naive", "serial loop, one dot product per output element"),
-            "tiled": VariantSpec(
-                "tiled",
-                "cache blocking over TILE×TILE blocks, NumPy block products, one thread",
-                tiles=(16, 32, 64, 128),
-                default_tile=64,
-            ),
-            "blas": VariantSpec("blas", "numpy.matmul (NumPy's BLAS, multithreaded)"),
-        }
+        "mm": _MM,
+        "bmm": _MM,
+        "rmm": {
+            "naive": VariantSpec("naive", "serial loop over pair-summed rows and columns"),
+            "blas": VariantSpec("blas", "pairs summed, then one half-size numpy.matmul"),
+        },
     }
 
     def __init__(self, device: str | int | None = None):
@@ -136,8 +179,10 @@ class CpuBackend(Backend):
     def device(self) -> DeviceInfo:
         return self._device
 
-    def _execution(self, variant: str, tile: int | None, A: np.ndarray, B: np.ndarray) -> Execution:
-        return _HostExecution(variant, tile, A, B)
+    def _execution(
+        self, op: str, variant: str, tile: int | None, A: np.ndarray, B: np.ndarray
+    ) -> Execution:
+        return _HostExecution(op, variant, tile, A, B)
 
 
 def _blas_name() -> str:

@@ -21,10 +21,15 @@ from xbackend.backends.base import (
     DeviceInfo,
     Execution,
     KernelCompileError,
+    Launch,
     UnsupportedParameter,
-    VariantSpec,
     VariantTable,
     XBackendError,
+    build_options,
+    compiled_variants,
+    group_problem,
+    kernel_family,
+    plan_launch,
     read_kernel,
 )
 
@@ -86,25 +91,25 @@ def _describe(index: int) -> DeviceInfo:
 
 
 class _CudaExecution(Execution):
-    def __init__(self, function: Any, tile: int, A: np.ndarray, B: np.ndarray):
-        self._A, self._B = A, B
-        M, K = A.shape
-        N = B.shape[1]
-        self._C = np.empty((M, N), dtype=A.dtype)
-        self._buffers = [drv.mem_alloc(X.nbytes) for X in (A, B, self._C)]
+    def __init__(self, function: Any, tile: int, launch: Launch):
+        self._inputs = launch.inputs
+        self._C = np.empty(launch.output_shape, dtype=launch.inputs[0].dtype)
+        self._buffers = [drv.mem_alloc(X.nbytes) for X in (*launch.inputs, self._C)]
         self._function = function
-        self._args = (*self._buffers, np.int32(M), np.int32(N), np.int32(K))
-        # One thread per element of C, rounded up to whole blocks.
-        self._grid = (-(-N // tile), -(-M // tile), 1)
+        self._args = (*self._buffers, *(np.int32(value) for value in launch.scalars))
+        self._grid = launch.groups
         self._block = (tile, tile, 1)
         self._start, self._end = drv.Event(), drv.Event()
 
     def upload(self) -> None:
-        drv.memcpy_htod(self._buffers[0], self._A)
-        drv.memcpy_htod(self._buffers[1], self._B)
+        drv.memcpy_htod(self._buffers[0], self._inputs[0])
+        drv.memcpy_htod(self._buffers[1], self._inputs[1])
 
     def poison(self) -> None:
-        drv.memset_d32(self._buffers[2], _NAN_BITS_F32, self._C.size)
+        # NaN for floats (0x7FC00000 in every 32-bit word is a NaN in float64
+        # too), the most negative int for integers.
+        pattern = _NAN_BITS_F32 if self._C.dtype.kind == "f" else 0x80000000
+        drv.memset_d32(self._buffers[2], pattern, self._C.nbytes // 4)
         drv.Context.synchronize()
 
     def run(self) -> float:
@@ -127,24 +132,7 @@ class _CudaExecution(Execution):
 class CudaBackend(Backend):
     name = "cuda"
     description = "PyCUDA kernels from kernels/cuda on an NVIDIA GPU"
-    VARIANTS: ClassVar[VariantTable] = {
-        "mm": {
-            "naive": VariantSpec(
-                "naive",
-                "one thread per element, operands from global memory",
-                kernel="mm_naive",
-                tiles=(8, 16, 32),
-                default_tile=16,
-            ),
-            "tiled": VariantSpec(
-                "tiled",
-                "TILE×TILE tiles of A and B staged in shared memory",
-                kernel="mm_tiled",
-                tiles=(8, 16, 32),
-                default_tile=16,
-            ),
-        }
-    }
+    VARIANTS: ClassVar[VariantTable] = compiled_variants("thread", "shared")
 
     def __init__(self, device: str | int | None = None):
         available, reason = self.available()
@@ -154,7 +142,7 @@ class CudaBackend(Backend):
         self._device = _describe(index)
         self._context = drv.Device(index).make_context()
         self._context.pop()  # current only inside _active()
-        self._functions: dict[tuple[str, int], Any] = {}
+        self._functions: dict[tuple[str, str, int, str], Any] = {}
         self._modules: list[Any] = []
 
     @staticmethod
@@ -197,17 +185,10 @@ class CudaBackend(Backend):
     def device(self) -> DeviceInfo:
         return self._device
 
-    def tile_problem(self, variant: str, tile: int) -> str | None:
-        problem = super().tile_problem(variant, tile)
-        if problem:
-            return problem
-        limit = self._device.max_work_group_size or 0
-        if tile * tile > limit:
-            return f"{tile}×{tile} threads exceed the block limit of {limit}"
-        shared = self._device.local_mem_bytes or 0
-        if variant == "tiled" and 2 * tile * tile * 4 > shared:
-            return f"two {tile}×{tile} tiles exceed {shared} bytes of shared memory"
-        return None
+    def tile_problem(self, variant: str, tile: int, itemsize: int = 4) -> str | None:
+        return super().tile_problem(variant, tile, itemsize) or group_problem(
+            self._device, variant, tile, itemsize, "threads", "shared"
+        )
 
     @contextmanager
     def _active(self) -> Iterator[None]:
@@ -217,14 +198,15 @@ class CudaBackend(Backend):
         finally:
             drv.Context.pop()
 
-    def _function(self, variant: str, tile: int) -> Any:
-        """The compiled kernel, built once per (variant, tile) and reused."""
-        key = (variant, tile)
+    def _function(self, op: str, variant: str, tile: int, dtype: np.dtype) -> Any:
+        """The compiled kernel, built once per (family, variant, tile, dtype) and reused."""
+        family = kernel_family(op)
+        key = (family, variant, tile, dtype.name)
         if key not in self._functions:
             from pycuda.compiler import SourceModule
 
-            path, source = read_kernel("mm", "cuda")
-            options = [f"-DTILE={tile}"]
+            path, source = read_kernel(family, "cuda")
+            options = build_options(tile, dtype)
             try:
                 module = SourceModule(source, options=options, no_extern_c=True)
             except drv.CompileError as error:
@@ -236,19 +218,24 @@ class CudaBackend(Backend):
                     device=self._device.name,
                     log=error.stderr or str(error),
                 ) from error
-            function = module.get_function(self.variant_spec(variant).kernel)
-            function.prepare("PPPiii")
+            function = module.get_function(self.variant_spec(variant, op).kernel)
+            # Three pointers, then the integer arguments of the family (see plan_launch).
+            function.prepare("PPP" + "i" * (6 if family == "rmm" else 9))
             self._modules.append(module)
             self._functions[key] = function
         return self._functions[key]
 
-    def _execution(self, variant: str, tile: int | None, A: np.ndarray, B: np.ndarray) -> Execution:
+    def _execution(
+        self, op: str, variant: str, tile: int | None, A: np.ndarray, B: np.ndarray
+    ) -> Execution:
         assert tile is not None
-        if -(-A.shape[0] // tile) > _MAX_GRID_Y:
+        launch = plan_launch(op, A, B, tile)
+        if launch.groups[1] > _MAX_GRID_Y or launch.groups[2] > _MAX_GRID_Y:
             raise UnsupportedParameter(
-                f"cuda: {A.shape[0]} rows need more than {_MAX_GRID_Y} blocks of {tile} rows"
+                f"cuda: {launch.output_shape} needs more than {_MAX_GRID_Y} blocks "
+                f"along y or z with tile {tile}"
             )
-        return _CudaExecution(self._function(variant, tile), tile, A, B)
+        return _CudaExecution(self._function(op, variant, tile, A.dtype), tile, launch)
 
     def _is_out_of_memory(self, error: BaseException) -> bool:
         return isinstance(error, drv.MemoryError) or super()._is_out_of_memory(error)

@@ -30,10 +30,16 @@ from xbackend.backends.base import (
     DeviceInfo,
     Execution,
     KernelCompileError,
+    Launch,
     UnsupportedParameter,
-    VariantSpec,
     VariantTable,
     XBackendError,
+    build_options,
+    compiled_variants,
+    group_problem,
+    kernel_family,
+    plan_launch,
+    poison_value,
     read_kernel,
 )
 
@@ -160,32 +166,31 @@ def select_device(selector: str | int | None, pairs: list[tuple[Any, Any]]) -> t
 
 
 class _ClExecution(Execution):
-    def __init__(self, backend: OpenCLBackend, kernel: Any, tile: int, A: Any, B: Any):
+    def __init__(self, backend: OpenCLBackend, kernel: Any, tile: int, launch: Launch):
         self._queue = backend._queue
-        self._A, self._B = A, B
-        M, K = A.shape
-        N = B.shape[1]
-        self._C = np.empty((M, N), dtype=A.dtype)
+        self._inputs = launch.inputs
+        dtype = launch.inputs[0].dtype
+        self._C = np.empty(launch.output_shape, dtype=dtype)
         flags = cl.mem_flags
         context = backend._context
         self._buffers = [
-            cl.Buffer(context, flags.READ_ONLY, A.nbytes),
-            cl.Buffer(context, flags.READ_ONLY, B.nbytes),
+            cl.Buffer(context, flags.READ_ONLY, launch.inputs[0].nbytes),
+            cl.Buffer(context, flags.READ_ONLY, launch.inputs[1].nbytes),
             cl.Buffer(context, flags.WRITE_ONLY, self._C.nbytes),
         ]
         self._kernel = kernel
-        self._kernel.set_args(*self._buffers, np.int32(M), np.int32(N), np.int32(K))
-        # One work-item per element of C, rounded up to whole work-groups.
-        self._global = (-(-N // tile) * tile, -(-M // tile) * tile)
-        self._local = (tile, tile)
+        self._kernel.set_args(*self._buffers, *(np.int32(value) for value in launch.scalars))
+        gx, gy, gz = launch.groups
+        self._global = (gx * tile, gy * tile, gz)
+        self._local = (tile, tile, 1)
 
     def upload(self) -> None:
-        cl.enqueue_copy(self._queue, self._buffers[0], self._A, is_blocking=False)
-        cl.enqueue_copy(self._queue, self._buffers[1], self._B, is_blocking=True)
+        cl.enqueue_copy(self._queue, self._buffers[0], self._inputs[0], is_blocking=False)
+        cl.enqueue_copy(self._queue, self._buffers[1], self._inputs[1], is_blocking=True)
 
     def poison(self) -> None:
-        nan = np.array(np.nan, dtype=self._C.dtype)
-        cl.enqueue_fill_buffer(self._queue, self._buffers[2], nan, 0, self._C.nbytes).wait()
+        pattern = np.array(poison_value(self._C.dtype), dtype=self._C.dtype)
+        cl.enqueue_fill_buffer(self._queue, self._buffers[2], pattern, 0, self._C.nbytes).wait()
 
     def run(self) -> float:
         try:
@@ -213,24 +218,7 @@ class _ClExecution(Execution):
 class OpenCLBackend(Backend):
     name = "opencl"
     description = "PyOpenCL kernels from kernels/opencl on any OpenCL device"
-    VARIANTS: ClassVar[VariantTable] = {
-        "mm": {
-            "naive": VariantSpec(
-                "naive",
-                "one work-item per element, operands from global memory",
-                kernel="mm_naive",
-                tiles=(8, 16, 32),
-                default_tile=16,
-            ),
-            "tiled": VariantSpec(
-                "tiled",
-                "TILE×TILE tiles of A and B staged in local memory",
-                kernel="mm_tiled",
-                tiles=(8, 16, 32),
-                default_tile=16,
-            ),
-        }
-    }
+    VARIANTS: ClassVar[VariantTable] = compiled_variants("work-item", "local")
 
     def __init__(self, device: str | int | None = None):
         available, reason = self.available()
@@ -243,7 +231,7 @@ class OpenCLBackend(Backend):
         self._queue = cl.CommandQueue(
             self._context, properties=cl.command_queue_properties.PROFILING_ENABLE
         )
-        self._kernels: dict[tuple[str, int], Any] = {}
+        self._kernels: dict[tuple[str, str, int, str], Any] = {}
 
     @classmethod
     def available(cls) -> tuple[bool, str]:
@@ -274,24 +262,25 @@ class OpenCLBackend(Backend):
     def device(self) -> DeviceInfo:
         return self._device
 
-    def tile_problem(self, variant: str, tile: int) -> str | None:
-        problem = super().tile_problem(variant, tile)
-        if problem:
-            return problem
-        limit = self._device.max_work_group_size or 0
-        if tile * tile > limit:
-            return f"{tile}×{tile} work-items exceed the work-group limit of {limit}"
-        local_mem = self._device.local_mem_bytes or 0
-        if variant == "tiled" and 2 * tile * tile * 4 > local_mem:
-            return f"two {tile}×{tile} tiles exceed {local_mem} bytes of local memory"
+    def tile_problem(self, variant: str, tile: int, itemsize: int = 4) -> str | None:
+        return super().tile_problem(variant, tile, itemsize) or group_problem(
+            self._device, variant, tile, itemsize, "work-items", "local"
+        )
+
+    def dtype_problem(self, dtype: np.dtype) -> str | None:
+        if dtype == np.float64 and not self._device.extra.get("fp64"):
+            return f"{self._device.name} has no double precision (cl_khr_fp64)"
         return None
 
-    def _kernel(self, variant: str, tile: int) -> Any:
-        """The compiled kernel, built once per (variant, tile) and reused."""
-        key = (variant, tile)
+    def _kernel(self, op: str, variant: str, tile: int, dtype: np.dtype) -> Any:
+        """The compiled kernel, built once per (family, variant, tile, dtype) and reused."""
+        family = kernel_family(op)
+        key = (family, variant, tile, dtype.name)
         if key not in self._kernels:
-            path, source = read_kernel("mm", "opencl")
-            options = [f"-DTILE={tile}"]
+            path, source = read_kernel(family, "opencl")
+            options = build_options(tile, dtype)
+            if dtype == np.float64:
+                options.append("-DXB_FP64")
             try:
                 with warnings.catch_warnings():
                     # Some runtimes (Intel's) log every successful build; a
@@ -311,13 +300,15 @@ class OpenCLBackend(Backend):
             # 256 for these kernels, yet runs 32×32 groups correctly (H200, driver
             # 580.159.04). The device limit is checked by tile_problem; a group the
             # kernel cannot take fails at launch, with the driver's reason.
-            kernel = cl.Kernel(program, self.variant_spec(variant).kernel)
-            self._kernels[key] = kernel
+            self._kernels[key] = cl.Kernel(program, self.variant_spec(variant, op).kernel)
         return self._kernels[key]
 
-    def _execution(self, variant: str, tile: int | None, A: np.ndarray, B: np.ndarray) -> Execution:
+    def _execution(
+        self, op: str, variant: str, tile: int | None, A: np.ndarray, B: np.ndarray
+    ) -> Execution:
         assert tile is not None
-        return _ClExecution(self, self._kernel(variant, tile), tile, A, B)
+        kernel = self._kernel(op, variant, tile, A.dtype)
+        return _ClExecution(self, kernel, tile, plan_launch(op, A, B, tile))
 
     def _is_out_of_memory(self, error: BaseException) -> bool:
         codes = (

@@ -1,18 +1,27 @@
 // DELIBERATELY BROKEN: a test fixture the race and bounds checkers must catch.
 // mm_tiled loads A without its bounds guard.
-// Matrix product C = A · B for row-major A (M×K), B (K×N) and C (M×N).
+// Matrix products C = A · B for row-major A (M×K), B (K×N) and C (M×N), one or a batch.
 //
-// One work-item computes one element of C. Work-item (x, y) of the launch owns
-// column x and row y, so neighbouring work-items read neighbouring elements of
-// B and write neighbouring elements of C: those accesses coalesce.
+// One work-item computes one element of C. Work-item (x, y) of the launch owns column
+// x and row y, so neighbouring work-items read neighbouring elements of B and
+// write neighbouring elements of C: those accesses coalesce.
+//
+// Rows are lda, ldb and ldc elements apart (the leading dimensions), so a
+// sub-matrix of a larger one (a strided NumPy view) needs no copy. A batch of
+// products runs on the launch's third dimension: product z reads A, B and C at
+// z·strideA, z·strideB and z·strideC (0 for a single product).
 //
 // Compile-time parameters, passed as -D options so that every combination is a
 // program of its own in the compiler cache:
 //   TILE  edge of the square work-group; for mm_tiled also of the local tiles
-//   REAL  element type (float unless told otherwise)
+//   REAL  element type: float (default), double or int
+//   XB_FP64  defined when REAL is double, to enable cl_khr_fp64
 //
 // The CUDA twin, kernels/cuda/mm.cu, has the same kernels line for line.
 
+#ifdef XB_FP64
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#endif
 #ifndef TILE
 #define TILE 16
 #endif
@@ -26,8 +35,13 @@ __kernel __attribute__((reqd_work_group_size(TILE, TILE, 1)))
 void mm_naive(__global const REAL* restrict A,
               __global const REAL* restrict B,
               __global REAL* restrict C,
-              const int M, const int N, const int K)
+              const int M, const int N, const int K,
+              const int lda, const int ldb, const int ldc,
+              const int strideA, const int strideB, const int strideC)
 {
+    A += get_group_id(2) * strideA;
+    B += get_group_id(2) * strideB;
+    C += get_group_id(2) * strideC;
     const int col = get_group_id(0) * TILE + get_local_id(0);
     const int row = get_group_id(1) * TILE + get_local_id(1);
     if (row >= M || col >= N)
@@ -35,8 +49,8 @@ void mm_naive(__global const REAL* restrict A,
 
     REAL acc = 0;
     for (int k = 0; k < K; ++k)
-        acc += A[row * K + k] * B[k * N + col];
-    C[row * N + col] = acc;
+        acc += A[row * lda + k] * B[k * ldb + col];
+    C[row * ldc + col] = acc;
 }
 
 // tiled: the work-group walks along K one TILE×TILE tile of A and of B at a
@@ -46,11 +60,16 @@ __kernel __attribute__((reqd_work_group_size(TILE, TILE, 1)))
 void mm_tiled(__global const REAL* restrict A,
               __global const REAL* restrict B,
               __global REAL* restrict C,
-              const int M, const int N, const int K)
+              const int M, const int N, const int K,
+              const int lda, const int ldb, const int ldc,
+              const int strideA, const int strideB, const int strideC)
 {
     __local REAL As[TILE][TILE];
     __local REAL Bs[TILE][TILE];
 
+    A += get_group_id(2) * strideA;
+    B += get_group_id(2) * strideB;
+    C += get_group_id(2) * strideC;
     const int tx = get_local_id(0);
     const int ty = get_local_id(1);
     const int col = get_group_id(0) * TILE + tx;
@@ -61,8 +80,8 @@ void mm_tiled(__global const REAL* restrict A,
     REAL acc = 0;
     for (int k0 = 0; k0 < K; k0 += TILE) {
         // Out-of-range elements load as zero, which adds nothing to the sum.
-        As[ty][tx] = A[row * K + k0 + tx];  // unguarded
-        Bs[ty][tx] = (k0 + ty < K && col < N) ? B[(k0 + ty) * N + col] : (REAL)0;
+        As[ty][tx] = A[row * lda + k0 + tx];  // unguarded
+        Bs[ty][tx] = (k0 + ty < K && col < N) ? B[(k0 + ty) * ldb + col] : (REAL)0;
         barrier(CLK_LOCAL_MEM_FENCE);
 
         for (int k = 0; k < TILE; ++k)
@@ -71,5 +90,5 @@ void mm_tiled(__global const REAL* restrict A,
         barrier(CLK_LOCAL_MEM_FENCE);
     }
     if (row < M && col < N)
-        C[row * N + col] = acc;
+        C[row * ldc + col] = acc;
 }

@@ -1,0 +1,108 @@
+// Reduced matrix products: for row-major A (M×K) and B (K×N) with even M and N,
+// C is (M/2)×(N/2) and each element sums a 2×2 block of the full product A · B:
+//
+//   C[i][j] = Σ_{r ∈ {2i, 2i+1}} Σ_{c ∈ {2j, 2j+1}} A[r] · B[:, c]
+//           = (A[2i] + A[2i+1]) · (B[:, 2j] + B[:, 2j+1])
+//
+// One work-item computes one element of C; rows are lda, ldb and ldc elements apart.
+// The three kernels trade multiplications and memory traffic differently:
+//   rmm_naive4  4·K multiplications per element, straight from the definition
+//   rmm_naive   K multiplications: the two rows and the two columns are added first
+//   rmm_tiled   as rmm_naive, with the pair sums made while loading local tiles
+//
+// Compile-time parameters (-D options): TILE, the edge of the square work-group
+// and of the local tiles; REAL, the element type (float, double or int); XB_FP64,
+// defined when REAL is double, to enable cl_khr_fp64.
+//
+// The CUDA twin, kernels/cuda/rmm.cu, has the same kernels line for line.
+
+#ifdef XB_FP64
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#endif
+#ifndef TILE
+#define TILE 16
+#endif
+#ifndef REAL
+#define REAL float
+#endif
+
+__kernel __attribute__((reqd_work_group_size(TILE, TILE, 1)))
+void rmm_naive4(__global const REAL* restrict A,
+                __global const REAL* restrict B,
+                __global REAL* restrict C,
+                const int M, const int N, const int K,
+                const int lda, const int ldb, const int ldc)
+{
+    const int col = get_group_id(0) * TILE + get_local_id(0);
+    const int row = get_group_id(1) * TILE + get_local_id(1);
+    if (row >= M / 2 || col >= N / 2)
+        return;
+
+    const int top = 2 * row * lda;
+    const int bottom = top + lda;
+    REAL acc = 0;
+    for (int k = 0; k < K; ++k) {
+        const REAL left = B[k * ldb + 2 * col];
+        const REAL right = B[k * ldb + 2 * col + 1];
+        acc += A[top + k] * left + A[top + k] * right
+             + A[bottom + k] * left + A[bottom + k] * right;
+    }
+    C[row * ldc + col] = acc;
+}
+
+__kernel __attribute__((reqd_work_group_size(TILE, TILE, 1)))
+void rmm_naive(__global const REAL* restrict A,
+               __global const REAL* restrict B,
+               __global REAL* restrict C,
+               const int M, const int N, const int K,
+               const int lda, const int ldb, const int ldc)
+{
+    const int col = get_group_id(0) * TILE + get_local_id(0);
+    const int row = get_group_id(1) * TILE + get_local_id(1);
+    if (row >= M / 2 || col >= N / 2)
+        return;
+
+    const int top = 2 * row * lda;
+    const int bottom = top + lda;
+    REAL acc = 0;
+    for (int k = 0; k < K; ++k)
+        acc += (A[top + k] + A[bottom + k]) * (B[k * ldb + 2 * col] + B[k * ldb + 2 * col + 1]);
+    C[row * ldc + col] = acc;
+}
+
+// tiled: each work-item loads one pair sum of A and one of B per tile, so the sums
+// are made once per tile and every one is reused TILE times from local memory.
+__kernel __attribute__((reqd_work_group_size(TILE, TILE, 1)))
+void rmm_tiled(__global const REAL* restrict A,
+               __global const REAL* restrict B,
+               __global REAL* restrict C,
+               const int M, const int N, const int K,
+               const int lda, const int ldb, const int ldc)
+{
+    __local REAL As[TILE][TILE];
+    __local REAL Bs[TILE][TILE];
+
+    const int tx = get_local_id(0);
+    const int ty = get_local_id(1);
+    const int col = get_group_id(0) * TILE + tx;
+    const int row = get_group_id(1) * TILE + ty;
+    const int top = 2 * row * lda;
+
+    // Work-items outside C still load and reach every barrier.
+    REAL acc = 0;
+    for (int k0 = 0; k0 < K; k0 += TILE) {
+        const int ka = k0 + tx;
+        const int kb = k0 + ty;
+        As[ty][tx] = (row < M / 2 && ka < K) ? A[top + ka] + A[top + lda + ka] : (REAL)0;
+        Bs[ty][tx] = (kb < K && col < N / 2)
+                   ? B[kb * ldb + 2 * col] + B[kb * ldb + 2 * col + 1] : (REAL)0;
+        barrier(CLK_LOCAL_MEM_FENCE);
+
+        for (int k = 0; k < TILE; ++k)
+            acc += As[ty][k] * Bs[k][tx];
+        // No work-item may overwrite a tile while another still reads it.
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (row < M / 2 && col < N / 2)
+        C[row * ldc + col] = acc;
+}
