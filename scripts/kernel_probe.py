@@ -17,10 +17,12 @@ import argparse
 import sys
 from pathlib import Path
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import xbackend
-from xbackend.problems import Reference, check, make_operands
+from xbackend.problems import Reference, Shape, check, dtype_named, make_operands
 from xbackend.runner import Target
 from xbackend.sweep import parse_shapes
 
@@ -30,25 +32,51 @@ def main() -> int:
     parser.add_argument("--backend", default="opencl", help="NAME or NAME:DEVICE")
     parser.add_argument("--sizes", type=parse_shapes, default=parse_shapes("7x5x9,33x70x35"))
     parser.add_argument("--tiles", default="8,16,32", help="tile sizes to try (default 8,16,32)")
+    parser.add_argument(
+        "--ops", default="mm,bmm,rmm", help="operations to run (default mm,bmm,rmm)"
+    )
+    parser.add_argument("--dtype", default="float32", help="element type (default float32)")
     args = parser.parse_args()
+    dtype = dtype_named(args.dtype)
     target = Target.parse(args.backend)
     failures = 0
     with xbackend.get_backend(target.name, target.device) as backend:
         print(f"{backend.name}: {backend.device.name}")
-        for shape in args.sizes:
-            A, B = make_operands(shape, seed=11)
-            reference = Reference.of(A, B)
-            for variant in backend.variants():
-                spec = backend.variant_spec(variant)
-                wanted = [int(t) for t in args.tiles.split(",")] if spec.takes_tile else [None]
-                for tile in wanted:
-                    if tile is not None and backend.tile_problem(variant, tile):
-                        print(f"SKIP  {variant} T={tile}: {backend.tile_problem(variant, tile)}")
-                        continue
-                    verdict = check(backend.matmul(A, B, variant=variant, tile=tile), reference)
-                    failures += not verdict.equal
-                    print(f"{'PASS' if verdict.equal else 'FAIL'}  {variant} T={tile} {shape}")
+        for op in args.ops.split(","):
+            for given in args.sizes:
+                # rmm needs even M and N; a batch of 2 is enough to prove the z offsets.
+                shape = Shape(given.M + given.M % 2, given.K, given.N + given.N % 2)
+                shape = shape if op == "rmm" else given
+                A, B = make_operands(shape, 11, dtype, batch=2 if op == "bmm" else None)
+                reference = Reference.of(A, B, op)
+                failures += _probe(backend, op, shape, A, B, reference, args.tiles)
     return 1 if failures else 0
+
+
+def _probe(
+    backend: xbackend.Backend,
+    op: str,
+    shape: Shape,
+    A: np.ndarray,
+    B: np.ndarray,
+    reference: Reference,
+    tiles: str,
+) -> int:
+    """Every variant and tile of ``op`` at one size; the number of wrong results."""
+    failures = 0
+    for variant in backend.variants(op):
+        spec = backend.variant_spec(variant, op)
+        wanted = [int(t) for t in tiles.split(",")] if spec.takes_tile else [None]
+        for tile in wanted:
+            problem = tile is not None and backend.tile_problem(variant, tile, A.itemsize)
+            if problem:
+                print(f"SKIP  {op} {variant} T={tile}: {problem}")
+                continue
+            result = backend.measure(A, B, variant, tile, op=op, warmup=0, samples=0).result
+            verdict = check(result, reference)
+            failures += not verdict.equal
+            print(f"{'PASS' if verdict.equal else 'FAIL'}  {op} {variant} T={tile} {shape}")
+    return failures
 
 
 if __name__ == "__main__":

@@ -19,9 +19,17 @@ from xbackend.backends.base import (
     backends,
     get_backend,
 )
-from xbackend.problems import Reference, Shape, check, make_operands
+from xbackend.problems import DTYPES, OPS, Reference, Shape, check, make_operands
 from xbackend.runner import Plan, Target, equality_line, run
-from xbackend.sweep import DEFAULT_BASE, DEFAULT_STEPS, growth, parse_shape, parse_shapes
+from xbackend.sweep import (
+    DEFAULT_BASE,
+    DEFAULT_STEPS,
+    PRESETS,
+    Preset,
+    growth,
+    parse_shape,
+    parse_shapes,
+)
 from xbackend.timing import format_seconds
 
 EXIT_USAGE = 2
@@ -54,6 +62,23 @@ def _shapes(text: str) -> list[Shape]:
         return parse_shapes(text)
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _choices(kind: str, known: Sequence[str]) -> Any:
+    def parse(text: str) -> list[str]:
+        items = _comma_list(text)
+        unknown = [item for item in items if item not in known]
+        if not items or unknown:
+            raise argparse.ArgumentTypeError(
+                f"unknown {kind} {', '.join(unknown) or repr(text)}; known: {', '.join(known)}"
+            )
+        return items
+
+    return parse
+
+
+_ops = _choices("operation", OPS)
+_dtypes = _choices("dtype", list(DTYPES))
 
 
 def _positive_int(text: str) -> int:
@@ -107,7 +132,12 @@ def build_parser() -> argparse.ArgumentParser:
         "  xbackend compare --backends cuda,opencl,cpu\n"
         "  xbackend compare --backends opencl:nvidia,opencl:pocl --variants tiled --tile 8,16,32\n"
         "  xbackend compare --base 256x256 --steps 16       # squares up to 4096×4096\n"
-        "  xbackend compare --sizes 1000x3001x1000,4096x4096\n",
+        "  xbackend compare --sizes 1000x3001x1000,4096x4096\n"
+        "  xbackend compare --op rmm --sizes 512x512,2048x2048 --tile 8,16,32\n"
+        "  xbackend compare --op mm,bmm --batch 8 --dtype int32,float32,float64 --sizes 1024x1024\n"
+        "\npresets (--preset NAME), one per experiment of the source documents; sized for a\n"
+        "GPU when a GPU backend runs, smaller otherwise; other options override them:\n"
+        + "".join(f"  {p.name:<11} {p.description}\n" for p in PRESETS.values()),
     )
     compare.add_argument(
         "--backends",
@@ -115,6 +145,32 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="LIST",
         help="comma-separated NAME or NAME:DEVICE (device index or a piece of its name), "
         f"from: {', '.join(backend_names())}; 'auto' (default) is every available backend",
+    )
+    compare.add_argument(
+        "--preset",
+        choices=sorted(PRESETS),
+        default=None,
+        help="run one of the documents' experiments (listed below)",
+    )
+    compare.add_argument(
+        "--op",
+        type=_ops,
+        default=None,
+        metavar="LIST",
+        help="operations: mm (default), bmm (batched), rmm (reduced), comma-separated",
+    )
+    compare.add_argument(
+        "--dtype",
+        type=_dtypes,
+        default=None,
+        metavar="LIST",
+        help="element types: float32 (default), int32, float64, comma-separated",
+    )
+    compare.add_argument(
+        "--batch",
+        type=_positive_int,
+        default=None,
+        help="products per bmm (default: 8)",
     )
     compare.add_argument(
         "--variants",
@@ -142,14 +198,14 @@ def build_parser() -> argparse.ArgumentParser:
     schedule.add_argument(
         "--base",
         type=_shape,
-        default=DEFAULT_BASE,
+        default=None,
         metavar="MxK",
         help="first size of the growing schedule; step i multiplies it by i (default: 16x14)",
     )
     compare.add_argument(
         "--steps",
         type=_positive_int,
-        default=DEFAULT_STEPS,
+        default=None,
         help=f"number of growth steps (default: {DEFAULT_STEPS}: up to 608×532 · 532×608)",
     )
     compare.add_argument(
@@ -192,6 +248,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     compare.add_argument("--no-plots", action="store_true", help="write no figures")
 
+    report = commands.add_parser(
+        "report",
+        help="write one HTML page (and Markdown) with every experiment's figures and tables",
+        description="Write report.html (self-contained: figures embedded) and report.md "
+        "from one or more results folders or results.jsonl files, running nothing.",
+    )
+    report.add_argument("results", nargs="+", type=Path, metavar="RESULTS")
+    report.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="folder for the report (default: the first results folder)",
+    )
+
     plot = commands.add_parser(
         "plot",
         help="redraw the figures from results files, running nothing",
@@ -218,6 +288,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_devices(args)
         if args.command == "compare":
             return cmd_compare(args)
+        if args.command == "report":
+            return cmd_report(args)
         return cmd_plot(args)
     except (XBackendError, FileNotFoundError, ValueError) as error:
         print(f"xbackend: error: {error}", file=sys.stderr)
@@ -323,18 +395,15 @@ def _default_out() -> Path:
     return Path("results") / f"run-{stamp}"
 
 
+def _plan_shapes(args: argparse.Namespace, preset: Preset | None, gpu: bool) -> list[Shape]:
+    if args.sizes is not None:
+        return list(args.sizes)
+    if preset is not None and args.base is None and args.steps is None:
+        return preset.shapes(gpu)
+    return growth(args.base or DEFAULT_BASE, args.steps or DEFAULT_STEPS)
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
-    shapes = args.sizes if args.sizes is not None else growth(args.base, args.steps)
-    plan = Plan(
-        shapes=shapes,
-        variants=args.variants,
-        tiles=args.tile,
-        seed=args.seed,
-        warmup=args.warmup,
-        samples=args.samples,
-        max_sample_time_s=args.sample_time,
-        budget_s=args.budget,
-    )
     if args.resume and args.out is None:
         raise XBackendError("--resume needs --out: the folder of the run to continue")
     out = args.out or _default_out()
@@ -342,14 +411,50 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise XBackendError(
             f"{out} already holds results; add --resume to continue them, or choose another --out"
         )
+    preset = PRESETS[args.preset] if args.preset else None
     opened = _open_backends(args.backends)
     try:
-        _check_variants(plan, opened)
+        gpu = any(backend.device.kind == "gpu" for _, backend in opened)
+        plan = _plan(args, preset, gpu)
+        _check_plan(plan, opened)
+    except BaseException:
+        for _, backend in opened:
+            backend.close()
+        raise
+    return _run_and_report(args, plan, opened, out)
+
+
+def _plan(args: argparse.Namespace, preset: Preset | None, gpu: bool) -> Plan:
+    return Plan(
+        shapes=_plan_shapes(args, preset, gpu),
+        ops=args.op or list(preset.ops if preset else ["mm"]),
+        dtypes=args.dtype or list(preset.dtypes if preset else ["float32"]),
+        batch=args.batch or (preset.batch if preset else 8),
+        variants=args.variants,
+        tiles=args.tile or (list(preset.tiles) if preset and preset.tiles else None),
+        preset=preset.name if preset else None,
+        seed=args.seed,
+        warmup=args.warmup,
+        samples=args.samples,
+        max_sample_time_s=args.sample_time,
+        budget_s=args.budget,
+    )
+
+
+def _run_and_report(
+    args: argparse.Namespace, plan: Plan, opened: list[tuple[str, Backend]], out: Path
+) -> int:
+    """Run the plan, then print the summary and write the figures and the report."""
+    records: list[results_io.PointRecord] = []
+    interrupted = False
+    try:
         for label, backend in opened:
             print(f"{label}: {backend.device.name} ({backend.device.platform})")
-        print(f"{len(shapes)} sizes from {shapes[0]} to {shapes[-1]}; results into {out}/")
-        records: list[results_io.PointRecord] = []
-        interrupted = False
+        what = f"{', '.join(plan.ops)} in {', '.join(plan.dtypes)}"
+        if plan.preset:
+            what = f"preset {plan.preset}: {what}"
+        shapes = plan.shapes
+        print(f"{what}; {len(shapes)} sizes from {shapes[0]} to {shapes[-1]}; results into {out}/")
         try:
             records = run(plan, opened, out, resume=args.resume)
         except KeyboardInterrupt:
@@ -369,6 +474,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if not args.no_plots and any(p["status"] == "ok" for p in points):
         figures = _draw(points, out)
         print(f"\nfigures: {', '.join(str(f) for f in figures if f.suffix == '.png')}")
+        from xbackend.report import write_report
+
+        print(f"report: {write_report([out], out)[0]}")
     print(f"results: {out / results_io.JSONL_NAME}, {out / results_io.CSV_NAME}")
     if interrupted:
         return EXIT_INTERRUPTED
@@ -376,15 +484,20 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 1 if wrong else 0
 
 
-def _check_variants(plan: Plan, opened: list[tuple[str, Backend]]) -> None:
+def _check_plan(plan: Plan, opened: list[tuple[str, Backend]]) -> None:
+    """Refuse, before running anything, a plan that cannot mean what it says."""
+    if "rmm" in plan.ops:
+        odd = [str(shape) for shape in plan.shapes if shape.M % 2 or shape.N % 2]
+        if odd:
+            raise XBackendError(f"rmm needs even M and N; these sizes are not: {', '.join(odd)}")
     if plan.variants is None:
         return
-    known = {variant for _, backend in opened for variant in backend.variants()}
+    known = {v for _, backend in opened for op in plan.ops for v in backend.variants(op)}
     unknown = [variant for variant in plan.variants if variant not in known]
     if unknown:
         raise XBackendError(
-            f"unknown variant(s) {', '.join(unknown)}; these backends have: "
-            f"{', '.join(sorted(known))}"
+            f"unknown variant(s) {', '.join(unknown)}; for {', '.join(plan.ops)} these "
+            f"backends have: {', '.join(sorted(known))}"
         )
 
 
@@ -398,49 +511,34 @@ def summary_table(points: list[dict[str, Any]]) -> str:
     """One row per line of the comparison: verified points, largest size, speed."""
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
     for point in points:
-        key = (point["label"], point["device"], point["variant"], point.get("tile"))
+        key = (
+            point["label"],
+            point["device"],
+            point.get("op", "mm"),
+            point["variant"],
+            point.get("tile"),
+            point.get("dtype", "float32"),
+        )
         groups[key].append(point)
-    header = (
-        "backend",
-        "device",
-        "variant",
-        "tile",
-        "equal",
-        "skipped",
-        "largest verified",
-        "kernel",
-        "end-to-end",
-        "GFLOP/s",
-    )
+    header = ("backend", "device", "op", "variant", "tile", "dtype", "equal", "skipped",
+              "largest verified", "kernel", "end-to-end", "GFLOP/s")  # fmt: skip
     rows = [header]
-    for (label, device, variant, tile), group in groups.items():
+    for (label, device, op, variant, tile, dtype), group in groups.items():
         measured = [p for p in group if p["status"] in ("ok", "mismatch")]
         good = [p for p in group if p["status"] == "ok"]
         failed = [p for p in group if p["status"] == "error"]
         skipped = len(group) - len(measured) - len(failed)
         equal = f"{len(good)}/{len(measured) + len(failed)}"
+        size = kernel = end_to_end = gflops = "—"
         if good:
             top = max(good, key=lambda p: (p["flops"], p["M"]))
-            size = f"{top['M']}×{top['K']}·{top['K']}×{top['N']}"
+            batch = f"{top.get('batch', 1)}×" if op == "bmm" else ""
+            size = f"{batch}{top['M']}×{top['K']}·{top['K']}×{top['N']}"
             kernel = format_seconds(top["kernel_s"]["median"])
             end_to_end = format_seconds(top["end_to_end_s"]["median"])
             gflops = f"{top['gflops']:.4g}"
-        else:
-            size = kernel = end_to_end = gflops = "—"
-        rows.append(
-            (
-                label,
-                device[:28],
-                variant,
-                str(tile or "—"),
-                equal,
-                str(skipped),
-                size,
-                kernel,
-                end_to_end,
-                gflops,
-            )
-        )
+        rows.append((label, device[:28], op, variant, str(tile or "—"), dtype, equal,
+                     str(skipped), size, kernel, end_to_end, gflops))  # fmt: skip
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = [
         "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
@@ -451,12 +549,24 @@ def summary_table(points: list[dict[str, Any]]) -> str:
     verdict = sum(p["status"] == "ok" for p in all_measured)
     lines.append(
         f"\ncode equality: {verdict}/{len(all_measured)} measured points equal "
-        "to the float64 reference within the rounding bound"
+        "to the float64 reference within the tolerance"
     )
     return "\n".join(lines)
 
 
 # -- plot --------------------------------------------------------------------------------------
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from xbackend.report import write_report
+
+    first = args.results[0]
+    out = args.out or (first if first.is_dir() else first.parent)
+    written = write_report(list(args.results), out)
+    for path in written:
+        if path.suffix in (".html", ".md"):
+            print(f"report: {path}")
+    return 0
 
 
 def cmd_plot(args: argparse.Namespace) -> int:

@@ -16,19 +16,32 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 Point = dict[str, Any]
-LineKey = tuple[str, str, str, int | None]  # label, device, variant, tile
+# label, device, variant, tile, op, dtype, batch
+LineKey = tuple[str, str, str, int | None, str, str, int]
 
 FIGURES = ("runtime_by_backend", "runtime_all", "gflops")
 _MARKERS = "osD^v<>ph*"
 
 
 def _line_key(point: Point) -> LineKey:
-    return (point["label"], point["device"], point["variant"], point.get("tile"))
+    return (
+        point["label"],
+        point["device"],
+        point["variant"],
+        point.get("tile"),
+        point.get("op", "mm"),
+        point.get("dtype", "float32"),
+        point.get("batch", 1),
+    )
 
 
 def _variant_name(key: LineKey) -> str:
-    _, _, variant, tile = key
-    return f"{variant} T={tile}" if tile else variant
+    """The variant and tile, and the operation and dtype where they are not mm, float32."""
+    _, _, variant, tile, op, dtype, batch = key
+    name = f"{variant} T={tile}" if tile else variant
+    if op != "mm":
+        name = f"{op} {name}" + (f" ×{batch}" if op == "bmm" else "")
+    return name if dtype == "float32" else f"{name} {dtype}"
 
 
 def _lines(points: Iterable[Point]) -> dict[LineKey, list[Point]]:
@@ -149,7 +162,11 @@ def draw(points: list[Point], folder: Path) -> list[Path]:
     panels: dict[tuple[str, str], dict[LineKey, list[Point]]] = defaultdict(dict)
     for key, line in lines.items():
         panels[(key[0], key[1])][key] = line
-    by_variant = _styles(lines, colour_of=lambda key: key[2], marker_of=lambda key: str(key[3]))
+    by_variant = _styles(
+        lines,
+        colour_of=lambda key: f"{key[2]} {key[4]} {key[5]}",
+        marker_of=lambda key: str(key[3]),
+    )
     columns = min(3, len(panels))
     rows = -(-len(panels) // columns)
     figure = Figure(figsize=(5.2 * columns, 4.2 * rows))

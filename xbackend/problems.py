@@ -113,7 +113,7 @@ def make_operands(
 
 @dataclasses.dataclass(frozen=True)
 class Reference:
-    """The exact-enough product and the per-element scale of its rounding bound."""
+    """The exact-enough product and the per-element scale of its tolerance."""
 
     product: np.ndarray  # float64 A @ B (per op)
     magnitude: np.ndarray  # float64 |A| @ |B| (per op)

@@ -48,6 +48,8 @@ class PointRecord:
     N: int
     flops: int
     status: str  # "ok", "mismatch", "skipped", "error"
+    op: str = "mm"  # "mm", "bmm", "rmm"
+    batch: int = 1  # products in a bmm
     reason: str = ""
     equal: bool | None = None
     max_abs_error: float | None = None
@@ -222,16 +224,21 @@ class ResultsWriter:
 
 
 def point_key(point: dict[str, Any]) -> tuple[Any, ...]:
-    """What makes two points the same measurement: configuration and size."""
+    """What makes two points the same measurement: configuration and size.
+
+    Files written before bmm, rmm and dtypes existed read as float32 mm.
+    """
     return (
         point["label"],
         point["device"],
+        point.get("op", "mm"),
         point["variant"],
         point.get("tile"),
+        point.get("dtype", "float32"),
+        point.get("batch", 1),
         point["M"],
         point["K"],
         point["N"],
-        point.get("dtype", "float32"),
     )
 
 

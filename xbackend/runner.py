@@ -21,7 +21,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from xbackend.backends.base import Backend, UnsupportedParameter
-from xbackend.problems import Reference, Shape, check, make_operands
+from xbackend.problems import Reference, Shape, check, dtype_named, flops, make_operands
 from xbackend.results import (
     JSONL_NAME,
     PointRecord,
@@ -58,8 +58,12 @@ class Plan:
     """What to measure and how thoroughly."""
 
     shapes: list[Shape]
+    ops: list[str] = dataclasses.field(default_factory=lambda: ["mm"])
+    dtypes: list[str] = dataclasses.field(default_factory=lambda: ["float32"])
+    batch: int = 1  # products per bmm
     variants: list[str] | None = None  # None: every variant of each backend
     tiles: list[int] | None = None  # None: each variant's default tile
+    preset: str | None = None  # the experiment this plan comes from, for the report
     seed: int = 0
     warmup: int = 1
     samples: int = 10
@@ -75,35 +79,57 @@ class Plan:
 
 @dataclasses.dataclass(frozen=True)
 class Config:
-    """One line of the comparison: a backend instance, a variant and a tile."""
+    """One line of the comparison: a backend instance, an operation, variant, tile, dtype."""
 
     label: str
     backend: Backend
+    op: str
     variant: str
     tile: int | None
-    problem: str | None = None  # why this tile cannot run here
+    dtype: str
+    problem: str | None = None  # why this cannot run here
 
     @property
     def title(self) -> str:
         tile = f" T={self.tile}" if self.tile else ""
-        return f"{self.label} {self.variant}{tile}"
+        return f"{self.label} {self.op} {self.variant}{tile} {self.dtype}"
 
 
 def configs(plan: Plan, opened: Sequence[tuple[str, Backend]]) -> list[Config]:
-    """Every (backend, variant, tile) the plan asks for, in a stable order."""
+    """Every (backend, op, variant, tile, dtype) the plan asks for, in a stable order."""
     result = []
-    for label, backend in opened:
-        for variant in backend.variants():
-            if plan.variants is not None and variant not in plan.variants:
-                continue
-            spec = backend.variant_spec(variant)
-            if not spec.takes_tile:
-                result.append(Config(label, backend, variant, None))
-                continue
-            for tile in plan.tiles or [spec.default_tile or spec.tiles[0]]:
-                problem = backend.tile_problem(variant, tile)
-                result.append(Config(label, backend, variant, tile, problem))
+    for op in plan.ops:
+        for label, backend in opened:
+            for variant in backend.variants(op):
+                if plan.variants is not None and variant not in plan.variants:
+                    continue
+                spec = backend.variant_spec(variant, op)
+                tiles: list[int | None] = [None]
+                if spec.takes_tile:
+                    tiles = list(plan.tiles or [spec.default_tile or spec.tiles[0]])
+                for tile in tiles:
+                    for dtype in plan.dtypes:
+                        itemsize = dtype_named(dtype).itemsize
+                        problem = backend.dtype_problem(dtype_named(dtype))
+                        if problem is None and tile is not None:
+                            problem = backend.tile_problem(variant, tile, itemsize)
+                            problem = (
+                                problem and f"tile {tile} cannot run on this device: {problem}"
+                            )
+                        result.append(Config(label, backend, op, variant, tile, dtype, problem))
     return result
+
+
+def _problem(backend: Backend, variant: str, tile: int | None, dtype: np.dtype) -> str | None:
+    """Why this configuration cannot run on the backend's device, or None."""
+    problem = backend.dtype_problem(dtype)
+    if problem:
+        return f"{dtype} cannot run on this device: {problem}"
+    if tile is not None:
+        problem = backend.tile_problem(variant, tile, dtype.itemsize)
+        if problem:
+            return f"tile {tile} cannot run on this device: {problem}"
+    return None
 
 
 class _CostModel:
@@ -163,9 +189,11 @@ class Progress:
 def equality_line(record: PointRecord, index: int, total: int) -> str:
     """The log line of one point, after the assignment's "code equality" printout."""
     tile = f"T={record.tile}" if record.tile else ""
+    batch = f"{record.batch}×" if record.op == "bmm" else ""
+    kind = "" if (record.op, record.dtype) == ("mm", "float32") else f"{record.op} {record.dtype} "
     head = (
         f"[{index:>{len(str(total))}}/{total}] {record.label:<10} {record.variant:<6} {tile:<5} "
-        f"{record.M}×{record.K} · {record.K}×{record.N}"
+        f"{kind}{batch}{record.M}×{record.K} · {record.K}×{record.N}"
     )
     if record.status in ("skipped", "error"):
         return f"{head}  {record.status}: {record.reason.splitlines()[0]}"
@@ -179,10 +207,21 @@ def equality_line(record: PointRecord, index: int, total: int) -> str:
     )
 
 
-def _key(config: Config, shape: Shape) -> tuple[Any, ...]:
-    device = config.backend.device.name
-    dtype = "float32"
-    return (config.label, device, config.variant, config.tile, shape.M, shape.K, shape.N, dtype)
+def _key(config: Config, shape: Shape, batch: int) -> tuple[Any, ...]:
+    """The results' point_key of a configuration at a size."""
+    fields = {
+        "label": config.label,
+        "device": config.backend.device.name,
+        "op": config.op,
+        "variant": config.variant,
+        "tile": config.tile,
+        "dtype": config.dtype,
+        "batch": batch if config.op == "bmm" else 1,
+        "M": shape.M,
+        "K": shape.K,
+        "N": shape.N,
+    }
+    return point_key(fields)
 
 
 def run(
@@ -222,22 +261,19 @@ def run(
             for shape in plan.shapes:
                 pending = []
                 for config in todo:
-                    prior = done.get(_key(config, shape))
+                    prior = done.get(_key(config, shape, plan.batch))
                     if prior is None:
                         pending.append(config)
                         continue
                     progress.done += 1
                     if prior["status"] in ("ok", "mismatch"):
-                        cost.add(config, shape.flops, prior["end_to_end_s"]["median"])
+                        cost.add(config, prior["flops"], prior["end_to_end_s"]["median"])
                     elif prior["status"] == "error":
                         failed[config] = prior["reason"].splitlines()[0]
-                if not pending:
-                    continue
-                A, B = make_operands(shape, plan.seed)
-                reference = Reference.of(A, B)
+                inputs = _Inputs(shape, plan.seed, plan.batch)
                 for config in pending:
                     progress.show(f"{config.title} {shape}")
-                    record = _measure_point(plan, config, shape, A, B, reference, cost, failed)
+                    record = _measure_point(plan, config, shape, inputs, cost, failed)
                     record.run_id = run_id
                     writer.append(record)
                     records.append(record)
@@ -249,16 +285,37 @@ def run(
     return records
 
 
+class _Inputs:
+    """Operands and references of one size, made once and shared by every configuration."""
+
+    def __init__(self, shape: Shape, seed: int, batch: int):
+        self.shape, self.seed, self.batch = shape, seed, batch
+        self._operands: dict[tuple[bool, str], tuple[np.ndarray, np.ndarray]] = {}
+        self._references: dict[tuple[str, str], Reference] = {}
+
+    def operands(self, op: str, dtype: str) -> tuple[np.ndarray, np.ndarray]:
+        key = (op == "bmm", dtype)
+        if key not in self._operands:
+            batch = self.batch if op == "bmm" else None
+            self._operands[key] = make_operands(self.shape, self.seed, dtype_named(dtype), batch)
+        return self._operands[key]
+
+    def reference(self, op: str, dtype: str) -> Reference:
+        if (op, dtype) not in self._references:
+            self._references[(op, dtype)] = Reference.of(*self.operands(op, dtype), op=op)
+        return self._references[(op, dtype)]
+
+
 def _measure_point(
     plan: Plan,
     config: Config,
     shape: Shape,
-    A: np.ndarray,
-    B: np.ndarray,
-    reference: Reference,
+    inputs: _Inputs,
     cost: _CostModel,
     failed: dict[Config, str],
 ) -> PointRecord:
+    batch = plan.batch if config.op == "bmm" else 1
+    point_flops = flops(config.op, shape, batch)
     record = PointRecord(
         run_id="",
         backend=config.backend.name,
@@ -266,21 +323,23 @@ def _measure_point(
         device=config.backend.device.name,
         variant=config.variant,
         tile=config.tile,
-        dtype=str(A.dtype),
+        dtype=config.dtype,
         M=shape.M,
         K=shape.K,
         N=shape.N,
-        flops=shape.flops,
+        flops=point_flops,
         status="skipped",
+        op=config.op,
+        batch=batch,
         timestamp=now_iso(),
     )
     if config.problem:
-        record.reason = f"tile {config.tile} cannot run on this device: {config.problem}"
+        record.reason = config.problem
         return record
     if config in failed:
         record.reason = f"failed at a smaller size: {failed[config]}"
         return record
-    per_run_s = cost.predict(config, shape.flops)
+    per_run_s = cost.predict(config, point_flops)
     if plan.budget_s > 0 and per_run_s is not None:
         point_s = per_run_s * (1 + plan.warmup + plan.min_samples)
         if point_s > plan.budget_s:
@@ -290,11 +349,14 @@ def _measure_point(
             )
             return record
     try:
+        A, B = inputs.operands(config.op, config.dtype)
+        reference = inputs.reference(config.op, config.dtype)
         measurement = config.backend.measure(
             A,
             B,
             config.variant,
             config.tile,
+            op=config.op,
             warmup=plan.warmup,
             samples=plan.samples,
             min_samples=plan.min_samples,
@@ -315,7 +377,7 @@ def _measure_point(
     if not record.equal:
         which = "the first run" if not first.equal else "the last timed run"
         nan = f", {worst.nan_count} elements not finite" if worst.nan_count else ""
-        record.reason = f"{which} differs from the reference beyond the rounding bound{nan}"
+        record.reason = f"{which} differs from the reference beyond the tolerance{nan}"
     record.max_abs_error = worst.max_abs_error
     record.bound_ratio = worst.bound_ratio
     kernel = Stats.of(measurement.kernel_s)
@@ -324,8 +386,8 @@ def _measure_point(
     record.end_to_end_s = end_to_end.to_dict()
     record.kernel_samples_s = measurement.kernel_s
     record.end_to_end_samples_s = measurement.end_to_end_s
-    record.gflops = shape.flops / kernel.median / 1e9 if kernel.median > 0 else float("inf")
-    cost.add(config, shape.flops, end_to_end.median)
+    record.gflops = point_flops / kernel.median / 1e9 if kernel.median > 0 else float("inf")
+    cost.add(config, point_flops, end_to_end.median)
     return record
 
 

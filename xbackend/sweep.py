@@ -1,7 +1,8 @@
-"""Size schedules: the assignment's iterative growth, explicit lists, and their parsing."""
+"""Size schedules: the assignment's growth, explicit lists, and the documents' presets."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 from xbackend.problems import Shape
@@ -43,3 +44,74 @@ def growth(base: Shape, steps: int) -> list[Shape]:
 
 DEFAULT_BASE = Shape(16, 14, 16)
 DEFAULT_STEPS = 38
+
+
+def squares(sizes: list[int]) -> list[Shape]:
+    return [Shape(n, n, n) for n in sizes]
+
+
+@dataclasses.dataclass(frozen=True)
+class Preset:
+    """One experiment of the source documents, sized for a GPU and for a CPU-only machine."""
+
+    name: str
+    description: str
+    ops: tuple[str, ...]
+    dtypes: tuple[str, ...]
+    tiles: tuple[int, ...] | None  # None: each variant's default
+    batch: int
+    gpu_shapes: tuple[Shape, ...]
+    cpu_shapes: tuple[Shape, ...]
+
+    def shapes(self, gpu: bool) -> list[Shape]:
+        return list(self.gpu_shapes if gpu else self.cpu_shapes)
+
+
+PRESETS: dict[str, Preset] = {
+    preset.name: preset
+    for preset in (
+        Preset(
+            "assignment",
+            "non-square A (16·i)×(14·i) · B (14·i)×(16·i), i = 1..38: naive against tiled",
+            ("mm",),
+            ("float32",),
+            None,
+            1,
+            tuple(growth(DEFAULT_BASE, DEFAULT_STEPS)),
+            tuple(growth(DEFAULT_BASE, DEFAULT_STEPS)),
+        ),
+        Preset(
+            "lab",
+            "square powers of two, 16 to 8192 (1024 without a GPU): naive against shared "
+            "memory, tiles 16 and 32, and the speed-up",
+            ("mm",),
+            ("float32",),
+            (16, 32),
+            1,
+            tuple(squares([2**e for e in range(4, 14)])),
+            tuple(squares([2**e for e in range(4, 11)])),
+        ),
+        Preset(
+            "chapter",
+            "the reduced product at 128, 512, 2048, 8192 and 16384 (128 to 1024 without a "
+            "GPU): naive4, naive and tiled at tiles 8, 16 and 32",
+            ("rmm",),
+            ("float32",),
+            (8, 16, 32),
+            1,
+            tuple(squares([128, 512, 2048, 8192, 16384])),
+            tuple(squares([128, 256, 512, 1024])),
+        ),
+        Preset(
+            "blog",
+            "latency of mm and of bmm (a batch of 8) at 1024³ (256³ without a GPU) "
+            "for int32, float32 and float64",
+            ("mm", "bmm"),
+            ("int32", "float32", "float64"),
+            None,
+            8,
+            tuple(squares([1024])),
+            tuple(squares([256])),
+        ),
+    )
+}
