@@ -1,19 +1,19 @@
-"""Property-based: random shapes, variants and tiles against the reference, on every backend."""
+"""Property-based: random operations, shapes, dtypes, variants and tiles against the reference."""
 
 from __future__ import annotations
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import xbackend
 from xbackend.backends.base import SUPPORTED_DTYPES
-from xbackend.problems import Reference, Shape, check, make_operands
+from xbackend.problems import OPS, Reference, Shape, check, make_operands
 
 dimensions = st.integers(min_value=1, max_value=70)
 
 
 @settings(
-    max_examples=40,
+    max_examples=60,
     deadline=None,
     # The backend fixture is shared on purpose: opening a device per example would
     # measure driver start-up, not the kernels.
@@ -21,10 +21,17 @@ dimensions = st.integers(min_value=1, max_value=70)
 )
 @given(M=dimensions, K=dimensions, N=dimensions, data=st.data())
 def test_any_shape_any_variant_any_tile(backend: xbackend.Backend, M, K, N, data):
-    variant = data.draw(st.sampled_from(backend.variants()), label="variant")
-    tile = data.draw(st.sampled_from(backend.tiles(variant) or (None,)), label="tile")
+    op = data.draw(st.sampled_from(OPS), label="op")
     dtype = data.draw(st.sampled_from(SUPPORTED_DTYPES), label="dtype")
+    assume(backend.dtype_problem(dtype) is None)
+    variant = data.draw(st.sampled_from(backend.variants(op)), label="variant")
+    tiles = backend.tiles(variant, op, dtype.itemsize) or (None,)
+    tile = data.draw(st.sampled_from(tiles), label="tile")
     seed = data.draw(st.integers(min_value=0, max_value=2**32 - 1), label="seed")
-    A, B = make_operands(Shape(M, K, N), seed, dtype)
-    verdict = check(backend.matmul(A, B, variant=variant, tile=tile), Reference.of(A, B))
+    if op == "rmm":  # even M and N
+        M, N = 2 * ((M + 1) // 2), 2 * ((N + 1) // 2)
+    batch = data.draw(st.integers(1, 3), label="batch") if op == "bmm" else None
+    A, B = make_operands(Shape(M, K, N), seed, dtype, batch)
+    result = backend.measure(A, B, variant, tile, op=op, warmup=0, samples=0).result
+    verdict = check(result, Reference.of(A, B, op))
     assert verdict.equal, verdict

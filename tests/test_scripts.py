@@ -67,3 +67,20 @@ def test_sanitize_script_reports_clean_runs_and_uncaught_kernels(tmp_path):
         assert f"{tool}: clean, 42 cases passed" in "\n".join(lines), done.stdout
     assert "missing_barrier under racecheck: NOT CAUGHT" in done.stdout
     assert "unguarded_load under memcheck: NOT CAUGHT" in done.stdout
+
+
+def test_gpu_presets_script_runs_small_on_the_cpu(tmp_path):
+    env = {**os.environ, "BACKENDS": "cpu", "EXTRA_ARGS": "--sizes 16x16 --variants blas,naive"}
+    done = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "gpu_presets.sh"), str(tmp_path), "chapter", "blog"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.count("code equality: ") == 2, done.stdout
+    for preset in ("chapter", "blog"):
+        assert (tmp_path / preset / "results.jsonl").exists()
+    report = (tmp_path / "report.md").read_text()
+    assert "Chapter" in report and "Blog" in report

@@ -672,7 +672,7 @@ def _log_line(point: Point) -> Cell:
     if point.get("max_abs_error") is not None:
         parts.append(f"max error {point['max_abs_error']:.3g}")
     if point.get("bound_ratio") is not None:
-        parts.append(f"({point['bound_ratio']:.3g} of the bound)")
+        parts.append(f"({point['bound_ratio']:.3g} of the tolerance)")
     if point.get("kernel_s"):
         parts.append(f"kernel {format_seconds(_median(point))}")
     if point["status"] not in _MEASURED and point.get("reason"):
@@ -685,8 +685,9 @@ def _equality(experiments: dict[str, list[Point]]) -> list[Block]:
     blocks: list[Block] = [
         Heading("Code equality", 2),
         Paragraph(
-            "Every measured result is compared with a float64 reference within a rounding "
-            "bound; bound ratio is the largest error as a fraction of that bound."
+            "Every measured result is compared with a float64 reference, element by "
+            "element, within a tolerance of f(K)·eps·(|A|·|B|) (f(K) = K up to 16, 4·√K "
+            "beyond; integers exactly); bound ratio is the largest error as a fraction of it."
         ),
     ]
     rows = []

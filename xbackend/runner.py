@@ -285,6 +285,34 @@ def run(
     return records
 
 
+# A configuration's first size above this many flops is preceded by a pilot run.
+PILOT_ABOVE_FLOPS = 2e9
+
+
+def _pilot(
+    config: Config, shape: Shape, batch: int, cost: _CostModel, point_flops: int
+) -> float | None:
+    """Time one unrecorded run at a quarter of each dimension, to predict this point.
+
+    Without it a configuration's first size has no history, and nothing would stop
+    the serial CPU loop from starting an hour-long product.
+    """
+
+    def quarter(n: int) -> int:
+        return max(2, n // 8 * 2) if config.op == "rmm" else max(1, n // 4)
+
+    small = Shape(quarter(shape.M), quarter(shape.K), quarter(shape.N))
+    A, B = make_operands(small, 0, dtype_named(config.dtype), batch if config.op == "bmm" else None)
+    try:
+        measured = config.backend.measure(
+            A, B, config.variant, config.tile, op=config.op, warmup=0, samples=1, min_samples=1
+        )
+    except Exception:
+        return None  # the real point will meet the same problem and record it
+    cost.add(config, flops(config.op, small, batch), measured.end_to_end_s[0])
+    return cost.predict(config, point_flops)
+
+
 class _Inputs:
     """Operands and references of one size, made once and shared by every configuration."""
 
@@ -340,6 +368,8 @@ def _measure_point(
         record.reason = f"failed at a smaller size: {failed[config]}"
         return record
     per_run_s = cost.predict(config, point_flops)
+    if plan.budget_s > 0 and per_run_s is None and point_flops > PILOT_ABOVE_FLOPS:
+        per_run_s = _pilot(config, shape, batch, cost, point_flops)
     if plan.budget_s > 0 and per_run_s is not None:
         point_s = per_run_s * (1 + plan.warmup + plan.min_samples)
         if point_s > plan.budget_s:
