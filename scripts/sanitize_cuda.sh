@@ -35,7 +35,8 @@ done
 
 for case in "missing_barrier racecheck" "unguarded_load memcheck"; do
     set -- $case
-    sanitize "broken-$1-$2" "$2" "XBACKEND_KERNELS=tests/kernels/$1" -- --sizes 9x20x11 --tiles 8
+    sanitize "broken-$1-$2" "$2" "XBACKEND_KERNELS=tests/kernels/$1" -- \
+        --ops mm,bmm --sizes 9x20x11 --tiles 8
     rc=$?
     summary=$(grep -m1 -E "ERROR SUMMARY|RACECHECK SUMMARY" "$out/broken-$1-$2.txt")
     if [ $rc -eq 9 ]; then verdict=caught; else verdict="NOT CAUGHT (exit $rc)"; failed=1; fi

@@ -405,3 +405,28 @@ def test_experiment_from_preset_or_op_and_sizes(plan, point, expected):
 def test_a_point_without_its_run_header_is_classified_by_its_own_size():
     point = {"run_id": "gone", "op": "mm", "dtype": "float32", "M": 48, "K": 42, "N": 48}
     assert experiment_of(point, {}) == "assignment"
+
+
+def test_experiments_do_not_replace_each_others_points(tmp_path):
+    """The lab and the blog both measure 1024³ mm: each keeps its own point."""
+    from xbackend.results import PointRecord, ResultsWriter
+
+    def write(folder: Path, preset: str, median_s: float) -> None:
+        with ResultsWriter(folder) as writer:
+            writer.write_run({"run_id": preset, "plan": {"preset": preset, "ops": ["mm"]}})
+            for variant in ("naive", "tiled"):
+                stats = {key: median_s * (2 if variant == "naive" else 1)
+                         for key in ("median", "q1", "q3", "min", "max", "mean")}  # fmt: skip
+                writer.append(PointRecord(
+                    run_id=preset, backend="cuda", label="cuda", device="GPU", variant=variant,
+                    tile=16, dtype="float32", M=1024, K=1024, N=1024, flops=2 * 1024**3,
+                    status="ok", equal=True, max_abs_error=0.0, bound_ratio=0.0,
+                    kernel_s={**stats, "n": 3}, end_to_end_s={**stats, "n": 3}, gflops=1.0,
+                ))  # fmt: skip
+
+    write(tmp_path / "lab", "lab", 0.001)
+    write(tmp_path / "blog", "blog", 0.003)
+    write_report([tmp_path / "lab", tmp_path / "blog"], tmp_path / "out")
+    markdown = (tmp_path / "out" / "report.md").read_text()
+    lab = markdown.split("## Lab")[1].split("## ")[0]
+    assert "| 1024 | 2.00× |" in lab, lab

@@ -894,10 +894,14 @@ def write_report(paths: list[Path], out: Path) -> list[Path]:
     """Write ``report.html``, ``report.md`` and ``report_figures/`` into ``out``.
 
     ``paths`` are results folders or ``results.jsonl`` files; a point measured
-    more than once counts once, as last recorded. Returns the files written.
+    more than once in one experiment counts once, as last recorded. Returns the
+    files written.
     """
     runs, raw = load(paths)
-    points = _latest(_normalized(point) for point in raw)
+    # De-duplicate within each experiment only: the lab and the blog may both have
+    # measured 1024³, and neither may take the other's point.
+    by_experiment = _group([_normalized(point) for point in raw], lambda p: experiment_of(p, runs))
+    points = [point for group in by_experiment.values() for point in _latest(group)]
     out.mkdir(parents=True, exist_ok=True)
     figures = out / FIGURES_DIR
 
