@@ -248,6 +248,8 @@ class CudaBackend(Backend):
             try:
                 self._modules.clear()  # unloads the modules while their context is current
                 drv.Context.synchronize()
+            except drv.Error:
+                pass  # a kernel fault left the context unusable: it is going anyway
             finally:
                 drv.Context.pop()
             context.detach()
