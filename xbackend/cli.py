@@ -248,33 +248,37 @@ def build_parser() -> argparse.ArgumentParser:
     )
     compare.add_argument("--no-plots", action="store_true", help="write no figures")
 
-    report = commands.add_parser(
+    _results_command(
+        commands,
         "report",
         help="write one HTML page (and Markdown) with every experiment's figures and tables",
         description="Write report.html (self-contained: figures embedded) and report.md "
         "from one or more results folders or results.jsonl files, running nothing.",
+        writes="the report",
     )
-    report.add_argument("results", nargs="+", type=Path, metavar="RESULTS")
-    report.add_argument(
-        "--out",
-        type=Path,
-        default=None,
-        help="folder for the report (default: the first results folder)",
-    )
-
-    plot = commands.add_parser(
+    _results_command(
+        commands,
         "plot",
         help="redraw the figures from results files, running nothing",
         description="Draw the figures from one or more results folders or results.jsonl files.",
-    )
-    plot.add_argument("results", nargs="+", type=Path, metavar="RESULTS")
-    plot.add_argument(
-        "--out",
-        type=Path,
-        default=None,
-        help="folder for the figures (default: the first results folder)",
+        writes="the figures",
     )
     return parser
+
+
+def _results_command(commands: Any, name: str, *, help: str, description: str, writes: str) -> None:
+    """A command that reads results files and writes into a folder."""
+    command = commands.add_parser(name, help=help, description=description)
+    command.add_argument("results", nargs="+", type=Path, metavar="RESULTS")
+    command.add_argument(
+        "--out", type=Path, default=None,
+        help=f"folder for {writes} (default: the first results folder)",
+    )  # fmt: skip
+
+
+def _out_folder(args: argparse.Namespace) -> Path:
+    first: Path = args.results[0]
+    return args.out or (first if first.is_dir() else first.parent)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -511,15 +515,8 @@ def summary_table(points: list[dict[str, Any]]) -> str:
     """One row per line of the comparison: verified points, largest size, speed."""
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
     for point in points:
-        key = (
-            point["label"],
-            point["device"],
-            point.get("op", "mm"),
-            point["variant"],
-            point.get("tile"),
-            point.get("dtype", "float32"),
-        )
-        groups[key].append(point)
+        # label, device, op, variant, tile, dtype: the point's key without batch and size
+        groups[results_io.point_key(point)[:6]].append(point)
     header = ("backend", "device", "op", "variant", "tile", "dtype", "equal", "skipped",
               "largest verified", "kernel", "end-to-end", "GFLOP/s")  # fmt: skip
     rows = [header]
@@ -560,9 +557,7 @@ def summary_table(points: list[dict[str, Any]]) -> str:
 def cmd_report(args: argparse.Namespace) -> int:
     from xbackend.report import write_report
 
-    first = args.results[0]
-    out = args.out or (first if first.is_dir() else first.parent)
-    written = write_report(list(args.results), out)
+    written = write_report(list(args.results), _out_folder(args))
     for path in written:
         if path.suffix in (".html", ".md"):
             print(f"report: {path}")
@@ -571,9 +566,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_plot(args: argparse.Namespace) -> int:
     points = results_io.latest(results_io.load(args.results)[1])
-    first = args.results[0]
-    out = args.out or (first if first.is_dir() else first.parent)
-    figures = _draw(points, out)
+    figures = _draw(points, _out_folder(args))
     print(summary_table(points))
     print(f"\nfigures: {', '.join(str(f) for f in figures)}")
     return 0

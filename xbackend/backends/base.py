@@ -22,7 +22,7 @@ import dataclasses
 import importlib
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from importlib import metadata
 from pathlib import Path
 from typing import Any, ClassVar
@@ -323,7 +323,8 @@ class Backend(abc.ABC):
         gives ``result``; then ``warmup`` untimed runs; then timed samples, each
         one upload + kernel + download. Sampling stops after ``samples`` runs,
         or earlier once ``min_samples`` runs together took ``max_sample_time_s``.
-        Before every run the output is poisoned with NaN.
+        Before every run the output is poisoned (NaN; for integers the most
+        negative value), so an element the kernel misses fails the check.
 
         A product with a zero dimension is what NumPy gives (an empty matrix, or
         zeros when K is 0) and runs nothing, so it has no samples.
@@ -343,13 +344,8 @@ class Backend(abc.ABC):
         self._check_memory(A, B, shape)
         kernel_s: list[float] = []
         end_to_end_s: list[float] = []
-        with self._active():
-            try:
-                execution = self._execution(op, variant, tile, A, B)
-            except Exception as error:
-                if self._is_out_of_memory(error):
-                    raise DeviceOutOfMemory(self._memory_message(A, B, shape, error)) from error
-                raise
+        with self._active(), self._out_of_memory_named(A, B, shape):
+            execution = self._execution(op, variant, tile, A, B)
             try:
                 execution.poison()
                 execution.upload()
@@ -371,13 +367,21 @@ class Backend(abc.ABC):
                     last_result = execution.download()
                     end_to_end_s.append(time.perf_counter() - start)
                     spent_s += end_to_end_s[-1]
-            except Exception as error:
-                if self._is_out_of_memory(error):
-                    raise DeviceOutOfMemory(self._memory_message(A, B, shape, error)) from error
-                raise
             finally:
                 execution.release()
         return Measurement(result, last_result, kernel_s, end_to_end_s, tile)
+
+    @contextmanager
+    def _out_of_memory_named(
+        self, A: np.ndarray, B: np.ndarray, shape: tuple[int, ...]
+    ) -> Iterator[None]:
+        """Turn a driver's out-of-memory error into one that names sizes and memory."""
+        try:
+            yield
+        except Exception as error:
+            if self._is_out_of_memory(error):
+                raise DeviceOutOfMemory(self._memory_message(A, B, shape, error)) from error
+            raise
 
     def _check_memory(self, A: np.ndarray, B: np.ndarray, shape: tuple[int, ...]) -> None:
         """Refuse, before allocating, a product that cannot fit the device."""
@@ -420,7 +424,7 @@ class Backend(abc.ABC):
 
     def _active(self) -> AbstractContextManager[None]:
         """Make this backend's device current for the calling thread (CUDA needs it)."""
-        return _nothing()
+        return nullcontext()
 
     # -- lifetime ---------------------------------------------------------------------------
 
@@ -441,11 +445,6 @@ class Backend(abc.ABC):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} on {self.device.name}>"
-
-
-@contextmanager
-def _nothing() -> Iterator[None]:
-    yield
 
 
 def _gib(nbytes: int) -> str:
