@@ -126,7 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Run naive and tiled matrix products on every requested backend over "
         "growing sizes; check each result; time each kernel; write results "
-        "(JSON lines and CSV), figures and a summary table.",
+        "(JSON lines and CSV), figures, an HTML report and a summary table.",
         epilog="examples:\n"
         "  xbackend compare                                 # assignment schedule, all backends\n"
         "  xbackend compare --backends cuda,opencl,cpu\n"
