@@ -31,7 +31,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backend", default="opencl", help="NAME or NAME:DEVICE")
     parser.add_argument("--sizes", type=parse_shapes, default=parse_shapes("7x5x9,33x70x35"))
-    parser.add_argument("--tiles", default="8,16,32", help="tile sizes to try (default 8,16,32)")
+    parser.add_argument(
+        "--tiles", default=None, help="tile sizes to try (default: each variant's own)"
+    )
     parser.add_argument(
         "--ops", default="mm,bmm,rmm", help="operations to run (default mm,bmm,rmm)"
     )
@@ -60,13 +62,15 @@ def _probe(
     A: np.ndarray,
     B: np.ndarray,
     reference: Reference,
-    tiles: str,
+    tiles: str | None,
 ) -> int:
     """Every variant and tile of ``op`` at one size; the number of wrong results."""
     failures = 0
     for variant in backend.variants(op):
         spec = backend.variant_spec(variant, op)
-        wanted = [int(t) for t in tiles.split(",")] if spec.takes_tile else [None]
+        wanted: list[int | None] = [None]
+        if spec.takes_tile:
+            wanted = [int(t) for t in tiles.split(",")] if tiles else list(spec.tiles)
         for tile in wanted:
             problem = tile is not None and backend.tile_problem(variant, tile, A.itemsize)
             if problem:

@@ -42,6 +42,8 @@ def test_compare_writes_results_figures_and_summary(tmp_path):
         "3",
         "--samples",
         "2",
+        "--variants",
+        "naive,tiled,blas",
         "--tile",
         "8,16",
         "--out",

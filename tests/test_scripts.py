@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -64,7 +65,7 @@ def test_sanitize_script_reports_clean_runs_and_uncaught_kernels(tmp_path):
     assert done.returncode == 1, done.stdout + done.stderr
     lines = done.stdout.splitlines()
     for tool in ("memcheck", "racecheck", "synccheck", "initcheck"):
-        assert f"{tool}: clean, 42 cases passed" in "\n".join(lines), done.stdout
+        assert f"{tool}: clean, 58 cases passed" in "\n".join(lines), done.stdout
     assert "missing_barrier under racecheck: NOT CAUGHT" in done.stdout
     assert "unguarded_load under memcheck: NOT CAUGHT" in done.stdout
 
@@ -84,3 +85,17 @@ def test_gpu_presets_script_runs_small_on_the_cpu(tmp_path):
         assert (tmp_path / preset / "results.jsonl").exists()
     report = (tmp_path / "report.md").read_text()
     assert "Chapter" in report and "Blog" in report
+
+
+def test_ladder_benchmark_runs_small_anywhere(tmp_path):
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "ladder_benchmark.py"),
+         "--backends", "opencl", "--sizes", "33x20x17", "--repeat", "2"],
+        capture_output=True, text=True, timeout=600,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    table = done.stdout.split("\n\n")[-1]
+    for variant in ("naive", "tiled", "reg1d", "reg2d"):
+        assert f"opencl   {variant}" in table, table
+    assert "WRONG" not in table

@@ -21,7 +21,7 @@ import abc
 import dataclasses
 import importlib
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from importlib import metadata
 from pathlib import Path
@@ -134,6 +134,13 @@ class VariantSpec:
     kernel: str = ""  # kernel function name, for compiled backends
     tiles: tuple[int, ...] = ()  # tile sizes to consider; empty: takes no tile
     default_tile: int | None = None
+    family: str = ""  # kernel file, where not the operation's own (mm, rmm)
+    # Outputs per thread (TM rows, TN columns) for a tile; None: one output per thread.
+    microtile: Callable[[int], tuple[int, int]] | None = None
+
+    def per_thread(self, tile: int) -> tuple[int, int]:
+        """(TM, TN): the patch of C each thread computes at this tile."""
+        return self.microtile(tile) if self.microtile else (1, 1)
 
     @property
     def takes_tile(self) -> bool:
@@ -272,6 +279,13 @@ class Backend(abc.ABC):
                 f"{problem} (tiles this device can run: {runnable})"
             )
         return tile
+
+    def _any_spec(self, variant: str) -> VariantSpec:
+        """A variant's spec from whichever operation has it (for limits per variant)."""
+        for specs in self.VARIANTS.values():
+            if variant in specs:
+                return specs[variant]
+        raise UnsupportedParameter(f"{self.name} has no variant '{variant}'")
 
     def _specs(self, op: str) -> dict[str, VariantSpec]:
         if op not in self.VARIANTS:
@@ -544,33 +558,40 @@ class Launch:
     """What a compiled backend needs to run one of the kernel families.
 
     ``inputs`` are contiguous host arrays to upload; ``groups`` is the number of
-    work-groups (blocks) along x, y and z, each TILE×TILE×1; ``scalars`` are the
-    kernel's integer arguments after the three buffers, in the kernels' order.
+    work-groups (blocks) along x, y and z, each computing a TILE×TILE tile of C
+    with ``block`` threads; ``scalars`` are the kernel's integer arguments after
+    the three buffers, in the kernels' order.
     """
 
     inputs: tuple[np.ndarray, np.ndarray]
     output_shape: tuple[int, ...]
     groups: tuple[int, int, int]
+    block: tuple[int, int, int]  # threads (work-items) per group along x, y, z
     scalars: tuple[int, ...]
 
 
-def plan_launch(op: str, A: np.ndarray, B: np.ndarray, tile: int) -> Launch:
-    """Arguments and launch geometry of ``op`` for kernels/*/mm and rmm (see there)."""
+def plan_launch(
+    op: str, A: np.ndarray, B: np.ndarray, tile: int, per_thread: tuple[int, int] = (1, 1)
+) -> Launch:
+    """Arguments and launch geometry of ``op`` for kernels/*/mm, mm_reg and rmm."""
     shape = output_shape(op, A, B)
     rows, columns = shape[-2], shape[-1]
     groups_xy = (-(-columns // tile), -(-rows // tile))
+    block = (tile // per_thread[1], tile // per_thread[0], 1)
     if op == "bmm":
         batch, M, K = A.shape
         N = B.shape[2]
         A, B = np.ascontiguousarray(A).reshape(-1), np.ascontiguousarray(B).reshape(-1)
-        scalars = (M, N, K, K, N, N, M * K, K * N, M * N)
-        return Launch((A, B), shape, (*groups_xy, batch), scalars)
+        strides = (M, N, K, K, N, N, M * K, K * N, M * N)
+        return Launch((A, B), shape, (*groups_xy, batch), block, strides)
     (a_span, lda), (b_span, ldb) = row_major_span(A), row_major_span(B)
     M, K = A.shape
     N = B.shape[1]
     if op == "rmm":
-        return Launch((a_span, b_span), shape, (*groups_xy, 1), (M, N, K, lda, ldb, N // 2))
-    return Launch((a_span, b_span), shape, (*groups_xy, 1), (M, N, K, lda, ldb, N, 0, 0, 0))
+        scalars: tuple[int, ...] = (M, N, K, lda, ldb, N // 2)
+    else:
+        scalars = (M, N, K, lda, ldb, N, 0, 0, 0)
+    return Launch((a_span, b_span), shape, (*groups_xy, 1), block, scalars)
 
 
 # -- what the two compiled backends share ------------------------------------------------
@@ -594,6 +615,25 @@ def compiled_variants(worker: str, memory: str) -> VariantTable:
             f"TILE×TILE tiles of A and B staged in {memory} memory",
             kernel="mm_tiled",
             **tiles,
+        ),
+        # The ladder above tiled (kernels/*/mm_reg): TILE is the block's tile of C.
+        "reg1d": VariantSpec(
+            "reg1d",
+            f"1-D register blocking: each {worker} computes a column of TILE/8 results",
+            kernel="mm_reg",
+            tiles=(32, 64),
+            default_tile=64,
+            family="mm_reg",
+            microtile=lambda tile: (tile // 8, 1),
+        ),
+        "reg2d": VariantSpec(
+            "reg2d",
+            f"2-D register blocking: each {worker} computes a (TILE/16)² patch",
+            kernel="mm_reg",
+            tiles=(64, 128),
+            default_tile=128,
+            family="mm_reg",
+            microtile=lambda tile: (tile // 16, tile // 16),
         ),
     }
     rmm = {
@@ -620,28 +660,37 @@ def compiled_variants(worker: str, memory: str) -> VariantTable:
 
 
 def group_problem(
-    device: DeviceInfo, variant: str, tile: int, itemsize: int, workers: str, memory: str
+    device: DeviceInfo, spec: VariantSpec, tile: int, itemsize: int, workers: str, memory: str
 ) -> str | None:
-    """Why a TILE×TILE group of ``variant`` cannot run on ``device``, or None."""
+    """Why a group of ``spec`` at ``tile`` cannot run on ``device``, or None."""
+    rows, columns = spec.per_thread(tile)
+    if rows < 1 or columns < 1 or tile % rows or tile % columns:
+        return f"tile {tile} does not split into {rows}×{columns} patches per {workers[:-1]}"
+    threads = (tile // rows) * (tile // columns)
+    if spec.family == "mm_reg" and (threads % tile or threads % 8):
+        # The slab loads hand each thread whole rows: see kernels/*/mm_reg.
+        return f"{threads} {workers} are not a multiple of the tile {tile} and of 8"
     limit = device.max_work_group_size or 0
-    if tile * tile > limit:
-        return f"{tile}×{tile} {workers} exceed the limit of {limit} per group"
+    if threads > limit:
+        return f"{threads} {workers} exceed the limit of {limit} per group"
     local = device.local_mem_bytes or 0
-    if variant == "tiled" and 2 * tile * tile * itemsize > local:
+    staged = {"tiled": 2 * tile * tile, "reg1d": 2 * 8 * tile, "reg2d": 2 * 8 * tile}
+    if spec.name in staged and staged[spec.name] * itemsize > local:
         return (
-            f"two {tile}×{tile} tiles of {itemsize}-byte elements exceed "
+            f"the tiles of {staged[spec.name]} {itemsize}-byte elements exceed "
             f"{local} bytes of {memory} memory"
         )
     return None
 
 
-def kernel_family(op: str) -> str:
-    """The kernel file an operation's kernels live in: bmm is mm with a batch."""
-    return "rmm" if op == "rmm" else "mm"
+def kernel_family(op: str, spec: VariantSpec) -> str:
+    """The kernel file a variant's kernel lives in: bmm is mm with a batch."""
+    return spec.family or ("rmm" if op == "rmm" else "mm")
 
 
-def build_options(tile: int, dtype: np.dtype) -> list[str]:
-    return [f"-DTILE={tile}", f"-DREAL={C_TYPES[dtype.name]}"]
+def build_options(tile: int, dtype: np.dtype, spec: VariantSpec) -> list[str]:
+    rows, columns = spec.per_thread(tile)
+    return [f"-DTILE={tile}", f"-DTM={rows}", f"-DTN={columns}", f"-DREAL={C_TYPES[dtype.name]}"]
 
 
 def read_kernel(family: str, language: str) -> tuple[Path, str]:

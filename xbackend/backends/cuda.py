@@ -91,14 +91,14 @@ def _describe(index: int) -> DeviceInfo:
 
 
 class _CudaExecution(Execution):
-    def __init__(self, function: Any, tile: int, launch: Launch):
+    def __init__(self, function: Any, launch: Launch):
         self._inputs = launch.inputs
         self._C = np.empty(launch.output_shape, dtype=launch.inputs[0].dtype)
         self._buffers = [drv.mem_alloc(X.nbytes) for X in (*launch.inputs, self._C)]
         self._function = function
         self._args = (*self._buffers, *(np.int32(value) for value in launch.scalars))
         self._grid = launch.groups
-        self._block = (tile, tile, 1)
+        self._block = launch.block
         self._start, self._end = drv.Event(), drv.Event()
 
     def upload(self) -> None:
@@ -187,7 +187,7 @@ class CudaBackend(Backend):
 
     def tile_problem(self, variant: str, tile: int, itemsize: int = 4) -> str | None:
         return super().tile_problem(variant, tile, itemsize) or group_problem(
-            self._device, variant, tile, itemsize, "threads", "shared"
+            self._device, self._any_spec(variant), tile, itemsize, "threads", "shared"
         )
 
     @contextmanager
@@ -200,13 +200,14 @@ class CudaBackend(Backend):
 
     def _function(self, op: str, variant: str, tile: int, dtype: np.dtype) -> Any:
         """The compiled kernel, built once per (family, variant, tile, dtype) and reused."""
-        family = kernel_family(op)
+        spec = self.variant_spec(variant, op)
+        family = kernel_family(op, spec)
         key = (family, variant, tile, dtype.name)
         if key not in self._functions:
             from pycuda.compiler import SourceModule
 
             path, source = read_kernel(family, "cuda")
-            options = build_options(tile, dtype)
+            options = build_options(tile, dtype, spec)
             try:
                 module = SourceModule(source, options=options, no_extern_c=True)
             except drv.CompileError as error:
@@ -218,7 +219,7 @@ class CudaBackend(Backend):
                     device=self._device.name,
                     log=error.stderr or str(error),
                 ) from error
-            function = module.get_function(self.variant_spec(variant, op).kernel)
+            function = module.get_function(spec.kernel)
             # Three pointers, then the integer arguments of the family (see plan_launch).
             function.prepare("PPP" + "i" * (6 if family == "rmm" else 9))
             self._modules.append(module)
@@ -229,13 +230,14 @@ class CudaBackend(Backend):
         self, op: str, variant: str, tile: int | None, A: np.ndarray, B: np.ndarray
     ) -> Execution:
         assert tile is not None
-        launch = plan_launch(op, A, B, tile)
+        per_thread = self.variant_spec(variant, op).per_thread(tile)
+        launch = plan_launch(op, A, B, tile, per_thread)
         if launch.groups[1] > _MAX_GRID_Y or launch.groups[2] > _MAX_GRID_Y:
             raise UnsupportedParameter(
                 f"cuda: {launch.output_shape} needs more than {_MAX_GRID_Y} blocks "
                 f"along y or z with tile {tile}"
             )
-        return _CudaExecution(self._function(op, variant, tile, A.dtype), tile, launch)
+        return _CudaExecution(self._function(op, variant, tile, A.dtype), launch)
 
     def _is_out_of_memory(self, error: BaseException) -> bool:
         return isinstance(error, drv.MemoryError) or super()._is_out_of_memory(error)

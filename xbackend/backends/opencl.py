@@ -51,6 +51,9 @@ except ImportError as error:  # pragma: no cover - pyopencl is a dependency
 else:
     _IMPORT_ERROR = None
 
+# Extra OpenCL build options, e.g. "-cl-opt-disable" (the oclgrind tests use it:
+# oclgrind 21.10 cannot interpret the `freeze` instructions LLVM's optimizer emits).
+BUILD_OPTIONS_ENV = "XBACKEND_OPENCL_OPTIONS"
 # Set this to anything to leave the ICD loader's configuration alone.
 NO_PIP_RUNTIME_ENV = "XBACKEND_NO_PIP_OPENCL"
 # Libraries of intel-cmplr-lib-rt that libintelocl.so needs but cannot find by itself
@@ -166,7 +169,7 @@ def select_device(selector: str | int | None, pairs: list[tuple[Any, Any]]) -> t
 
 
 class _ClExecution(Execution):
-    def __init__(self, backend: OpenCLBackend, kernel: Any, tile: int, launch: Launch):
+    def __init__(self, backend: OpenCLBackend, kernel: Any, launch: Launch):
         self._queue = backend._queue
         self._inputs = launch.inputs
         dtype = launch.inputs[0].dtype
@@ -180,9 +183,8 @@ class _ClExecution(Execution):
         ]
         self._kernel = kernel
         self._kernel.set_args(*self._buffers, *(np.int32(value) for value in launch.scalars))
-        gx, gy, gz = launch.groups
-        self._global = (gx * tile, gy * tile, gz)
-        self._local = (tile, tile, 1)
+        self._local = launch.block
+        self._global = tuple(g * b for g, b in zip(launch.groups, launch.block, strict=True))
 
     def upload(self) -> None:
         cl.enqueue_copy(self._queue, self._buffers[0], self._inputs[0], is_blocking=False)
@@ -264,7 +266,7 @@ class OpenCLBackend(Backend):
 
     def tile_problem(self, variant: str, tile: int, itemsize: int = 4) -> str | None:
         return super().tile_problem(variant, tile, itemsize) or group_problem(
-            self._device, variant, tile, itemsize, "work-items", "local"
+            self._device, self._any_spec(variant), tile, itemsize, "work-items", "local"
         )
 
     def dtype_problem(self, dtype: np.dtype) -> str | None:
@@ -274,13 +276,15 @@ class OpenCLBackend(Backend):
 
     def _kernel(self, op: str, variant: str, tile: int, dtype: np.dtype) -> Any:
         """The compiled kernel, built once per (family, variant, tile, dtype) and reused."""
-        family = kernel_family(op)
+        spec = self.variant_spec(variant, op)
+        family = kernel_family(op, spec)
         key = (family, variant, tile, dtype.name)
         if key not in self._kernels:
             path, source = read_kernel(family, "opencl")
-            options = build_options(tile, dtype)
+            options = build_options(tile, dtype, spec)
             if dtype == np.float64:
                 options.append("-DXB_FP64")
+            options += os.environ.get(BUILD_OPTIONS_ENV, "").split()
             try:
                 with warnings.catch_warnings():
                     # Some runtimes (Intel's) log every successful build; a
@@ -300,7 +304,7 @@ class OpenCLBackend(Backend):
             # 256 for these kernels, yet runs 32×32 groups correctly (H200, driver
             # 580.159.04). The device limit is checked by tile_problem; a group the
             # kernel cannot take fails at launch, with the driver's reason.
-            self._kernels[key] = cl.Kernel(program, self.variant_spec(variant, op).kernel)
+            self._kernels[key] = cl.Kernel(program, spec.kernel)
         return self._kernels[key]
 
     def _execution(
@@ -308,7 +312,8 @@ class OpenCLBackend(Backend):
     ) -> Execution:
         assert tile is not None
         kernel = self._kernel(op, variant, tile, A.dtype)
-        return _ClExecution(self, kernel, tile, plan_launch(op, A, B, tile))
+        per_thread = self.variant_spec(variant, op).per_thread(tile)
+        return _ClExecution(self, kernel, plan_launch(op, A, B, tile, per_thread))
 
     def _is_out_of_memory(self, error: BaseException) -> bool:
         codes = (

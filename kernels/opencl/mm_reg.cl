@@ -1,0 +1,101 @@
+// Register-blocked matrix products C = A · B (row-major, leading dimensions and batch
+// strides as in mm.cl): the first rungs of the ladder above mm_tiled.
+//
+// A work-group computes a TILE×TILE tile of C with (TILE/TM)×(TILE/TN) work-items, and
+// each work-item computes a TM×TN patch of it in registers. Per step along K the work-group
+// stages a TILE×BK slab of A and a BK×TILE slab of B in local memory; then every value a
+// work-item reads from local memory feeds TN (for A) or TM (for B) multiply-adds,
+// against one in mm_tiled. With TN = 1 this is 1-D register blocking (a column
+// of TM results per work-item); with TM, TN > 1, 2-D.
+//
+// Compile-time parameters (-D options): TILE, TM, TN, BK and REAL (float, double, int).
+// The CUDA twin, kernels/cuda/mm_reg.cu, has the same kernel line for line.
+// XB_FP64 is defined when REAL is double, to enable cl_khr_fp64.
+
+#ifdef XB_FP64
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#endif
+#ifndef TILE
+#define TILE 64
+#endif
+#ifndef TM
+#define TM 4
+#endif
+#ifndef TN
+#define TN 4
+#endif
+#ifndef BK
+#define BK 8
+#endif
+#ifndef REAL
+#define REAL float
+#endif
+
+#define THREADS ((TILE / TM) * (TILE / TN))
+
+__kernel __attribute__((reqd_work_group_size(TILE / TN, TILE / TM, 1)))
+void mm_reg(__global const REAL* restrict A,
+            __global const REAL* restrict B,
+            __global REAL* restrict C,
+            const int M, const int N, const int K,
+            const int lda, const int ldb, const int ldc,
+            const int strideA, const int strideB, const int strideC)
+{
+    // A slab is stored transposed, As[k][m], so that a work-item's TM values of A for
+    // one k lie next to each other, as its TN values of B do in Bs[k][n].
+    __local REAL As[BK][TILE];
+    __local REAL Bs[BK][TILE];
+
+    A += get_group_id(2) * strideA;
+    B += get_group_id(2) * strideB;
+    C += get_group_id(2) * strideC;
+    const int tx = get_local_id(0);  // 0 .. TILE/TN - 1: which TN columns
+    const int ty = get_local_id(1);  // 0 .. TILE/TM - 1: which TM rows
+    const int thread = ty * (TILE / TN) + tx;
+    const int a_k = thread % BK;    // the column of the A slab this work-item loads
+    const int b_n = thread % TILE;  // the column of the B slab this work-item loads
+    const int row0 = get_group_id(1) * TILE;
+    const int col0 = get_group_id(0) * TILE;
+
+    REAL acc[TM][TN];
+    for (int i = 0; i < TM; ++i)
+        for (int j = 0; j < TN; ++j)
+            acc[i][j] = 0;
+
+    for (int k0 = 0; k0 < K; k0 += BK) {
+        // The work-group loads both slabs together: THREADS/BK rows of the A slab
+        // and THREADS/TILE rows of the B slab per pass (THREADS is a multiple of
+        // both). Out-of-range elements load as zero, which adds nothing to the sums.
+        for (int m = thread / BK; m < TILE; m += THREADS / BK) {
+            const int row = row0 + m, kk = k0 + a_k;
+            As[a_k][m] = (row < M && kk < K) ? A[row * lda + kk] : (REAL)0;
+        }
+        for (int k = thread / TILE; k < BK; k += THREADS / TILE) {
+            const int kk = k0 + k, col = col0 + b_n;
+            Bs[k][b_n] = (kk < K && col < N) ? B[kk * ldb + col] : (REAL)0;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+
+        for (int k = 0; k < BK; ++k) {
+            REAL a[TM], b[TN];
+            for (int i = 0; i < TM; ++i)
+                a[i] = As[k][ty * TM + i];
+            for (int j = 0; j < TN; ++j)
+                b[j] = Bs[k][tx * TN + j];
+            for (int i = 0; i < TM; ++i)
+                for (int j = 0; j < TN; ++j)
+                    acc[i][j] += a[i] * b[j];
+        }
+        // No work-item may overwrite a slab while another still reads it.
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+
+    for (int i = 0; i < TM; ++i) {
+        const int row = row0 + ty * TM + i;
+        for (int j = 0; j < TN; ++j) {
+            const int col = col0 + tx * TN + j;
+            if (row < M && col < N)
+                C[row * ldc + col] = acc[i][j];
+        }
+    }
+}
