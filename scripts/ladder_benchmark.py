@@ -64,6 +64,9 @@ def main() -> int:
             opened.append((target.label, xbackend.get_backend(target.name, target.device)))
         except xbackend.BackendUnavailable as error:
             print(f"skipping {target.label}: {error.reason}")
+    if not opened:
+        print("no backend to benchmark", file=sys.stderr)
+        return 2
     rows = []
     for shape in args.sizes:
         A, B = make_operands(shape, seed=7)

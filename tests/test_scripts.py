@@ -92,7 +92,7 @@ def test_ladder_benchmark_runs_small_anywhere(tmp_path):
         [sys.executable, str(ROOT / "scripts" / "ladder_benchmark.py"),
          "--backends", "opencl", "--sizes", "33x20x17", "--repeat", "2"],
         capture_output=True, text=True, timeout=600,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])},
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     table = done.stdout.split("\n\n")[-1]
