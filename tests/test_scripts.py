@@ -88,11 +88,12 @@ def test_gpu_presets_script_runs_small_on_the_cpu(tmp_path):
 
 
 def test_ladder_benchmark_runs_small_anywhere(tmp_path):
+    path = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
     done = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "ladder_benchmark.py"),
          "--backends", "opencl", "--sizes", "33x20x17", "--repeat", "2"],
         capture_output=True, text=True, timeout=600,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])},
+        env={**os.environ, "PYTHONPATH": path},
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     table = done.stdout.split("\n\n")[-1]
