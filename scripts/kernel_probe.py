@@ -72,7 +72,7 @@ def _probe(
         if spec.takes_tile:
             wanted = [int(t) for t in tiles.split(",")] if tiles else list(spec.tiles)
         for tile in wanted:
-            problem = tile is not None and backend.tile_problem(variant, tile, A.itemsize)
+            problem = tile is not None and backend.tile_problem(variant, tile, A.itemsize, op)
             if problem:
                 print(f"SKIP  {op} {variant} T={tile}: {problem}")
                 continue

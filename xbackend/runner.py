@@ -109,24 +109,20 @@ def configs(plan: Plan, opened: Sequence[tuple[str, Backend]]) -> list[Config]:
                     tiles = list(plan.tiles or [spec.default_tile or spec.tiles[0]])
                 for tile in tiles:
                     for dtype in plan.dtypes:
-                        itemsize = dtype_named(dtype).itemsize
-                        problem = backend.dtype_problem(dtype_named(dtype))
-                        if problem is None and tile is not None:
-                            problem = backend.tile_problem(variant, tile, itemsize)
-                            problem = (
-                                problem and f"tile {tile} cannot run on this device: {problem}"
-                            )
+                        problem = _problem(backend, op, variant, tile, dtype_named(dtype))
                         result.append(Config(label, backend, op, variant, tile, dtype, problem))
     return result
 
 
-def _problem(backend: Backend, variant: str, tile: int | None, dtype: np.dtype) -> str | None:
+def _problem(
+    backend: Backend, op: str, variant: str, tile: int | None, dtype: np.dtype
+) -> str | None:
     """Why this configuration cannot run on the backend's device, or None."""
     problem = backend.dtype_problem(dtype)
     if problem:
         return f"{dtype} cannot run on this device: {problem}"
     if tile is not None:
-        problem = backend.tile_problem(variant, tile, dtype.itemsize)
+        problem = backend.tile_problem(variant, tile, dtype.itemsize, op)
         if problem:
             return f"tile {tile} cannot run on this device: {problem}"
     return None

@@ -248,9 +248,11 @@ class Backend(abc.ABC):
     def tiles(self, variant: str, op: str = "mm", itemsize: int = 4) -> tuple[int, ...]:
         """The tile sizes of ``variant`` that this device can run (empty: takes no tile)."""
         spec = self.variant_spec(variant, op)
-        return tuple(t for t in spec.tiles if self.tile_problem(variant, t, itemsize) is None)
+        return tuple(t for t in spec.tiles if self.tile_problem(variant, t, itemsize, op) is None)
 
-    def tile_problem(self, variant: str, tile: int, itemsize: int = 4) -> str | None:
+    def tile_problem(
+        self, variant: str, tile: int, itemsize: int = 4, op: str = "mm"
+    ) -> str | None:
         """Why ``tile`` cannot run on this device, or None if it can."""
         if tile < 1:
             return f"tile must be a positive integer, not {tile}"
@@ -271,7 +273,7 @@ class Backend(abc.ABC):
             return None
         if tile is None:
             tile = spec.default_tile or spec.tiles[0]
-        problem = self.tile_problem(variant, tile, itemsize)
+        problem = self.tile_problem(variant, tile, itemsize, op)
         if problem is not None:
             runnable = ", ".join(map(str, self.tiles(variant, op, itemsize))) or "none"
             raise UnsupportedParameter(
@@ -279,13 +281,6 @@ class Backend(abc.ABC):
                 f"{problem} (tiles this device can run: {runnable})"
             )
         return tile
-
-    def _any_spec(self, variant: str) -> VariantSpec:
-        """A variant's spec from whichever operation has it (for limits per variant)."""
-        for specs in self.VARIANTS.values():
-            if variant in specs:
-                return specs[variant]
-        raise UnsupportedParameter(f"{self.name} has no variant '{variant}'")
 
     def _specs(self, op: str) -> dict[str, VariantSpec]:
         if op not in self.VARIANTS:

@@ -185,9 +185,11 @@ class CudaBackend(Backend):
     def device(self) -> DeviceInfo:
         return self._device
 
-    def tile_problem(self, variant: str, tile: int, itemsize: int = 4) -> str | None:
-        return super().tile_problem(variant, tile, itemsize) or group_problem(
-            self._device, self._any_spec(variant), tile, itemsize, "threads", "shared"
+    def tile_problem(
+        self, variant: str, tile: int, itemsize: int = 4, op: str = "mm"
+    ) -> str | None:
+        return super().tile_problem(variant, tile, itemsize, op) or group_problem(
+            self._device, self.variant_spec(variant, op), tile, itemsize, "threads", "shared"
         )
 
     @contextmanager

@@ -264,9 +264,11 @@ class OpenCLBackend(Backend):
     def device(self) -> DeviceInfo:
         return self._device
 
-    def tile_problem(self, variant: str, tile: int, itemsize: int = 4) -> str | None:
-        return super().tile_problem(variant, tile, itemsize) or group_problem(
-            self._device, self._any_spec(variant), tile, itemsize, "work-items", "local"
+    def tile_problem(
+        self, variant: str, tile: int, itemsize: int = 4, op: str = "mm"
+    ) -> str | None:
+        return super().tile_problem(variant, tile, itemsize, op) or group_problem(
+            self._device, self.variant_spec(variant, op), tile, itemsize, "work-items", "local"
         )
 
     def dtype_problem(self, dtype: np.dtype) -> str | None:
