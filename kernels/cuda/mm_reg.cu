@@ -8,7 +8,13 @@
 // against one in mm_tiled. With TN = 1 this is 1-D register blocking (a column
 // of TM results per thread); with TM, TN > 1, 2-D.
 //
-// Compile-time parameters (-D options): TILE, TM, TN, BK and REAL (float, double, int).
+// Which outputs a thread owns: by default a contiguous TM×TN patch. With STRIDED
+// defined, rows ty + i·(TILE/TM) and columns tx + j·(TILE/TN) instead: neighbouring
+// threads then read neighbouring words of Bs (no bank conflicts; contiguous patches
+// read them TN words apart) and write neighbouring elements of C.
+//
+// Compile-time parameters (-D options): TILE, TM, TN, BK, STRIDED and REAL (float,
+// double, int).
 // The OpenCL twin, kernels/opencl/mm_reg.cl, has the same kernel line for line.
 
 #ifndef TILE
@@ -28,6 +34,13 @@
 #endif
 
 #define THREADS ((TILE / TM) * (TILE / TN))
+#ifdef STRIDED
+#define ROW_OF(i) (ty + (i) * (TILE / TM))
+#define COL_OF(j) (tx + (j) * (TILE / TN))
+#else
+#define ROW_OF(i) (ty * TM + (i))
+#define COL_OF(j) (tx * TN + (j))
+#endif
 
 extern "C" __global__ __launch_bounds__(THREADS)
 void mm_reg(const REAL* __restrict__ A,
@@ -75,9 +88,9 @@ void mm_reg(const REAL* __restrict__ A,
         for (int k = 0; k < BK; ++k) {
             REAL a[TM], b[TN];
             for (int i = 0; i < TM; ++i)
-                a[i] = As[k][ty * TM + i];
+                a[i] = As[k][ROW_OF(i)];
             for (int j = 0; j < TN; ++j)
-                b[j] = Bs[k][tx * TN + j];
+                b[j] = Bs[k][COL_OF(j)];
             for (int i = 0; i < TM; ++i)
                 for (int j = 0; j < TN; ++j)
                     acc[i][j] += a[i] * b[j];
@@ -87,9 +100,9 @@ void mm_reg(const REAL* __restrict__ A,
     }
 
     for (int i = 0; i < TM; ++i) {
-        const int row = row0 + ty * TM + i;
+        const int row = row0 + ROW_OF(i);
         for (int j = 0; j < TN; ++j) {
-            const int col = col0 + tx * TN + j;
+            const int col = col0 + COL_OF(j);
             if (row < M && col < N)
                 C[row * ldc + col] = acc[i][j];
         }

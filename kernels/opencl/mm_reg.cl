@@ -8,7 +8,13 @@
 // against one in mm_tiled. With TN = 1 this is 1-D register blocking (a column
 // of TM results per work-item); with TM, TN > 1, 2-D.
 //
-// Compile-time parameters (-D options): TILE, TM, TN, BK and REAL (float, double, int).
+// Which outputs a work-item owns: by default a contiguous TM×TN patch. With STRIDED
+// defined, rows ty + i·(TILE/TM) and columns tx + j·(TILE/TN) instead: neighbouring
+// work-items then read neighbouring words of Bs (no bank conflicts; contiguous patches
+// read them TN words apart) and write neighbouring elements of C.
+//
+// Compile-time parameters (-D options): TILE, TM, TN, BK, STRIDED and REAL (float,
+// double, int).
 // The CUDA twin, kernels/cuda/mm_reg.cu, has the same kernel line for line.
 // XB_FP64 is defined when REAL is double, to enable cl_khr_fp64.
 
@@ -32,6 +38,13 @@
 #endif
 
 #define THREADS ((TILE / TM) * (TILE / TN))
+#ifdef STRIDED
+#define ROW_OF(i) (ty + (i) * (TILE / TM))
+#define COL_OF(j) (tx + (j) * (TILE / TN))
+#else
+#define ROW_OF(i) (ty * TM + (i))
+#define COL_OF(j) (tx * TN + (j))
+#endif
 
 __kernel __attribute__((reqd_work_group_size(TILE / TN, TILE / TM, 1)))
 void mm_reg(__global const REAL* restrict A,
@@ -79,9 +92,9 @@ void mm_reg(__global const REAL* restrict A,
         for (int k = 0; k < BK; ++k) {
             REAL a[TM], b[TN];
             for (int i = 0; i < TM; ++i)
-                a[i] = As[k][ty * TM + i];
+                a[i] = As[k][ROW_OF(i)];
             for (int j = 0; j < TN; ++j)
-                b[j] = Bs[k][tx * TN + j];
+                b[j] = Bs[k][COL_OF(j)];
             for (int i = 0; i < TM; ++i)
                 for (int j = 0; j < TN; ++j)
                     acc[i][j] += a[i] * b[j];
@@ -91,9 +104,9 @@ void mm_reg(__global const REAL* restrict A,
     }
 
     for (int i = 0; i < TM; ++i) {
-        const int row = row0 + ty * TM + i;
+        const int row = row0 + ROW_OF(i);
         for (int j = 0; j < TN; ++j) {
-            const int col = col0 + tx * TN + j;
+            const int col = col0 + COL_OF(j);
             if (row < M && col < N)
                 C[row * ldc + col] = acc[i][j];
         }

@@ -137,6 +137,7 @@ class VariantSpec:
     family: str = ""  # kernel file, where not the operation's own (mm, rmm)
     # Outputs per thread (TM rows, TN columns) for a tile; None: one output per thread.
     microtile: Callable[[int], tuple[int, int]] | None = None
+    defines: tuple[str, ...] = ()  # extra -D macros that select the variant in its file
 
     def per_thread(self, tile: int) -> tuple[int, int]:
         """(TM, TN): the patch of C each thread computes at this tile."""
@@ -630,6 +631,16 @@ def compiled_variants(worker: str, memory: str) -> VariantTable:
             family="mm_reg",
             microtile=lambda tile: (tile // 16, tile // 16),
         ),
+        "reg2d_cf": VariantSpec(
+            "reg2d_cf",
+            f"reg2d with strided patches: conflict-free {memory}-memory reads",
+            kernel="mm_reg",
+            tiles=(64, 128),
+            default_tile=128,
+            family="mm_reg",
+            microtile=lambda tile: (tile // 16, tile // 16),
+            defines=("STRIDED",),
+        ),
     }
     rmm = {
         "naive4": VariantSpec(
@@ -669,10 +680,13 @@ def group_problem(
     if threads > limit:
         return f"{threads} {workers} exceed the limit of {limit} per group"
     local = device.local_mem_bytes or 0
-    staged = {"tiled": 2 * tile * tile, "reg1d": 2 * 8 * tile, "reg2d": 2 * 8 * tile}
-    if spec.name in staged and staged[spec.name] * itemsize > local:
+    # Elements staged in local memory: two tiles for "tiled" (mm and rmm), two
+    # BK×TILE slabs (BK = 8) for the register-blocked family, none for the naive ones.
+    staged = 2 * tile * tile if spec.name == "tiled" else 0
+    staged = 2 * 8 * tile if spec.family == "mm_reg" else staged
+    if staged * itemsize > local:
         return (
-            f"the tiles of {staged[spec.name]} {itemsize}-byte elements exceed "
+            f"the tiles of {staged} {itemsize}-byte elements exceed "
             f"{local} bytes of {memory} memory"
         )
     return None
@@ -685,7 +699,8 @@ def kernel_family(op: str, spec: VariantSpec) -> str:
 
 def build_options(tile: int, dtype: np.dtype, spec: VariantSpec) -> list[str]:
     rows, columns = spec.per_thread(tile)
-    return [f"-DTILE={tile}", f"-DTM={rows}", f"-DTN={columns}", f"-DREAL={C_TYPES[dtype.name]}"]
+    options = [f"-DTILE={tile}", f"-DTM={rows}", f"-DTN={columns}", f"-DREAL={C_TYPES[dtype.name]}"]
+    return options + [f"-D{name}" for name in spec.defines]
 
 
 def read_kernel(family: str, language: str) -> tuple[Path, str]:
