@@ -65,7 +65,7 @@ def test_sanitize_script_reports_clean_runs_and_uncaught_kernels(tmp_path):
     assert done.returncode == 1, done.stdout + done.stderr
     lines = done.stdout.splitlines()
     for tool in ("memcheck", "racecheck", "synccheck", "initcheck"):
-        assert f"{tool}: clean, 66 cases passed" in "\n".join(lines), done.stdout
+        assert f"{tool}: clean, 74 cases passed" in "\n".join(lines), done.stdout
     assert "missing_barrier under racecheck: NOT CAUGHT" in done.stdout
     assert "unguarded_load under memcheck: NOT CAUGHT" in done.stdout
 
@@ -97,6 +97,6 @@ def test_ladder_benchmark_runs_small_anywhere(tmp_path):
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     table = done.stdout.split("\n\n")[-1]
-    for variant in ("naive", "tiled", "reg1d", "reg2d", "reg2d_cf"):
+    for variant in ("naive", "tiled", "reg1d", "reg2d", "reg2d_cf", "reg2d_g4"):
         assert f"opencl   {variant}" in table, table
     assert "WRONG" not in table

@@ -11,10 +11,13 @@
 // Which outputs a thread owns: by default a contiguous TM×TN patch. With STRIDED
 // defined, rows ty + i·(TILE/TM) and columns tx + j·(TILE/TN) instead: neighbouring
 // threads then read neighbouring words of Bs (no bank conflicts; contiguous patches
-// read them TN words apart) and write neighbouring elements of C.
+// read them TN words apart) and write neighbouring elements of C. With GROUPS4
+// defined (TM and TN multiples of 4), groups of 4 contiguous rows and columns,
+// the groups strided: 16-byte reads of As and Bs that neighbouring threads
+// spread over all the banks.
 //
-// Compile-time parameters (-D options): TILE, TM, TN, BK, STRIDED and REAL (float,
-// double, int).
+// Compile-time parameters (-D options): TILE, TM, TN, BK, STRIDED or GROUPS4, and REAL
+// (float, double, int).
 // The OpenCL twin, kernels/opencl/mm_reg.cl, has the same kernel line for line.
 
 #ifndef TILE
@@ -34,9 +37,13 @@
 #endif
 
 #define THREADS ((TILE / TM) * (TILE / TN))
-#ifdef STRIDED
+#if defined(STRIDED)
 #define ROW_OF(i) (ty + (i) * (TILE / TM))
 #define COL_OF(j) (tx + (j) * (TILE / TN))
+#elif defined(GROUPS4)
+// Groups of 4 contiguous outputs, the groups strided across the block.
+#define ROW_OF(i) (((i) / 4) * (TILE / TM) * 4 + ty * 4 + (i) % 4)
+#define COL_OF(j) (((j) / 4) * (TILE / TN) * 4 + tx * 4 + (j) % 4)
 #else
 #define ROW_OF(i) (ty * TM + (i))
 #define COL_OF(j) (tx * TN + (j))

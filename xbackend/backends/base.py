@@ -641,6 +641,17 @@ def compiled_variants(worker: str, memory: str) -> VariantTable:
             microtile=lambda tile: (tile // 16, tile // 16),
             defines=("STRIDED",),
         ),
+        "reg2d_g4": VariantSpec(
+            "reg2d_g4",
+            f"reg2d with groups of 4 outputs strided across {worker}s: 16-byte, "
+            "conflict-free reads",
+            kernel="mm_reg",
+            tiles=(64, 128),
+            default_tile=128,
+            family="mm_reg",
+            microtile=lambda tile: (tile // 16, tile // 16),
+            defines=("GROUPS4",),
+        ),
     }
     rmm = {
         "naive4": VariantSpec(
@@ -673,6 +684,8 @@ def group_problem(
     if rows < 1 or columns < 1 or tile % rows or tile % columns:
         return f"tile {tile} does not split into {rows}×{columns} patches per {workers[:-1]}"
     threads = (tile // rows) * (tile // columns)
+    if "GROUPS4" in spec.defines and (rows % 4 or columns % 4):
+        return f"groups of 4 need a patch of whole groups, not {rows}×{columns}"
     if spec.family == "mm_reg" and (threads % tile or threads % 8):
         # The slab loads hand each thread whole rows: see kernels/*/mm_reg.
         return f"{threads} {workers} are not a multiple of the tile {tile} and of 8"
