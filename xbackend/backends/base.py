@@ -596,6 +596,21 @@ def plan_launch(
 C_TYPES = {"int32": "int", "float32": "float", "float64": "double"}
 
 
+def _reg2d(name: str, description: str, *defines: str) -> VariantSpec:
+    """A 2-D register-blocked variant of kernels/*/mm_reg: (TILE/16)² outputs per thread,
+    the outputs' layout chosen by ``defines`` (see the kernel file)."""
+    return VariantSpec(
+        name,
+        description,
+        kernel="mm_reg",
+        tiles=(64, 128),
+        default_tile=128,
+        family="mm_reg",
+        microtile=lambda tile: (tile // 16, tile // 16),
+        defines=defines,
+    )
+
+
 def compiled_variants(worker: str, memory: str) -> VariantTable:
     """The variants of the kernel files, in one backend's words ("thread", "shared")."""
     tiles: dict[str, Any] = {"tiles": (8, 16, 32), "default_tile": 16}
@@ -622,35 +637,19 @@ def compiled_variants(worker: str, memory: str) -> VariantTable:
             family="mm_reg",
             microtile=lambda tile: (tile // 8, 1),
         ),
-        "reg2d": VariantSpec(
-            "reg2d",
-            f"2-D register blocking: each {worker} computes a (TILE/16)² patch",
-            kernel="mm_reg",
-            tiles=(64, 128),
-            default_tile=128,
-            family="mm_reg",
-            microtile=lambda tile: (tile // 16, tile // 16),
+        "reg2d": _reg2d(
+            "reg2d", f"2-D register blocking: each {worker} computes a (TILE/16)² patch"
         ),
-        "reg2d_cf": VariantSpec(
+        "reg2d_cf": _reg2d(
             "reg2d_cf",
             f"reg2d with strided patches: conflict-free {memory}-memory reads",
-            kernel="mm_reg",
-            tiles=(64, 128),
-            default_tile=128,
-            family="mm_reg",
-            microtile=lambda tile: (tile // 16, tile // 16),
-            defines=("STRIDED",),
+            "STRIDED",
         ),
-        "reg2d_g4": VariantSpec(
+        "reg2d_g4": _reg2d(
             "reg2d_g4",
             f"reg2d with groups of 4 outputs strided across {worker}s: 16-byte, "
             "conflict-free reads",
-            kernel="mm_reg",
-            tiles=(64, 128),
-            default_tile=128,
-            family="mm_reg",
-            microtile=lambda tile: (tile // 16, tile // 16),
-            defines=("GROUPS4",),
+            "GROUPS4",
         ),
     }
     rmm = {
