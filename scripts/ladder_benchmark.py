@@ -1,13 +1,16 @@
-"""The kernel ladder against cuBLAS: every mm variant of CUDA and OpenCL, verified and timed.
+"""The kernel ladder against the vendor BLAS: every mm variant of CUDA and OpenCL, timed.
 
     python scripts/ladder_benchmark.py                      # on a GPU machine
     python scripts/ladder_benchmark.py --backends opencl --sizes 64x64   # anywhere
 
-For each size, each backend's every mm variant at each of its tiles computes the
-product once against the float64 check, then is timed (median kernel time, device
-events). cuBLAS (PyTorch, TF32 off) is timed beside them when PyTorch sees a GPU.
-The table printed last gives TFLOP/s and the ratio to cuBLAS, CUDA and OpenCL side
-by side. A variant whose result is wrong prints WRONG instead of a speed.
+For each size, each backend's every mm variant (at each of its tiles; the tuned
+variants at the parameters they choose for the size, from ``xbackend tune``'s cache
+or their size-aware default) computes the product once against the float64 check,
+then is timed (median kernel time, device events). The ``vendor`` variants (cuBLAS,
+CLBlast where installed) run the same way. The table printed last gives TFLOP/s
+and the ratio to cuBLAS (the CUDA backend's vendor line, else PyTorch's matmul with
+TF32 off), CUDA and OpenCL side by side. A wrong result prints WRONG instead of a
+speed, and makes the exit status 1.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import xbackend
-from xbackend.problems import Reference, Shape, check, make_operands
+from xbackend.problems import Reference, check, make_operands
 from xbackend.runner import Target
 from xbackend.sweep import parse_shapes
 
@@ -28,7 +31,7 @@ from xbackend.sweep import parse_shapes
 DEFAULT_SIZES = "4096x4096x4096,8000x7000x8000,4095x4095x4095,1000x3001x1000"
 
 
-def cublas_seconds(shape: Shape, A, B, repeat: int) -> float | None:
+def torch_seconds(A, B, repeat: int) -> float | None:
     """Median time of torch.matmul on the GPU (cuBLAS SGEMM, TF32 off), or None."""
     try:
         import torch
@@ -51,11 +54,24 @@ def cublas_seconds(shape: Shape, A, B, repeat: int) -> float | None:
     return statistics.median(times)
 
 
+def _configurations(backend) -> list[tuple[str, int | None]]:
+    """(variant, tile) pairs: every tile of the fixed variants, the tuned ones' own choice."""
+    pairs: list[tuple[str, int | None]] = []
+    for variant in backend.variants("mm"):
+        spec = backend.variant_spec(variant)
+        if spec.tuned or not spec.takes_tile:
+            pairs.append((variant, None))
+        else:
+            pairs.extend((variant, tile) for tile in backend.tiles(variant))
+    return pairs
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backends", default="cuda,opencl", help="NAME or NAME:DEVICE list")
     parser.add_argument("--sizes", type=parse_shapes, default=parse_shapes(DEFAULT_SIZES))
     parser.add_argument("--repeat", type=int, default=10, help="timed samples per point")
+    parser.add_argument("--variants", default=None, help="only these variants (comma list)")
     args = parser.parse_args()
     opened = []
     for text in args.backends.split(","):
@@ -67,34 +83,78 @@ def main() -> int:
     if not opened:
         print("no backend to benchmark", file=sys.stderr)
         return 2
-    rows = []
+    wanted = set(args.variants.split(",")) if args.variants else None
+    labels = [label for label, _ in opened]
+    speeds: dict[tuple[str, str, str], dict[str, str]] = {}  # (size, variant, tile) -> cells
+    wrong = False
     for shape in args.sizes:
         A, B = make_operands(shape, seed=7)
         reference = Reference.of(A, B)
-        vendor_s = cublas_seconds(shape, A, B, args.repeat)
-        vendor = f"{shape.flops / vendor_s / 1e12:.2f}" if vendor_s else "—"
-        print(f"{shape}: cuBLAS {vendor} TFLOP/s" if vendor_s else f"{shape}: cuBLAS not here")
+        vendor_tflops = None
+        measured_here: dict[tuple[str, str], float] = {}
         for label, backend in opened:
-            for variant in backend.variants("mm"):
-                for tile in backend.tiles(variant) or (None,):
+            for variant, tile in _configurations(backend):
+                if wanted and variant not in wanted and variant != "vendor":
+                    continue
+                try:
                     measured = backend.measure(
                         A, B, variant, tile, samples=args.repeat, min_samples=args.repeat
                     )
-                    verdict = check(measured.result, reference)
-                    seconds = statistics.median(measured.kernel_s)
-                    tflops = shape.flops / seconds / 1e12
-                    ratio = f"{tflops / (shape.flops / vendor_s / 1e12):.1%}" if vendor_s else "—"
-                    speed = f"{tflops:.2f}" if verdict.equal else "WRONG"
-                    rows.append((str(shape), label, variant, str(tile), speed, ratio))
-                    print(f"  {label} {variant} T={tile}: {speed} TFLOP/s ({ratio} of cuBLAS)")
+                except xbackend.XBackendError as error:
+                    print(f"  {label} {variant}: not run: {str(error).splitlines()[0]}")
+                    continue
+                verdict = check(measured.result, reference)
+                last = check(measured.last_result, reference)
+                tflops = shape.flops / statistics.median(measured.kernel_s) / 1e12
+                shown_tile = "tuned" if backend.variant_spec(variant).tuned else str(tile or "—")
+                key = (str(shape), variant, shown_tile)
+                if verdict.equal and last.equal:
+                    measured_here[label, variant] = tflops
+                    cell = f"{tflops:.2f}"
+                else:
+                    wrong, cell = True, "WRONG"
+                speeds.setdefault(key, {})[label] = cell
+                chosen = f" {measured.params}" if measured.params else ""
+                print(f"  {label} {variant} T={measured.tile}: {cell} TFLOP/s{chosen}", flush=True)
+                if variant == "vendor" and backend.name == "cuda" and verdict.equal:
+                    vendor_tflops = tflops
+        # PyTorch reaches cuBLAS through its own calls (cuBLASLt, a workspace), which
+        # can pick other kernels than a plain cublasSgemm: print it too, for reference.
+        seconds = torch_seconds(A, B, args.repeat)
+        torch_tflops = shape.flops / seconds / 1e12 if seconds else None
+        if torch_tflops:
+            print(f"{shape}: torch.matmul {torch_tflops:.2f} TFLOP/s (TF32 off)", flush=True)
+        source = "the cuda vendor line"
+        if vendor_tflops is None:
+            vendor_tflops, source = torch_tflops, "torch.matmul"
+        if vendor_tflops:
+            print(f"{shape}: cuBLAS {vendor_tflops:.2f} TFLOP/s ({source})", flush=True)
+        for key, cells in speeds.items():
+            if key[0] != str(shape):
+                continue
+            for label in labels:
+                value = cells.get(label, "—")
+                ratio = "—"
+                if vendor_tflops and value not in ("—", "WRONG"):
+                    ratio = f"{float(value) / vendor_tflops:.1%}"
+                cells[f"{label}%"] = ratio
     for _, backend in opened:
         backend.close()
-    header = ("size", "backend", "variant", "tile", "TFLOP/s", "of cuBLAS")
-    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    header = ["size", "variant", "tile"]
+    for label in labels:
+        header += [f"{label} TFLOP/s", "of cuBLAS"]
+    rows = [header]
+    for (size, variant, tile), cells in speeds.items():
+        row = [size, variant, tile]
+        for label in labels:
+            row += [cells.get(label, "—"), cells.get(f"{label}%", "—")]
+        rows.append(row)
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     print()
-    for row in [header, tuple("-" * w for w in widths), *rows]:
+    rows.insert(1, ["-" * width for width in widths])
+    for row in rows:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)))
-    return 1 if any(row[4] == "WRONG" for row in rows) else 0
+    return 1 if wrong else 0
 
 
 if __name__ == "__main__":

@@ -94,7 +94,7 @@ def _record(M: int) -> PointRecord:
         backend="cpu",
         label="cpu",
         device="d",
-        variant="blas",
+        variant="vendor",
         tile=None,
         dtype="float32",
         M=M,

@@ -24,7 +24,7 @@ SEED = 20261122
 
 def _cases(backend: xbackend.Backend) -> list[tuple[str, int | None]]:
     cases: list[tuple[str, int | None]] = []
-    for variant in backend.variants():
+    for variant in backend.runnable_variants():
         cases += [(variant, tile) for tile in backend.tiles(variant)] or [(variant, None)]
     return cases
 
@@ -49,14 +49,14 @@ def test_matmul_accepts_strided_views_and_fortran_order(backend: xbackend.Backen
     big = rng.standard_normal((40, 50)).astype(np.float32)
     A = big[3:20, 5:36]  # a strided view
     B = np.asfortranarray(rng.standard_normal((31, 9)).astype(np.float32))
-    for variant in backend.variants():
+    for variant in backend.runnable_variants():
         C = backend.matmul(A, B, variant=variant)
         assert check(C, Reference.of(A, B)).equal, variant
 
 
 def test_timings_are_positive_and_counted(backend: xbackend.Backend):
     A, B = make_operands(Shape(48, 40, 32), SEED)
-    measured = backend.measure(A, B, backend.variants()[0], samples=4, min_samples=4)
+    measured = backend.measure(A, B, backend.runnable_variants()[0], samples=4, min_samples=4)
     assert len(measured.kernel_s) == len(measured.end_to_end_s) == 4
     assert all(t > 0 for t in measured.kernel_s)
     # End-to-end includes the kernel, plus the copies.
@@ -65,7 +65,7 @@ def test_timings_are_positive_and_counted(backend: xbackend.Backend):
 
 def test_bad_operands_are_clear_errors(backend: xbackend.Backend):
     A, B = make_operands(Shape(5, 4, 3), SEED)
-    variant = backend.variants()[0]
+    variant = backend.runnable_variants()[0]
     with pytest.raises(ValueError, match="inner dimensions"):
         backend.matmul(A, B.T.copy(), variant=variant)
     with pytest.raises(ValueError, match="2-D"):
@@ -77,7 +77,7 @@ def test_bad_operands_are_clear_errors(backend: xbackend.Backend):
 
 
 def test_unrunnable_tile_names_the_runnable_ones(backend: xbackend.Backend):
-    tiled = [v for v in backend.variants() if backend.variant_spec(v).takes_tile]
+    tiled = [v for v in backend.runnable_variants() if backend.variant_spec(v).takes_tile]
     if not tiled:
         pytest.skip(f"{backend.name} has no variant with a tile")
     A, B = make_operands(Shape(5, 4, 3), SEED)

@@ -20,7 +20,7 @@ from xbackend.timing import format_seconds
 
 # Flops per second of each (variant, tile) in the synthetic results.
 RATES = {("naive", 16): 1e9, ("tiled", 16): 4e9, ("tiled", 8): 2e9, ("naive", None): 5e8}
-RATES |= {("blas", None): 2e10, ("tiled", 64): 1e9, ("naive", 8): 1e9}
+RATES |= {("vendor", None): 2e10, ("tiled", 64): 1e9, ("naive", 8): 1e9}
 WRONG_DEVICE = "<b>GPU</b> & co"
 
 
@@ -148,7 +148,7 @@ def _old_assignment(folder: Path) -> Path:
     run = _run("old", ASSIGNMENT, {"cpu": "Test CPU"})
     lines = [run]
     for shape in ASSIGNMENT:
-        for variant, tile in (("naive", None), ("tiled", 64), ("blas", None)):
+        for variant, tile in (("naive", None), ("tiled", 64), ("vendor", None)):
             lines.append(
                 _point("old", "cpu", "Test CPU", variant, tile, shape, op=None, batch=None)
             )
@@ -188,7 +188,7 @@ def _new_runs(folder: Path) -> Path:
     # Other: sizes no experiment has; measured twice, the second time counts.
     lines.append(_run("other", [(100, 60, 30)], {"cpu": "Test CPU"}, preset=None, op="mm"))
     for scale in (10.0, 1.0):
-        lines.append(_point("other", "cpu", "Test CPU", "blas", None, (100, 60, 30), scale=scale))
+        lines.append(_point("other", "cpu", "Test CPU", "vendor", None, (100, 60, 30), scale=scale))
     return _write(folder, lines)
 
 
@@ -340,7 +340,7 @@ def test_other_points_get_the_generic_figures_and_the_last_measurement(report):
     log = _section(report["md"], "Code equality")
     lines = [line for line in log.splitlines() if "100×60·60×30" in line]
     assert len(lines) == 1
-    assert lines[0].endswith(f"kernel {format_seconds(_seconds('blas', None, 100, 60, 30))}")
+    assert lines[0].endswith(f"kernel {format_seconds(_seconds('vendor', None, 100, 60, 30))}")
 
 
 def test_wrong_results_and_errors_are_flagged_in_both(report):

@@ -42,9 +42,9 @@ def _run(tmp_path, opened, **plan):
 
 
 def test_every_point_is_recorded_and_verified(tmp_path):
-    records = _run(tmp_path, [("cpu", CpuBackend())], variants=["naive", "blas"])
+    records = _run(tmp_path, [("cpu", CpuBackend())], variants=["naive", "vendor"])
     assert [(r.variant, r.M) for r in records] == [
-        (v, s.M) for s in SHAPES for v in ("naive", "blas")
+        (v, s.M) for s in SHAPES for v in ("naive", "vendor")
     ]
     assert all(r.status == "ok" and r.equal for r in records)
     assert all(0 <= r.bound_ratio <= 1 and r.gflops > 0 for r in records)
@@ -52,7 +52,7 @@ def test_every_point_is_recorded_and_verified(tmp_path):
 
 
 def test_results_files_hold_run_and_points(tmp_path):
-    _run(tmp_path, [("cpu", CpuBackend())], variants=["blas"])
+    _run(tmp_path, [("cpu", CpuBackend())], variants=["vendor"])
     lines = [json.loads(x) for x in (tmp_path / "results.jsonl").read_text().splitlines()]
     assert lines[0]["type"] == "run"
     assert lines[0]["devices"]["cpu"]["kind"] == "cpu"
@@ -65,14 +65,14 @@ def test_results_files_hold_run_and_points(tmp_path):
 
 
 def test_a_wrong_kernel_is_recorded_as_mismatch(tmp_path):
-    records = _run(tmp_path, [("wrong", _WrongBackend())], variants=["blas"])
+    records = _run(tmp_path, [("wrong", _WrongBackend())], variants=["vendor"])
     assert [r.status for r in records] == ["mismatch"] * len(SHAPES)
     assert all(r.equal is False and r.bound_ratio > 1 for r in records)
 
 
 def test_a_failing_point_is_recorded_and_the_sweep_goes_on(tmp_path):
     opened = [("failing", _FailingBackend()), ("cpu", CpuBackend())]
-    records = _run(tmp_path, opened, variants=["blas"])
+    records = _run(tmp_path, opened, variants=["vendor"])
     failing = [r for r in records if r.label == "failing"]
     assert [r.status for r in failing] == ["ok", "error", "skipped"]
     assert "CL_OUT_OF_RESOURCES" in failing[1].reason
@@ -99,7 +99,7 @@ def test_unrunnable_tile_is_skipped_with_reason(tmp_path):
 
 
 def test_load_skips_a_line_cut_short_by_a_crash(tmp_path):
-    _run(tmp_path, [("cpu", CpuBackend())], variants=["blas"])
+    _run(tmp_path, [("cpu", CpuBackend())], variants=["vendor"])
     path = tmp_path / "results.jsonl"
     path.write_text(path.read_text() + '{"type": "point", "run_')
     runs, points = results.load([tmp_path])

@@ -65,13 +65,13 @@ def test_sanitize_script_reports_clean_runs_and_uncaught_kernels(tmp_path):
     assert done.returncode == 1, done.stdout + done.stderr
     lines = done.stdout.splitlines()
     for tool in ("memcheck", "racecheck", "synccheck", "initcheck"):
-        assert f"{tool}: clean, 74 cases passed" in "\n".join(lines), done.stdout
+        assert f"{tool}: clean, 106 cases passed" in "\n".join(lines), done.stdout
     assert "missing_barrier under racecheck: NOT CAUGHT" in done.stdout
     assert "unguarded_load under memcheck: NOT CAUGHT" in done.stdout
 
 
 def test_gpu_presets_script_runs_small_on_the_cpu(tmp_path):
-    env = {**os.environ, "BACKENDS": "cpu", "EXTRA_ARGS": "--sizes 16x16 --variants blas,naive"}
+    env = {**os.environ, "BACKENDS": "cpu", "EXTRA_ARGS": "--sizes 16x16 --variants vendor,naive"}
     done = subprocess.run(
         ["bash", str(ROOT / "scripts" / "gpu_presets.sh"), str(tmp_path), "chapter", "blog"],
         capture_output=True,
@@ -100,3 +100,14 @@ def test_ladder_benchmark_runs_small_anywhere(tmp_path):
     for variant in ("naive", "tiled", "reg1d", "reg2d", "reg2d_cf", "reg2d_g4"):
         assert f"opencl   {variant}" in table, table
     assert "WRONG" not in table
+
+
+def test_ladder_figure_draws_the_saved_h100_run(tmp_path):
+    figure = tmp_path / "ladder.png"
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "ladder_figure.py"),
+         str(ROOT / "docs" / "results" / "h100" / "ladder.txt"), str(figure)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert figure.stat().st_size > 10_000

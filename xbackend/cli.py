@@ -19,7 +19,7 @@ from xbackend.backends.base import (
     backends,
     get_backend,
 )
-from xbackend.problems import DTYPES, OPS, Reference, Shape, check, make_operands
+from xbackend.problems import DTYPES, OPS, Reference, Shape, check, dtype_named, make_operands
 from xbackend.runner import Plan, Target, equality_line, run
 from xbackend.sweep import (
     DEFAULT_BASE,
@@ -256,6 +256,38 @@ def build_parser() -> argparse.ArgumentParser:
         "from one or more results folders or results.jsonl files, running nothing.",
         writes="the report",
     )
+    tune = commands.add_parser(
+        "tune",
+        help="search the tuned variants' parameters on one device and cache the best",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Time every candidate configuration of the tuned variants (vec4, vec4_db, "
+        "warp, warp_db: tile shapes, group tiles, patches per thread, K splits) on one "
+        "device, check each result, and cache the fastest per device, variant, dtype and "
+        "shape class. Those variants then use the cached choice for every product.",
+        epilog="examples:\n"
+        "  xbackend tune --backend cuda\n"
+        "  xbackend tune --backend opencl:nvidia --variants warp_db --sizes 4096x4096x4096\n"
+        "  xbackend tune --backend opencl --show        # print the cache, run nothing\n"
+        "\nthe cache: $XDG_CACHE_HOME/xbackend/tuned.json (~/.cache by default), or the file "
+        "named by XBACKEND_TUNE_CACHE",
+    )
+    tune.add_argument(
+        "--backend", required=True, help="NAME or NAME:DEVICE, e.g. cuda, opencl:pocl"
+    )
+    tune.add_argument(
+        "--variants", default=None, help="tuned variants to search (default: all of them)"
+    )
+    tune.add_argument(
+        "--sizes",
+        type=parse_shapes,
+        default=None,
+        help="products to tune on, MxKxN list; each stands for its shape class "
+        f"(default on a GPU: {TUNE_SIZES_GPU}; elsewhere: {TUNE_SIZES_CPU})",
+    )
+    tune.add_argument("--dtype", default="float32", help="element type (default float32)")
+    tune.add_argument("--samples", type=_positive_int, default=5, help="timed runs per candidate")
+    tune.add_argument("--seed", type=int, default=0, help="seed of the random operands")
+    tune.add_argument("--show", action="store_true", help="print the cache and exit")
     _results_command(
         commands,
         "plot",
@@ -294,6 +326,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_compare(args)
         if args.command == "report":
             return cmd_report(args)
+        if args.command == "tune":
+            return cmd_tune(args)
         return cmd_plot(args)
     except (XBackendError, FileNotFoundError, ValueError) as error:
         print(f"xbackend: error: {error}", file=sys.stderr)
@@ -309,7 +343,7 @@ def _smoke_test(backend: Backend) -> list[tuple[str, bool, str]]:
     A, B = make_operands(shape, seed=1)
     reference = Reference.of(A, B)
     outcomes = []
-    for variant in backend.variants():
+    for variant in backend.runnable_variants():
         try:
             verdict = check(backend.matmul(A, B, variant=variant), reference)
         except Exception as error:
@@ -573,3 +607,51 @@ def cmd_plot(args: argparse.Namespace) -> int:
 
 
 __all__ = ["build_parser", "equality_line", "main", "summary_table"]
+
+
+# -- tune ----------------------------------------------------------------------------------
+
+TUNE_SIZES_GPU = "4096x4096x4096,2048x2048x2048,1000x3001x1000"
+TUNE_SIZES_CPU = "512x512x512,96x1001x96"
+
+
+def cmd_tune(args: argparse.Namespace) -> int:
+    from xbackend import tuning
+
+    if args.show:
+        entries = tuning.load_entries()
+        print(f"{tuning.cache_path()}: {len(entries)} entries")
+        for key, entry in sorted(entries.items()):
+            print(
+                f"  {key}: {entry['params']} {entry.get('tflops')} TFLOP/s at {entry.get('shape')}"
+            )
+        return 0
+    dtype = dtype_named(args.dtype)
+    ((label, backend),) = _open_backends(args.backend)
+    with backend:
+        tuned = [v for v in backend.variants() if backend.variant_spec(v).tuned]
+        if not tuned:
+            raise XBackendError(f"{label} has no tuned variants (they are: vec4, warp, ...)")
+        variants = _comma_list(args.variants) if args.variants else tuned
+        for variant in variants:
+            if variant not in tuned:
+                raise XBackendError(f"{label} {variant} is not tuned; tuned: {', '.join(tuned)}")
+        gpu = backend.device.kind == "gpu"
+        sizes = args.sizes or parse_shapes(TUNE_SIZES_GPU if gpu else TUNE_SIZES_CPU)
+        print(f"tuning {label} on {backend.device.name}; cache {tuning.cache_path()}")
+        results = tuning.tune(backend, variants, sizes, dtype, seed=args.seed, samples=args.samples)
+    print()
+    print(f"{'size':<18} {'class':<7} {'variant':<8} {'untuned':>8} {'tuned':>8}  best")
+    for result in results:
+        best = result.best
+        before = f"{result.untuned_tflops:.2f}" if result.untuned_tflops else "—"
+        after = f"{best.tflops:.2f}" if best and best.tflops else "—"
+        choice = best.config.label if best else "nothing ran correctly"
+        print(
+            f"{result.shape!s:<18} {result.shape_class:<7} {result.variant:<8} "
+            f"{before:>8} {after:>8}  {choice}"
+        )
+    wrong = sum(trial.status == "wrong" for result in results for trial in result.trials)
+    if wrong:
+        print(f"{wrong} candidates computed wrong results and were not chosen")
+    return 1 if wrong or any(result.best is None for result in results) else 0

@@ -60,6 +60,7 @@ class PointRecord:
     end_to_end_samples_s: list[float] = dataclasses.field(default_factory=list)
     gflops: float | None = None  # from the kernel median
     timestamp: str = ""
+    params: dict[str, int] | None = None  # every launch parameter of a tuned variant
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": "point", **dataclasses.asdict(self)}

@@ -105,7 +105,7 @@ def configs(plan: Plan, opened: Sequence[tuple[str, Backend]]) -> list[Config]:
                     continue
                 spec = backend.variant_spec(variant, op)
                 tiles: list[int | None] = [None]
-                if spec.takes_tile:
+                if spec.takes_tile and (plan.tiles or not spec.tuned):
                     tiles = list(plan.tiles or [spec.default_tile or spec.tiles[0]])
                 for tile in tiles:
                     for dtype in plan.dtypes:
@@ -121,6 +121,9 @@ def _problem(
     problem = backend.dtype_problem(dtype)
     if problem:
         return f"{dtype} cannot run on this device: {problem}"
+    problem = backend.variant_problem(variant, dtype, op)
+    if problem:
+        return problem
     if tile is not None:
         problem = backend.tile_problem(variant, tile, dtype.itemsize, op)
         if problem:
@@ -395,6 +398,7 @@ def _measure_point(
         record.reason = _describe_error(error)
         failed[config] = record.reason.splitlines()[0]
         return record
+    record.tile, record.params = measurement.tile, measurement.params
     first = check(measurement.result, reference)
     last = check(measurement.last_result, reference)
     worst = first if not first.equal or first.bound_ratio >= last.bound_ratio else last

@@ -21,7 +21,7 @@ import abc
 import dataclasses
 import importlib
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from importlib import metadata
 from pathlib import Path
@@ -29,6 +29,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from xbackend.backends import warp
 from xbackend.problems import DTYPES, OPS
 from xbackend.resources import kernels_path
 
@@ -138,6 +139,8 @@ class VariantSpec:
     # Outputs per thread (TM rows, TN columns) for a tile; None: one output per thread.
     microtile: Callable[[int], tuple[int, int]] | None = None
     defines: tuple[str, ...] = ()  # extra -D macros that select the variant in its file
+    # mm_warp only: "block" (the whole block is one group) or "warp" (warp tiles).
+    layout: str = ""
 
     def per_thread(self, tile: int) -> tuple[int, int]:
         """(TM, TN): the patch of C each thread computes at this tile."""
@@ -146,6 +149,12 @@ class VariantSpec:
     @property
     def takes_tile(self) -> bool:
         return bool(self.tiles)
+
+    @property
+    def tuned(self) -> bool:
+        """Whether the launch parameters follow the shape (and ``xbackend tune``):
+        asked for no tile, the variant picks its own per product."""
+        return self.family == warp.FAMILY
 
 
 @dataclasses.dataclass
@@ -157,6 +166,7 @@ class Measurement:
     kernel_s: list[float]  # device-clock time of the kernel alone, one per sample
     end_to_end_s: list[float]  # host-clock time of upload + kernel + download
     tile: int | None
+    params: dict[str, int] | None = None  # every launch parameter, for tuned variants
 
 
 # operation -> variant name -> spec
@@ -171,6 +181,10 @@ MAX_ELEMENTS = 2**31 - 1
 
 class Execution(abc.ABC):
     """Device buffers for one product ``A (M×K) · B (K×N)`` and the steps to compute it."""
+
+    # What the launch chose, where the variant chooses per product (tuned variants).
+    tile: int | None = None
+    params: dict[str, int] | None = None
 
     @abc.abstractmethod
     def upload(self) -> None:
@@ -238,6 +252,12 @@ class Backend(abc.ABC):
         """Names of the variants of ``op`` this backend has."""
         return list(self._specs(op))
 
+    def runnable_variants(self, op: str = "mm", dtype: Any = np.float32) -> list[str]:
+        """The variants of ``op`` that can run here: those without a ``variant_problem``
+        (such as a vendor library that is not installed)."""
+        dtype = np.dtype(dtype)
+        return [v for v in self.variants(op) if self.variant_problem(v, dtype, op) is None]
+
     def variant_spec(self, variant: str, op: str = "mm") -> VariantSpec:
         specs = self._specs(op)
         if variant not in specs:
@@ -252,15 +272,24 @@ class Backend(abc.ABC):
         return tuple(t for t in spec.tiles if self.tile_problem(variant, t, itemsize, op) is None)
 
     def tile_problem(
-        self, variant: str, tile: int, itemsize: int = 4, op: str = "mm"
+        self,
+        variant: str,
+        tile: int,
+        itemsize: int = 4,
+        op: str = "mm",
+        config: warp.WarpConfig | None = None,
     ) -> str | None:
-        """Why ``tile`` cannot run on this device, or None if it can."""
+        """Why ``tile`` (or, for tuned variants, ``config``) cannot run on this device."""
         if tile < 1:
             return f"tile must be a positive integer, not {tile}"
         return None
 
     def dtype_problem(self, dtype: np.dtype) -> str | None:
         """Why this device cannot compute in ``dtype``, or None if it can."""
+        return None
+
+    def variant_problem(self, variant: str, dtype: np.dtype, op: str = "mm") -> str | None:
+        """Why ``variant`` cannot run here at all (a missing vendor library), or None."""
         return None
 
     def resolve_tile(
@@ -273,6 +302,8 @@ class Backend(abc.ABC):
                 raise UnsupportedParameter(f"{self.name} {variant} takes no tile size")
             return None
         if tile is None:
+            if spec.tuned:
+                return None  # chosen per product: see _warp_config
             tile = spec.default_tile or spec.tiles[0]
         problem = self.tile_problem(variant, tile, itemsize, op)
         if problem is not None:
@@ -322,6 +353,7 @@ class Backend(abc.ABC):
         tile: int | None = None,
         *,
         op: str = "mm",
+        params: Mapping[str, int] | None = None,
         warmup: int = 1,
         samples: int = 10,
         min_samples: int = 3,
@@ -333,6 +365,8 @@ class Backend(abc.ABC):
         gives ``result``; then ``warmup`` untimed runs; then timed samples, each
         one upload + kernel + download. Sampling stops after ``samples`` runs,
         or earlier once ``min_samples`` runs together took ``max_sample_time_s``.
+        ``params`` sets every launch parameter of a tuned variant (see
+        ``backends/warp.py``); without it the variant chooses them per product.
         Before every run the output is poisoned (NaN; for integers the most
         negative value), so an element the kernel misses fails the check.
 
@@ -342,10 +376,15 @@ class Backend(abc.ABC):
         if self._closed:
             raise XBackendError(f"the {self.name} backend is closed")
         A, B = check_operands(A, B, op)
-        self.variant_spec(variant, op)
+        spec = self.variant_spec(variant, op)
+        if params is not None and not spec.tuned:
+            raise UnsupportedParameter(f"{self.name} {variant} takes no launch parameters")
         problem = self.dtype_problem(A.dtype)
         if problem:
             raise UnsupportedParameter(f"{self.name} cannot compute in {A.dtype}: {problem}")
+        problem = self.variant_problem(variant, A.dtype, op)
+        if problem:
+            raise UnsupportedParameter(f"{self.name} {variant} cannot run here: {problem}")
         tile = self.resolve_tile(variant, tile, op, A.itemsize)
         shape = output_shape(op, A, B)
         if 0 in A.shape or 0 in B.shape or 0 in shape:
@@ -355,7 +394,9 @@ class Backend(abc.ABC):
         kernel_s: list[float] = []
         end_to_end_s: list[float] = []
         with self._active(), self._out_of_memory_named(A, B, shape):
-            execution = self._execution(op, variant, tile, A, B)
+            execution = self._execution(op, variant, tile, A, B, params)
+            if execution.tile is not None:
+                tile = execution.tile
             try:
                 execution.poison()
                 execution.upload()
@@ -379,7 +420,7 @@ class Backend(abc.ABC):
                     spent_s += end_to_end_s[-1]
             finally:
                 execution.release()
-        return Measurement(result, last_result, kernel_s, end_to_end_s, tile)
+        return Measurement(result, last_result, kernel_s, end_to_end_s, tile, execution.params)
 
     @contextmanager
     def _out_of_memory_named(
@@ -428,9 +469,68 @@ class Backend(abc.ABC):
 
     @abc.abstractmethod
     def _execution(
-        self, op: str, variant: str, tile: int | None, A: np.ndarray, B: np.ndarray
+        self,
+        op: str,
+        variant: str,
+        tile: int | None,
+        A: np.ndarray,
+        B: np.ndarray,
+        params: Mapping[str, int] | None = None,
     ) -> Execution:
         """Compile what is needed and allocate the buffers for one product of ``op``."""
+
+    def _plan(
+        self,
+        op: str,
+        variant: str,
+        tile: int | None,
+        A: np.ndarray,
+        B: np.ndarray,
+        params: Mapping[str, int] | None = None,
+    ) -> Launch:
+        """The launch of one product on a compiled backend: kernel, options, geometry."""
+        spec = self.variant_spec(variant, op)
+        if not spec.tuned:
+            assert tile is not None
+            launch = plan_launch(op, A, B, tile, spec.per_thread(tile))
+            options = tuple(build_options(tile, A.dtype, spec))
+            return dataclasses.replace(launch, kernel=spec.kernel, options=options)
+        config = self._warp_config(op, spec, tile, A, B, params)
+        problem = config.problem() or self.tile_problem(variant, config.BM, A.itemsize, op, config)
+        if problem:
+            raise UnsupportedParameter(f"{self.name} {variant}: {problem}")
+        return plan_warp(op, spec, config, A, B)
+
+    def _warp_config(
+        self,
+        op: str,
+        spec: VariantSpec,
+        tile: int | None,
+        A: np.ndarray,
+        B: np.ndarray,
+        params: Mapping[str, int] | None,
+    ) -> warp.WarpConfig:
+        """Explicit parameters, else the tuned ones, else the size-aware default."""
+        if params is not None:
+            try:
+                return warp.WarpConfig.from_dict(
+                    {**warp.default_config(spec.layout, 128).to_dict(), **params}
+                )
+            except ValueError as error:
+                raise UnsupportedParameter(str(error)) from error
+        M, N = output_shape(op, A, B)[-2:]
+        K = A.shape[-1]
+        units = self.device.compute_units or 0
+        if op == "mm":
+            from xbackend.tuning import lookup
+
+            tuned = lookup(self, spec.name, A.dtype, warp.shape_class(M, N, units))
+            if tuned is not None and tile in (None, tuned.BM):
+                return tuned
+        config = warp.default_config(spec.layout, tile or 128)
+        if op == "mm":
+            config = config.with_slices(warp.auto_slices(config, M, N, K, units))
+        return config
 
     def _active(self) -> AbstractContextManager[None]:
         """Make this backend's device current for the calling thread (CUDA needs it)."""
@@ -564,6 +664,54 @@ class Launch:
     groups: tuple[int, int, int]
     block: tuple[int, int, int]  # threads (work-items) per group along x, y, z
     scalars: tuple[int, ...]
+    kernel: str = ""  # the kernel function
+    options: tuple[str, ...] = ()  # build options (-D...)
+    # A split product: the kernel writes `slices` partial products into a workspace,
+    # and warp.SUM_KERNEL adds them into the output.
+    slices: int = 1
+    tile: int | None = None  # for tuned variants: what they chose
+    params: dict[str, int] | None = None
+
+
+def plan_warp(
+    op: str, spec: VariantSpec, config: warp.WarpConfig, A: np.ndarray, B: np.ndarray
+) -> Launch:
+    """Arguments and geometry of kernels/*/mm_warp for ``op`` ("mm" or "bmm")."""
+    shape = output_shape(op, A, B)
+    if op == "bmm":
+        batch, M, K = A.shape
+        N = B.shape[2]
+        inputs = (np.ascontiguousarray(A).reshape(-1), np.ascontiguousarray(B).reshape(-1))
+        lda, ldb, strides = K, N, (M * K, K * N, M * N)
+        config = config.with_slices(1)
+    elif op == "mm":
+        batch = 1
+        M, K = A.shape
+        N = B.shape[1]
+        (a_span, lda), (b_span, ldb) = row_major_span(A), row_major_span(B)
+        inputs = (a_span, b_span)
+        strides = (0, 0, M * N)  # strideC: the partial products' slices of a split
+    else:
+        raise UnsupportedParameter(f"{spec.name} computes mm and bmm, not {op}")
+    k_slice = warp.k_slice(config, K)
+    slices = -(-K // k_slice)
+    config = config.with_slices(slices)
+    vec4 = warp.vec4_ok(A.itemsize, lda, ldb, N, *strides, k_slice)
+    options = [*warp.defines(config, A.dtype, vec4, "DOUBLE_BUFFER" in spec.defines)]
+    options.append(f"-DREAL={C_TYPES[A.dtype.name]}")
+    groups = (-(-N // config.BN), -(-M // config.BM), batch * slices)
+    return Launch(
+        inputs,
+        shape,
+        groups,
+        (config.threads, 1, 1),
+        (M, N, K, lda, ldb, N, *strides, k_slice),
+        kernel=spec.kernel,
+        options=tuple(options),
+        slices=slices,
+        tile=config.BM,
+        params=config.to_dict(),
+    )
 
 
 def plan_launch(
@@ -611,6 +759,26 @@ def _reg2d(name: str, description: str, *defines: str) -> VariantSpec:
     )
 
 
+def _warp(name: str, description: str, layout: str, *defines: str) -> VariantSpec:
+    """A variant of kernels/*/mm_warp; its tile is BM = BN of the untuned default."""
+    return VariantSpec(
+        name,
+        description,
+        kernel="mm_warp",
+        tiles=(64, 128),
+        default_tile=128,
+        family=warp.FAMILY,
+        defines=defines,
+        layout=layout,
+    )
+
+
+def with_vendor(table: VariantTable, description: str) -> VariantTable:
+    """``table`` with a ``vendor`` variant of mm: the vendor's BLAS on the same buffers."""
+    vendor = VariantSpec("vendor", description)
+    return {**table, "mm": {**table["mm"], "vendor": vendor}}
+
+
 def compiled_variants(worker: str, memory: str) -> VariantTable:
     """The variants of the kernel files, in one backend's words ("thread", "shared")."""
     tiles: dict[str, Any] = {"tiles": (8, 16, 32), "default_tile": 16}
@@ -651,6 +819,25 @@ def compiled_variants(worker: str, memory: str) -> VariantTable:
             "conflict-free reads",
             "GROUPS4",
         ),
+        # The top of the ladder (kernels/*/mm_warp): parameters chosen per product.
+        "vec4": _warp(
+            "vec4",
+            f"reg2d_g4 with 16-byte loads from global memory and padded {memory} slabs",
+            "block",
+        ),
+        "vec4_db": _warp(
+            "vec4_db",
+            "vec4, double-buffered: the next slabs load during this one",
+            "block",
+            "DOUBLE_BUFFER",
+        ),
+        "warp": _warp("warp", "vec4 with warp tiles: each warp computes its own part", "warp"),
+        "warp_db": _warp(
+            "warp_db",
+            "warp, double-buffered: the next slabs load during this one",
+            "warp",
+            "DOUBLE_BUFFER",
+        ),
     }
     rmm = {
         "naive4": VariantSpec(
@@ -676,9 +863,27 @@ def compiled_variants(worker: str, memory: str) -> VariantTable:
 
 
 def group_problem(
-    device: DeviceInfo, spec: VariantSpec, tile: int, itemsize: int, workers: str, memory: str
+    device: DeviceInfo,
+    spec: VariantSpec,
+    tile: int,
+    itemsize: int,
+    workers: str,
+    memory: str,
+    config: warp.WarpConfig | None = None,
 ) -> str | None:
-    """Why a group of ``spec`` at ``tile`` cannot run on ``device``, or None."""
+    """Why a group of ``spec`` at ``tile`` (or in ``config``) cannot run on ``device``."""
+    if spec.tuned:
+        config = config or warp.default_config(spec.layout, tile)
+        limit = device.max_work_group_size or 0
+        staged = config.staged_bytes(itemsize, "DOUBLE_BUFFER" in spec.defines)
+        if config.problem():
+            return config.problem()
+        if config.threads > limit:
+            return f"{config.threads} {workers} exceed the limit of {limit} per group"
+        if staged > (device.local_mem_bytes or 0):
+            available = device.local_mem_bytes
+            return f"the slabs' {staged} bytes exceed {available} bytes of {memory} memory"
+        return None
     rows, columns = spec.per_thread(tile)
     if rows < 1 or columns < 1 or tile % rows or tile % columns:
         return f"tile {tile} does not split into {rows}×{columns} patches per {workers[:-1]}"

@@ -6,13 +6,13 @@
   TILE×TILE block at a time, accumulating over TILE-wide slabs of K, so the
   three blocks in use stay in cache. Each block product is a NumPy broadcast
   multiply-and-sum (no BLAS), one thread.
-* ``blas``: NumPy's own ``matmul``, i.e. the BLAS NumPy was built with, on as
+* ``vendor``: NumPy's own ``matmul``, i.e. the BLAS NumPy was built with, on as
   many threads as it likes: the vendor line on the figures (integers go through
   NumPy's own loops: BLAS has no integer products).
 
 ``bmm`` runs the same three on each product of the batch in turn. ``rmm`` has
 the serial version, ``naive`` (each element from a pair-summed row and column),
-and ``blas``: the pairs summed first, then one half-size ``matmul``.
+and ``vendor``: the pairs summed first, then one half-size ``matmul``.
 
 "Upload" and "download" are copies between the caller's arrays and the
 backend's working arrays, so end-to-end times include the same kind of
@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import platform
 import time
+from collections.abc import Mapping
 from typing import ClassVar
 
 import numpy as np
@@ -141,14 +142,14 @@ class CpuBackend(Backend):
             tiles=(16, 32, 64, 128),
             default_tile=64,
         ),
-        "blas": VariantSpec("blas", "numpy.matmul (NumPy's BLAS, multithreaded)"),
+        "vendor": VariantSpec("vendor", "numpy.matmul: the BLAS NumPy is built with"),
     }
     VARIANTS: ClassVar[VariantTable] = {
         "mm": _MM,
         "bmm": _MM,
         "rmm": {
             "naive": VariantSpec("naive", "serial loop over pair-summed rows and columns"),
-            "blas": VariantSpec("blas", "pairs summed, then one half-size numpy.matmul"),
+            "vendor": VariantSpec("vendor", "pairs summed, then one half-size numpy.matmul"),
         },
     }
 
@@ -180,7 +181,13 @@ class CpuBackend(Backend):
         return self._device
 
     def _execution(
-        self, op: str, variant: str, tile: int | None, A: np.ndarray, B: np.ndarray
+        self,
+        op: str,
+        variant: str,
+        tile: int | None,
+        A: np.ndarray,
+        B: np.ndarray,
+        params: Mapping[str, int] | None = None,
     ) -> Execution:
         return _HostExecution(op, variant, tile, A, B)
 

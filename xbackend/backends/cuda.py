@@ -10,12 +10,13 @@ nvcc as ``-DTILE=…``; PyCUDA caches each compiled module by source and options
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, ClassVar
 
 import numpy as np
 
+from xbackend.backends import warp
 from xbackend.backends.base import (
     Backend,
     DeviceInfo,
@@ -25,13 +26,14 @@ from xbackend.backends.base import (
     UnsupportedParameter,
     VariantTable,
     XBackendError,
-    build_options,
     compiled_variants,
     group_problem,
     kernel_family,
     plan_launch,
     read_kernel,
+    with_vendor,
 )
+from xbackend.backends.warp import WarpConfig
 
 try:
     import pycuda
@@ -91,15 +93,32 @@ def _describe(index: int) -> DeviceInfo:
 
 
 class _CudaExecution(Execution):
-    def __init__(self, function: Any, launch: Launch):
+    def __init__(self, function: Any, launch: Launch, sum_function: Any = None):
         self._inputs = launch.inputs
         self._C = np.empty(launch.output_shape, dtype=launch.inputs[0].dtype)
         self._buffers = [drv.mem_alloc(X.nbytes) for X in (*launch.inputs, self._C)]
         self._function = function
-        self._args = (*self._buffers, *(np.int32(value) for value in launch.scalars))
         self._grid = launch.groups
         self._block = launch.block
+        self._sum = None
+        target = self._buffers[2]
+        self._outputs = [(target, self._C.nbytes)]  # what poison() fills
+        if launch.slices > 1:
+            # A split product: partial products into a workspace, then their sum into C.
+            target = drv.mem_alloc(self._C.nbytes * launch.slices)
+            self._buffers.append(target)
+            self._outputs.append((target, self._C.nbytes * launch.slices))
+            M, N = self._C.shape[-2:]
+            blocks = -(-(M * N) // warp.SUM_BLOCK)
+            self._sum = (
+                sum_function,
+                (blocks, 1, 1),
+                (warp.SUM_BLOCK, 1, 1),
+                (target, self._buffers[2], *map(np.int32, (M, N, N, launch.slices))),
+            )
+        self._args = (*self._buffers[:2], target, *(np.int32(value) for value in launch.scalars))
         self._start, self._end = drv.Event(), drv.Event()
+        self.tile, self.params = launch.tile, launch.params
 
     def upload(self) -> None:
         drv.memcpy_htod(self._buffers[0], self._inputs[0])
@@ -107,14 +126,18 @@ class _CudaExecution(Execution):
 
     def poison(self) -> None:
         # NaN for floats (0x7FC00000 in every 32-bit word is a NaN in float64
-        # too), the most negative int for integers.
+        # too), the most negative int for integers; the workspace of a split too.
         pattern = _NAN_BITS_F32 if self._C.dtype.kind == "f" else 0x80000000
-        drv.memset_d32(self._buffers[2], pattern, self._C.nbytes // 4)
+        for buffer, nbytes in self._outputs:
+            drv.memset_d32(buffer, pattern, nbytes // 4)
         drv.Context.synchronize()
 
     def run(self) -> float:
         self._start.record()
         self._function.prepared_call(self._grid, self._block, *self._args)
+        if self._sum is not None:
+            function, grid, block, args = self._sum
+            function.prepared_call(grid, block, *args)
         self._end.record()
         self._end.synchronize()
         return self._start.time_till(self._end) * 1e-3
@@ -129,10 +152,31 @@ class _CudaExecution(Execution):
         self._buffers = []
 
 
+class _CublasExecution(_CudaExecution):
+    """The vendor line: cuBLAS on buffers laid out as for the kernels, timed alike."""
+
+    def __init__(self, cublas: Any, launch: Launch):
+        super().__init__(None, launch)
+        self._cublas = cublas
+        self._sizes = launch.scalars[:6]  # M, N, K, lda, ldb, ldc
+
+    def run(self) -> float:
+        M, N, K, lda, ldb, ldc = self._sizes
+        A, B, C = (int(buffer) for buffer in self._buffers[:3])
+        self._start.record()
+        self._cublas.gemm(self._C.dtype, M, N, K, A, lda, B, ldb, C, ldc)
+        self._end.record()
+        self._end.synchronize()
+        return self._start.time_till(self._end) * 1e-3
+
+
 class CudaBackend(Backend):
     name = "cuda"
     description = "PyCUDA kernels from kernels/cuda on an NVIDIA GPU"
-    VARIANTS: ClassVar[VariantTable] = compiled_variants("thread", "shared")
+    VARIANTS: ClassVar[VariantTable] = with_vendor(
+        compiled_variants("thread", "shared"),
+        "cuBLAS (S/DGEMM, no TF32) on the same device buffers, through its C library",
+    )
 
     def __init__(self, device: str | int | None = None):
         available, reason = self.available()
@@ -142,8 +186,10 @@ class CudaBackend(Backend):
         self._device = _describe(index)
         self._context = drv.Device(index).make_context()
         self._context.pop()  # current only inside _active()
-        self._functions: dict[tuple[str, str, int, str], Any] = {}
-        self._modules: list[Any] = []
+        self._cublas: Any = None  # made on first use of the vendor variant
+        self._cublas_problem: str | None = None
+        self._modules: dict[tuple[str, tuple[str, ...]], Any] = {}  # (family, options)
+        self._functions: dict[tuple[str, tuple[str, ...], str], Any] = {}
 
     @staticmethod
     def _select(selector: str | int | None) -> int:
@@ -186,10 +232,16 @@ class CudaBackend(Backend):
         return self._device
 
     def tile_problem(
-        self, variant: str, tile: int, itemsize: int = 4, op: str = "mm"
+        self,
+        variant: str,
+        tile: int,
+        itemsize: int = 4,
+        op: str = "mm",
+        config: WarpConfig | None = None,
     ) -> str | None:
+        spec = self.variant_spec(variant, op)
         return super().tile_problem(variant, tile, itemsize, op) or group_problem(
-            self._device, self.variant_spec(variant, op), tile, itemsize, "threads", "shared"
+            self._device, spec, tile, itemsize, "threads", "shared", config
         )
 
     @contextmanager
@@ -200,46 +252,73 @@ class CudaBackend(Backend):
         finally:
             drv.Context.pop()
 
-    def _function(self, op: str, variant: str, tile: int, dtype: np.dtype) -> Any:
-        """The compiled kernel, built once per (family, variant, tile, dtype) and reused."""
-        spec = self.variant_spec(variant, op)
-        family = kernel_family(op, spec)
-        key = (family, variant, tile, dtype.name)
-        if key not in self._functions:
-            from pycuda.compiler import SourceModule
+    def _function(self, family: str, options: tuple[str, ...], kernel: str, args: str) -> Any:
+        """A kernel of a family's file built with ``options``: compiled once, reused.
 
-            path, source = read_kernel(family, "cuda")
-            options = build_options(tile, dtype, spec)
-            try:
-                module = SourceModule(source, options=options, no_extern_c=True)
-            except drv.CompileError as error:
-                raise KernelCompileError(
-                    backend=self.name,
-                    path=path,
-                    source=source,
-                    options=options,
-                    device=self._device.name,
-                    log=error.stderr or str(error),
-                ) from error
-            function = module.get_function(spec.kernel)
-            # Three pointers, then the integer arguments of the family (see plan_launch).
-            function.prepare("PPP" + "i" * (6 if family == "rmm" else 9))
-            self._modules.append(module)
+        ``args`` is PyCUDA's signature of its arguments ("P" a pointer, "i" an int).
+        """
+        key = (family, options, kernel)
+        if key not in self._functions:
+            if (family, options) not in self._modules:
+                from pycuda.compiler import SourceModule
+
+                path, source = read_kernel(family, "cuda")
+                try:
+                    module = SourceModule(source, options=list(options), no_extern_c=True)
+                except drv.CompileError as error:
+                    raise KernelCompileError(
+                        backend=self.name,
+                        path=path,
+                        source=source,
+                        options=list(options),
+                        device=self._device.name,
+                        log=error.stderr or str(error),
+                    ) from error
+                self._modules[family, options] = module
+            function = self._modules[family, options].get_function(kernel)
+            function.prepare(args)
             self._functions[key] = function
         return self._functions[key]
 
+    def variant_problem(self, variant: str, dtype: np.dtype, op: str = "mm") -> str | None:
+        if variant != "vendor":
+            return None
+        from xbackend.vendor import Cublas, VendorUnavailable
+
+        if self._cublas is None and self._cublas_problem is None:
+            with self._active():
+                try:
+                    self._cublas = Cublas()
+                except VendorUnavailable as error:
+                    self._cublas_problem = str(error)
+        return self._cublas_problem or Cublas.dtype_problem(dtype)
+
     def _execution(
-        self, op: str, variant: str, tile: int | None, A: np.ndarray, B: np.ndarray
+        self,
+        op: str,
+        variant: str,
+        tile: int | None,
+        A: np.ndarray,
+        B: np.ndarray,
+        params: Mapping[str, int] | None = None,
     ) -> Execution:
-        assert tile is not None
-        per_thread = self.variant_spec(variant, op).per_thread(tile)
-        launch = plan_launch(op, A, B, tile, per_thread)
+        if variant == "vendor":
+            return _CublasExecution(self._cublas, plan_launch(op, A, B, 1))
+        launch = self._plan(op, variant, tile, A, B, params)
         if launch.groups[1] > _MAX_GRID_Y or launch.groups[2] > _MAX_GRID_Y:
             raise UnsupportedParameter(
                 f"cuda: {launch.output_shape} needs more than {_MAX_GRID_Y} blocks "
-                f"along y or z with tile {tile}"
+                f"along y or z with tile {launch.tile or tile}"
             )
-        return _CudaExecution(self._function(op, variant, tile, A.dtype), launch)
+        family = kernel_family(op, self.variant_spec(variant, op))
+        # Three pointers, then the integer arguments of the family (see plan_launch).
+        function = self._function(
+            family, launch.options, launch.kernel, "PPP" + "i" * len(launch.scalars)
+        )
+        summing = None
+        if launch.slices > 1:
+            summing = self._function(family, launch.options, warp.SUM_KERNEL, "PPiiii")
+        return _CudaExecution(function, launch, summing)
 
     def _is_out_of_memory(self, error: BaseException) -> bool:
         return isinstance(error, drv.MemoryError) or super()._is_out_of_memory(error)
@@ -250,6 +329,8 @@ class CudaBackend(Backend):
             self._functions.clear()
             context.push()
             try:
+                if self._cublas is not None:
+                    self._cublas.close()  # its handle belongs to this context
                 self._modules.clear()  # unloads the modules while their context is current
                 drv.Context.synchronize()
             except drv.Error:

@@ -19,12 +19,15 @@ from __future__ import annotations
 import ctypes
 import os
 import sysconfig
+import time
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 
+from xbackend.backends import warp
 from xbackend.backends.base import (
     Backend,
     DeviceInfo,
@@ -34,14 +37,15 @@ from xbackend.backends.base import (
     UnsupportedParameter,
     VariantTable,
     XBackendError,
-    build_options,
     compiled_variants,
     group_problem,
     kernel_family,
     plan_launch,
     poison_value,
     read_kernel,
+    with_vendor,
 )
+from xbackend.backends.warp import WarpConfig
 
 try:
     import pyopencl as cl
@@ -169,7 +173,7 @@ def select_device(selector: str | int | None, pairs: list[tuple[Any, Any]]) -> t
 
 
 class _ClExecution(Execution):
-    def __init__(self, backend: OpenCLBackend, kernel: Any, launch: Launch):
+    def __init__(self, backend: OpenCLBackend, kernel: Any, launch: Launch, sum_kernel: Any = None):
         self._queue = backend._queue
         self._inputs = launch.inputs
         dtype = launch.inputs[0].dtype
@@ -181,10 +185,27 @@ class _ClExecution(Execution):
             cl.Buffer(context, flags.READ_ONLY, launch.inputs[1].nbytes),
             cl.Buffer(context, flags.WRITE_ONLY, self._C.nbytes),
         ]
+        target = self._buffers[2]
+        self._outputs = [(target, self._C.nbytes)]  # what poison() fills
+        self._sum = None
+        if launch.slices > 1:
+            # A split product: partial products into a workspace, then their sum into C.
+            nbytes = self._C.nbytes * launch.slices
+            target = cl.Buffer(context, flags.READ_WRITE, nbytes)
+            self._buffers.append(target)
+            self._outputs.append((target, nbytes))
+            M, N = self._C.shape[-2:]
+            sum_kernel.set_args(target, self._buffers[2], *map(np.int32, (M, N, N, launch.slices)))
+            blocks = -(-(M * N) // warp.SUM_BLOCK)
+            self._sum = (sum_kernel, (blocks * warp.SUM_BLOCK,), (warp.SUM_BLOCK,))
         self._kernel = kernel
-        self._kernel.set_args(*self._buffers, *(np.int32(value) for value in launch.scalars))
+        if kernel is not None:  # None: a library computes the product (vendor)
+            self._kernel.set_args(
+                *self._buffers[:2], target, *(np.int32(value) for value in launch.scalars)
+            )
         self._local = launch.block
         self._global = tuple(g * b for g, b in zip(launch.groups, launch.block, strict=True))
+        self.tile, self.params = launch.tile, launch.params
 
     def upload(self) -> None:
         cl.enqueue_copy(self._queue, self._buffers[0], self._inputs[0], is_blocking=False)
@@ -192,7 +213,8 @@ class _ClExecution(Execution):
 
     def poison(self) -> None:
         pattern = np.array(poison_value(self._C.dtype), dtype=self._C.dtype)
-        cl.enqueue_fill_buffer(self._queue, self._buffers[2], pattern, 0, self._C.nbytes).wait()
+        for buffer, nbytes in self._outputs:
+            cl.enqueue_fill_buffer(self._queue, buffer, pattern, 0, nbytes).wait()
 
     def run(self) -> float:
         try:
@@ -204,8 +226,13 @@ class _ClExecution(Execution):
                     f"for this kernel: {error}"
                 ) from error
             raise
-        event.wait()
-        return (event.profile.end - event.profile.start) * 1e-9
+        last = event
+        if self._sum is not None:
+            kernel, size, local = self._sum
+            last = cl.enqueue_nd_range_kernel(self._queue, kernel, size, local)
+        last.wait()
+        # An in-order queue: the sum starts after the product ends.
+        return (last.profile.end - event.profile.start) * 1e-9
 
     def download(self) -> np.ndarray:
         cl.enqueue_copy(self._queue, self._C, self._buffers[2], is_blocking=True)
@@ -217,10 +244,35 @@ class _ClExecution(Execution):
         self._buffers = []
 
 
+class _ClblastExecution(_ClExecution):
+    """The vendor line: CLBlast on buffers laid out as for the kernels.
+
+    CLBlast may run helper kernels before its GEMM and its event covers only the
+    last one, so the whole call is timed by the host clock around a finished queue.
+    """
+
+    def __init__(self, backend: OpenCLBackend, clblast: Any, launch: Launch):
+        self._clblast = clblast
+        self._sizes = launch.scalars[:6]  # M, N, K, lda, ldb, ldc
+        super().__init__(backend, None, launch)
+
+    def run(self) -> float:
+        M, N, K, lda, ldb, ldc = self._sizes
+        A, B, C = self._buffers[:3]
+        self._queue.finish()
+        start = time.perf_counter()
+        self._clblast.gemm(self._queue, A, B, C, M, N, K, lda, ldb, ldc, self._C.dtype)
+        self._queue.finish()
+        return time.perf_counter() - start
+
+
 class OpenCLBackend(Backend):
     name = "opencl"
     description = "PyOpenCL kernels from kernels/opencl on any OpenCL device"
-    VARIANTS: ClassVar[VariantTable] = compiled_variants("work-item", "local")
+    VARIANTS: ClassVar[VariantTable] = with_vendor(
+        compiled_variants("work-item", "local"),
+        "CLBlast's GEMM (through pyclblast) on the same buffers, timed by the host clock",
+    )
 
     def __init__(self, device: str | int | None = None):
         available, reason = self.available()
@@ -233,7 +285,8 @@ class OpenCLBackend(Backend):
         self._queue = cl.CommandQueue(
             self._context, properties=cl.command_queue_properties.PROFILING_ENABLE
         )
-        self._kernels: dict[tuple[str, str, int, str], Any] = {}
+        self._programs: dict[tuple[str, tuple[str, ...]], Any] = {}  # (family, options)
+        self._kernels: dict[tuple[str, tuple[str, ...], str], Any] = {}
 
     @classmethod
     def available(cls) -> tuple[bool, str]:
@@ -265,10 +318,16 @@ class OpenCLBackend(Backend):
         return self._device
 
     def tile_problem(
-        self, variant: str, tile: int, itemsize: int = 4, op: str = "mm"
+        self,
+        variant: str,
+        tile: int,
+        itemsize: int = 4,
+        op: str = "mm",
+        config: WarpConfig | None = None,
     ) -> str | None:
+        spec = self.variant_spec(variant, op)
         return super().tile_problem(variant, tile, itemsize, op) or group_problem(
-            self._device, self.variant_spec(variant, op), tile, itemsize, "work-items", "local"
+            self._device, spec, tile, itemsize, "work-items", "local", config
         )
 
     def dtype_problem(self, dtype: np.dtype) -> str | None:
@@ -276,46 +335,70 @@ class OpenCLBackend(Backend):
             return f"{self._device.name} has no double precision (cl_khr_fp64)"
         return None
 
-    def _kernel(self, op: str, variant: str, tile: int, dtype: np.dtype) -> Any:
-        """The compiled kernel, built once per (family, variant, tile, dtype) and reused."""
-        spec = self.variant_spec(variant, op)
-        family = kernel_family(op, spec)
-        key = (family, variant, tile, dtype.name)
+    def _kernel(self, family: str, options: tuple[str, ...], kernel: str, dtype: np.dtype) -> Any:
+        """A kernel of a family's file built with ``options``: compiled once, reused."""
+        key = (family, options, kernel)
         if key not in self._kernels:
-            path, source = read_kernel(family, "opencl")
-            options = build_options(tile, dtype, spec)
-            if dtype == np.float64:
-                options.append("-DXB_FP64")
-            options += os.environ.get(BUILD_OPTIONS_ENV, "").split()
-            try:
-                with warnings.catch_warnings():
-                    # Some runtimes (Intel's) log every successful build; a
-                    # failed build still reaches the user through the error.
-                    warnings.simplefilter("ignore", cl.CompilerWarning)
-                    program = cl.Program(self._context, source).build(options=options)
-            except cl.RuntimeError as error:
-                raise KernelCompileError(
-                    backend=self.name,
-                    path=path,
-                    source=source,
-                    options=options,
-                    device=self._device.name,
-                    log=str(error),
-                ) from error
+            if (family, options) not in self._programs:
+                self._programs[family, options] = self._build(family, list(options), dtype)
             # Not checked against CL_KERNEL_WORK_GROUP_SIZE: NVIDIA's driver reports
             # 256 for these kernels, yet runs 32×32 groups correctly (H200, driver
             # 580.159.04). The device limit is checked by tile_problem; a group the
             # kernel cannot take fails at launch, with the driver's reason.
-            self._kernels[key] = cl.Kernel(program, spec.kernel)
+            self._kernels[key] = cl.Kernel(self._programs[family, options], kernel)
         return self._kernels[key]
 
+    def _build(self, family: str, options: list[str], dtype: np.dtype) -> Any:
+        path, source = read_kernel(family, "opencl")
+        if dtype == np.float64:
+            options.append("-DXB_FP64")
+        options += os.environ.get(BUILD_OPTIONS_ENV, "").split()
+        try:
+            with warnings.catch_warnings():
+                # Some runtimes (Intel's) log every successful build; a
+                # failed build still reaches the user through the error.
+                warnings.simplefilter("ignore", cl.CompilerWarning)
+                return cl.Program(self._context, source).build(options=options)
+        except cl.RuntimeError as error:
+            raise KernelCompileError(
+                backend=self.name,
+                path=path,
+                source=source,
+                options=options,
+                device=self._device.name,
+                log=str(error),
+            ) from error
+
+    def variant_problem(self, variant: str, dtype: np.dtype, op: str = "mm") -> str | None:
+        if variant != "vendor":
+            return None
+        from xbackend.vendor import Clblast
+
+        available, reason = Clblast.available()
+        if not available:
+            return reason
+        return Clblast.dtype_problem(dtype, self._cl_device)
+
     def _execution(
-        self, op: str, variant: str, tile: int | None, A: np.ndarray, B: np.ndarray
+        self,
+        op: str,
+        variant: str,
+        tile: int | None,
+        A: np.ndarray,
+        B: np.ndarray,
+        params: Mapping[str, int] | None = None,
     ) -> Execution:
-        assert tile is not None
-        kernel = self._kernel(op, variant, tile, A.dtype)
-        per_thread = self.variant_spec(variant, op).per_thread(tile)
-        return _ClExecution(self, kernel, plan_launch(op, A, B, tile, per_thread))
+        if variant == "vendor":
+            from xbackend.vendor import Clblast
+
+            return _ClblastExecution(self, Clblast(), plan_launch(op, A, B, 1))
+        launch = self._plan(op, variant, tile, A, B, params)
+        family = kernel_family(op, self.variant_spec(variant, op))
+        kernel = self._kernel(family, launch.options, launch.kernel, A.dtype)
+        summing = None
+        if launch.slices > 1:
+            summing = self._kernel(family, launch.options, warp.SUM_KERNEL, A.dtype)
+        return _ClExecution(self, kernel, launch, summing)
 
     def _is_out_of_memory(self, error: BaseException) -> bool:
         codes = (
@@ -331,6 +414,7 @@ class OpenCLBackend(Backend):
         if self._closed:
             return
         getattr(self, "_kernels", {}).clear()
+        getattr(self, "_programs", {}).clear()
         queue = getattr(self, "_queue", None)
         if queue is not None:
             queue.finish()

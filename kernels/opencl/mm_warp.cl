@@ -1,0 +1,268 @@
+// The top rungs of the ladder: C = A · B (row-major, leading dimensions and batch
+// strides as in mm.cl) with 16-byte loads, conflict-free local memory, warp tiles
+// and, optionally, double buffering.
+//
+// A work-group computes a BM×BN tile of C. Its threads form groups; a group computes a
+// WM×WN part of the tile, and each thread of it a TM×TN patch in registers, as
+// (TM/4)×(TN/4) pieces of 4×4 outputs spread over the group's part: neighbouring
+// threads own neighbouring pieces, so their 16-byte reads of the slabs cover all
+// the banks. With WM×WN = BM×BN the whole block is one group (the rung `vec4`);
+// with a group of 32 threads, a group is a warp and its part a warp tile (`warp`):
+// a warp then reads fewer distinct words of the slabs per step, and the values it
+// reads are shared by fewer threads' registers.
+//
+// Per step along K the block stages a BM×BK slab of A and a BK×BN slab of B. Each
+// thread brings 4 consecutive elements of a row at a time: one 16-byte load where
+// VEC4 says every row starts 16-byte aligned and all 4 lie inside the matrix, else
+// 4 guarded loads (edges read as zero). A is stored transposed, As[k][m], in rows
+// of BM + PAD: the padding moves the k = 4 rows by 16 banks, so the transposed
+// stores of a warp do not collide. With DOUBLE_BUFFER, the next slabs are read
+// from global memory while this one is multiplied, into the other half of a
+// double-sized buffer; one barrier per step then suffices.
+//
+// Split K: with k_slice < K, z runs over ranges of K of k_slice elements (a
+// multiple of BK), and each block writes the partial tile of its range into its
+// own M×N slice of C (strideC apart); mm_sum_slices then adds the slices. A small
+// C gets enough blocks to fill the GPU that way. Without a split, k_slice = K and
+// z is the batch of bmm.
+//
+// Compile-time parameters (-D options): BM, BN, BK, WM, WN, TM, TN; VEC4 and
+// LOCAL4 (4-byte types only: LOCAL4 reads the slabs as 4-element vectors, 16-byte
+// reads that ptxas also finds in the scalar code); DOUBLE_BUFFER; MIN_BLOCKS
+// (CUDA's launch bounds); REAL (float, double, int).
+// The CUDA twin, kernels/cuda/mm_warp.cu, has the same kernels line for line.
+// XB_FP64 is defined when REAL is double, to enable cl_khr_fp64.
+
+#ifdef XB_FP64
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#endif
+
+#ifndef BM
+#define BM 128
+#endif
+#ifndef BN
+#define BN 128
+#endif
+#ifndef BK
+#define BK 8
+#endif
+#ifndef WM
+#define WM 32
+#endif
+#ifndef WN
+#define WN 64
+#endif
+#ifndef TM
+#define TM 8
+#endif
+#ifndef TN
+#define TN 8
+#endif
+#ifndef REAL
+#define REAL float
+#endif
+#ifndef MIN_BLOCKS
+#define MIN_BLOCKS 1  // blocks per multiprocessor that CUDA must leave registers for
+#endif
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+#define REAL4 CAT(REAL, 4)
+
+#define GROUP_THREADS ((WM / TM) * (WN / TN))
+#define THREADS ((BM / WM) * (BN / WN) * GROUP_THREADS)
+#define PAD 4
+#define LDA_S (BM + PAD)  // row length of the transposed A slab in local memory
+#define A_LOADS (BM * BK / 4 / THREADS)  // 4-element pieces of the A slab per thread
+#define B_LOADS (BK * BN / 4 / THREADS)
+#ifdef DOUBLE_BUFFER
+#define STAGES 2
+#else
+#define STAGES 1
+#endif
+
+#if TM % 4 || TN % 4 || WM % TM || WN % TN || BM % WM || BN % WN || BK % 4
+#error "TM, TN, BK must be multiples of 4, WM of TM, WN of TN, BM of WM, BN of WN"
+#endif
+#if (BM * BK / 4) % THREADS || (BK * BN / 4) % THREADS
+#error "every thread must load whole 4-element pieces of both slabs"
+#endif
+
+// Elements col .. col + 3 of row `row` of X (rows × cols, leading dimension ld)
+// into v[0..3]; those outside the matrix read as zero.
+inline void load4(REAL* v, __global const REAL* restrict X, const int ld,
+                  const int row, const int col,
+                  const int rows, const int cols)
+{
+    if (row < rows && col + 3 < cols) {
+        __global const REAL* p = X + row * ld + col;
+#ifdef VEC4
+        const REAL4 q = *(__global const REAL4*)p;
+        v[0] = q.x; v[1] = q.y; v[2] = q.z; v[3] = q.w;
+#else
+        v[0] = p[0]; v[1] = p[1]; v[2] = p[2]; v[3] = p[3];
+#endif
+    } else {
+        for (int c = 0; c < 4; ++c)
+            v[c] = (row < rows && col + c < cols) ? X[row * ld + col + c] : (REAL)0;
+    }
+}
+
+// This thread's pieces of the slabs at k0, from global memory into registers.
+inline void fetch(REAL* a, REAL* b,
+                  __global const REAL* restrict A, __global const REAL* restrict B,
+                  const int M, const int N, const int K,
+                  const int lda, const int ldb,
+                  const int row0, const int col0, const int k0,
+                  const int thread)
+{
+    for (int p = 0; p < A_LOADS; ++p) {
+        const int piece = thread + p * THREADS;
+        load4(a + 4 * p, A, lda, row0 + piece / (BK / 4), k0 + piece % (BK / 4) * 4, M, K);
+    }
+    for (int p = 0; p < B_LOADS; ++p) {
+        const int piece = thread + p * THREADS;
+        load4(b + 4 * p, B, ldb, k0 + piece / (BN / 4), col0 + piece % (BN / 4) * 4, K, N);
+    }
+}
+
+// The same pieces from registers into one stage of the local slabs.
+inline void stash(__local REAL* As, __local REAL* Bs, const REAL* a, const REAL* b,
+                  const int thread)
+{
+    for (int p = 0; p < A_LOADS; ++p) {
+        const int piece = thread + p * THREADS;
+        const int m = piece / (BK / 4), k = piece % (BK / 4) * 4;
+        for (int c = 0; c < 4; ++c)
+            As[(k + c) * LDA_S + m] = a[4 * p + c];
+    }
+    for (int p = 0; p < B_LOADS; ++p) {
+        const int piece = thread + p * THREADS;
+        const int k = piece / (BN / 4), n = piece % (BN / 4) * 4;
+        for (int c = 0; c < 4; ++c)
+            Bs[k * BN + n + c] = b[4 * p + c];
+    }
+}
+
+__kernel __attribute__((reqd_work_group_size(THREADS, 1, 1)))
+void mm_warp(__global const REAL* restrict A,
+             __global const REAL* restrict B,
+             __global REAL* restrict C,
+             const int M, const int N, const int K,
+             const int lda, const int ldb, const int ldc,
+             const int strideA, const int strideB, const int strideC,
+             const int k_slice)
+{
+    __local REAL As[STAGES * BK * LDA_S] __attribute__((aligned(16)));
+    __local REAL Bs[STAGES * BK * BN] __attribute__((aligned(16)));
+
+    // z: the batch, or the K range of a split product (see above).
+    // A K range is a whole number of slabs: no slab crosses into the next range.
+    const int slices = (K + k_slice - 1) / k_slice;
+    const int batch = get_group_id(2) / slices;
+    const int k_begin = get_group_id(2) % slices * k_slice;
+    const int k_end = min(K, k_begin + k_slice);
+    A += batch * strideA;
+    B += batch * strideB;
+    C += get_group_id(2) * strideC;
+    const int thread = get_local_id(0);
+    const int row0 = get_group_id(1) * BM;
+    const int col0 = get_group_id(0) * BN;
+    // Where this thread's first 4×4 piece lies in the block's tile: its group's
+    // part, then its place among the group's threads.
+    const int group = thread / GROUP_THREADS, lane = thread % GROUP_THREADS;
+    const int m0 = group / (BN / WN) * WM + lane / (WN / TN) * 4;
+    const int n0 = group % (BN / WN) * WN + lane % (WN / TN) * 4;
+    // Piece i/4 of the rows lies (i/4)·(WM/TM)·4 rows below the first: i·(WM/TM).
+#define ROW_OF(i) (m0 + (i) / 4 * 4 * (WM / TM) + (i) % 4)
+#define COL_OF(j) (n0 + (j) / 4 * 4 * (WN / TN) + (j) % 4)
+
+    REAL acc[TM][TN];
+    for (int i = 0; i < TM; ++i)
+        for (int j = 0; j < TN; ++j)
+            acc[i][j] = 0;
+    REAL a_next[4 * A_LOADS], b_next[4 * B_LOADS];
+
+#ifdef DOUBLE_BUFFER
+    fetch(a_next, b_next, A, B, M, N, K, lda, ldb, row0, col0, k_begin, thread);
+    stash(As, Bs, a_next, b_next, thread);
+    barrier(CLK_LOCAL_MEM_FENCE);
+#endif
+    for (int k0 = k_begin, stage = 0; k0 < k_end; k0 += BK) {
+#ifdef DOUBLE_BUFFER
+        // The next slabs travel from global memory while this one is multiplied.
+        if (k0 + BK < k_end)
+            fetch(a_next, b_next, A, B, M, N, K, lda, ldb, row0, col0, k0 + BK, thread);
+#else
+        fetch(a_next, b_next, A, B, M, N, K, lda, ldb, row0, col0, k0, thread);
+        stash(As, Bs, a_next, b_next, thread);
+        barrier(CLK_LOCAL_MEM_FENCE);
+#endif
+        __local const REAL* as = As + stage * BK * LDA_S;
+        __local const REAL* bs = Bs + stage * BK * BN;
+        for (int k = 0; k < BK; ++k) {
+            REAL a[TM], b[TN];
+#ifdef LOCAL4
+            for (int i = 0; i < TM; i += 4) {
+                const REAL4 q = *(__local const REAL4*)&as[k * LDA_S + ROW_OF(i)];
+                a[i] = q.x; a[i + 1] = q.y; a[i + 2] = q.z; a[i + 3] = q.w;
+            }
+            for (int j = 0; j < TN; j += 4) {
+                const REAL4 q = *(__local const REAL4*)&bs[k * BN + COL_OF(j)];
+                b[j] = q.x; b[j + 1] = q.y; b[j + 2] = q.z; b[j + 3] = q.w;
+            }
+#else
+            for (int i = 0; i < TM; ++i)
+                a[i] = as[k * LDA_S + ROW_OF(i)];
+            for (int j = 0; j < TN; ++j)
+                b[j] = bs[k * BN + COL_OF(j)];
+#endif
+            for (int i = 0; i < TM; ++i)
+                for (int j = 0; j < TN; ++j)
+                    acc[i][j] += a[i] * b[j];
+        }
+#ifdef DOUBLE_BUFFER
+        // Nobody reads the other stage now: the barrier below ended its last use.
+        stage ^= 1;
+        if (k0 + BK < k_end)
+            stash(As + stage * BK * LDA_S, Bs + stage * BK * BN, a_next, b_next, thread);
+#endif
+        // Before the next step: its slabs are complete, and no one still reads
+        // the ones its stash overwrites.
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+
+    for (int i = 0; i < TM; ++i) {
+        const int row = row0 + ROW_OF(i);
+        for (int j = 0; j < TN; j += 4) {
+            const int col = col0 + COL_OF(j);
+            __global REAL* c = C + row * ldc + col;
+#ifdef VEC4
+            if (row < M && col + 3 < N) {
+                REAL4 q;
+                q.x = acc[i][j]; q.y = acc[i][j + 1]; q.z = acc[i][j + 2]; q.w = acc[i][j + 3];
+                *(__global REAL4*)c = q;
+                continue;
+            }
+#endif
+            for (int c4 = 0; c4 < 4; ++c4)
+                if (row < M && col + c4 < N)
+                    c[c4] = acc[i][j + c4];
+        }
+    }
+}
+
+// C = the sum of the `slices` partial products of a split launch: W holds them as
+// M×N matrices one after another. One thread per element of C.
+__kernel __attribute__((reqd_work_group_size(256, 1, 1)))
+void mm_sum_slices(__global const REAL* restrict W,
+                   __global REAL* restrict C,
+                   const int M, const int N, const int ldc, const int slices)
+{
+    const int element = get_group_id(0) * 256 + get_local_id(0);
+    if (element >= M * N)
+        return;
+    REAL sum = 0;
+    for (int s = 0; s < slices; ++s)
+        sum += W[s * M * N + element];
+    C[element / N * ldc + element % N] = sum;
+}

@@ -1,0 +1,192 @@
+"""``xbackend tune``: search the mm_warp parameters on this device and cache the best.
+
+Every candidate is verified against the float64 check before its time counts; a
+wrong one is reported and never chosen. The best per (backend, device, variant,
+dtype, shape class) goes to one JSON file, ``$XDG_CACHE_HOME/xbackend/tuned.json``
+(``~/.cache`` by default) or the path in ``XBACKEND_TUNE_CACHE``. The tuned variants
+read it for every product (``Backend._warp_config``); without an entry they use
+the size-aware default of ``backends/warp.py``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import statistics
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from xbackend.backends import warp
+from xbackend.problems import Reference, Shape, check, make_operands
+
+if TYPE_CHECKING:
+    from xbackend.backends.base import Backend
+
+CACHE_ENV = "XBACKEND_TUNE_CACHE"
+FORMAT = 1
+SPLITS = (1, 2, 3, 4, 6)  # K ranges tried where the output is small
+
+
+def cache_path() -> Path:
+    explicit = os.environ.get(CACHE_ENV)
+    if explicit:
+        return Path(explicit)
+    base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+    return base / "xbackend" / "tuned.json"
+
+
+def _key(backend: str, device: str, variant: str, dtype: str, shape_class: str) -> str:
+    return "|".join((backend, device, variant, dtype, shape_class))
+
+
+def load_entries(path: Path | None = None) -> dict[str, dict[str, Any]]:
+    """The cached choices; a missing or unreadable file is an empty cache."""
+    path = path or cache_path()
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        return {}
+    entries = data.get("entries", {})
+    return entries if isinstance(entries, dict) else {}
+
+
+def save_entries(entries: dict[str, dict[str, Any]], path: Path | None = None) -> Path:
+    """Write the cache whole, through a temporary file, so a reader never sees half."""
+    path = path or cache_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_suffix(f".{os.getpid()}.tmp")
+    text = json.dumps({"format": FORMAT, "entries": entries}, indent=1, sort_keys=True)
+    temporary.write_text(text + "\n", encoding="utf-8")
+    os.replace(temporary, path)
+    return path
+
+
+def lookup(
+    backend: Backend, variant: str, dtype: np.dtype, shape_class: str
+) -> warp.WarpConfig | None:
+    """The cached configuration for a product on ``backend``'s device, or None."""
+    key = _key(backend.name, backend.device.name, variant, np.dtype(dtype).name, shape_class)
+    entry = load_entries().get(key)
+    if entry is None:
+        return None
+    try:
+        return warp.WarpConfig.from_dict(entry["params"])
+    except (KeyError, TypeError, ValueError):
+        return None  # written by another version: ignore it, as if not tuned
+
+
+@dataclasses.dataclass
+class Trial:
+    config: warp.WarpConfig
+    tflops: float | None  # None: not timed (wrong result or error)
+    status: str  # "ok", "wrong", or the error
+
+
+@dataclasses.dataclass
+class TuneResult:
+    variant: str
+    shape: Shape
+    shape_class: str
+    trials: list[Trial]
+    untuned_tflops: float | None  # the default the variant used before tuning
+
+    @property
+    def best(self) -> Trial | None:
+        timed = [trial for trial in self.trials if trial.tflops is not None]
+        return max(timed, key=lambda trial: trial.tflops or 0.0) if timed else None
+
+
+def search_space(
+    backend: Backend, variant: str, shape: Shape, itemsize: int
+) -> list[warp.WarpConfig]:
+    """The candidates of ``variant`` that this device can run, with K splits for
+    outputs too small to fill it."""
+    spec = backend.variant_spec(variant)
+    units = backend.device.compute_units or 0
+    small = warp.shape_class(shape.M, shape.N, units) == "small"
+    configs = []
+    for config in warp.candidates(spec.layout):
+        if backend.tile_problem(variant, config.BM, itemsize, "mm", config):
+            continue
+        for slices in SPLITS if small else (1,):
+            if slices == 1 or shape.K // slices >= warp.MIN_K_SLICE:
+                configs.append(config.with_slices(slices))
+    return configs
+
+
+def tune(
+    backend: Backend,
+    variants: Iterable[str],
+    shapes: Iterable[Shape],
+    dtype: np.dtype,
+    *,
+    seed: int = 0,
+    samples: int = 5,
+    progress: Callable[[str], None] = print,
+    path: Path | None = None,
+) -> list[TuneResult]:
+    """Time every candidate of every variant at every shape; cache the best of each."""
+    results = []
+    units = backend.device.compute_units or 0
+    for shape in shapes:
+        A, B = make_operands(shape, seed=seed, dtype=dtype)
+        reference = Reference.of(A, B)
+        shape_class = warp.shape_class(shape.M, shape.N, units)
+        for variant in variants:
+            default = _time(backend, A, B, reference, variant, None, samples)
+            space = search_space(backend, variant, shape, A.itemsize)
+            progress(f"{shape} ({shape_class}) {variant}: {len(space)} candidates")
+            trials = []
+            started = time.perf_counter()
+            for number, config in enumerate(space, 1):
+                trial = _time(backend, A, B, reference, variant, config, samples)
+                trials.append(trial)
+                speed = f"{trial.tflops:.2f} TFLOP/s" if trial.tflops else trial.status
+                progress(f"  [{number}/{len(space)}] {config.label}: {speed}")
+            result = TuneResult(variant, shape, shape_class, trials, default.tflops)
+            results.append(result)
+            best = result.best
+            if best is not None:
+                entries = load_entries(path)
+                key = _key(backend.name, backend.device.name, variant, A.dtype.name, shape_class)
+                entries[key] = {
+                    "params": best.config.to_dict(),
+                    "tflops": round(best.tflops or 0.0, 3),
+                    "shape": str(shape),
+                    "tuned_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                    "seconds": round(time.perf_counter() - started, 1),
+                }
+                save_entries(entries, path)
+    return results
+
+
+def _time(
+    backend: Backend,
+    A: np.ndarray,
+    B: np.ndarray,
+    reference: Reference,
+    variant: str,
+    config: warp.WarpConfig | None,
+    samples: int,
+) -> Trial:
+    params = None if config is None else config.to_dict()
+    try:
+        measured = backend.measure(
+            A, B, variant, params=params, warmup=1, samples=samples, min_samples=samples
+        )
+    except Exception as error:  # a candidate that fails to build or launch is skipped
+        return Trial(config or warp.WarpConfig(0, 0, 0, 0, 0, 0, 0), None, str(error)[:200])
+    chosen = config or warp.WarpConfig.from_dict(measured.params or {})
+    if not (
+        check(measured.result, reference).equal and check(measured.last_result, reference).equal
+    ):
+        return Trial(chosen, None, "wrong")
+    flops = 2 * A.shape[0] * A.shape[1] * B.shape[1]
+    return Trial(chosen, flops / statistics.median(measured.kernel_s) / 1e12, "ok")
