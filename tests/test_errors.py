@@ -79,7 +79,7 @@ def test_largest_buffer_over_the_allocation_limit_is_refused(backend, monkeypatc
 
 
 class _ExhaustedBackend(CpuBackend):
-    def _execution(self, op, variant, tile, A, B):
+    def _execution(self, op, variant, tile, A, B, params=None):
         raise MemoryError("cannot allocate")
 
 

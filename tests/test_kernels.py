@@ -62,7 +62,10 @@ def test_compile_error_shows_source_options_and_device(backend, monkeypatch):
     module = sys.modules[type(backend).__module__]
     path = ROOT / "kernels" / "broken"
     monkeypatch.setattr(module, "read_kernel", lambda *_: (path, "this is not C;\n"))
-    monkeypatch.setattr(backend, "_kernels" if backend.name == "opencl" else "_functions", {})
+    for cache in (
+        ("_programs", "_kernels") if backend.name == "opencl" else ("_modules", "_functions")
+    ):
+        monkeypatch.setattr(backend, cache, {})
     import numpy as np
 
     A = np.ones((2, 2), np.float32)

@@ -93,3 +93,48 @@ def test_device_is_described(backend: xbackend.Backend):
     assert device.name
     assert device.kind in ("cpu", "gpu", "accelerator", "other")
     assert set(device.to_dict()) >= {"name", "driver_version", "global_mem_bytes"}
+
+
+# Tuned variants (kernels/*/mm_warp) with explicit parameters: every layout, a split
+# along K into ranges that end inside a slab and past K, unaligned and aligned rows.
+TUNED_CASES = [
+    ({"BM": 64, "BN": 64, "BK": 8, "TM": 8, "TN": 4}, Shape(65, 700, 33)),
+    ({"BM": 128, "BN": 64, "BK": 16, "TM": 8, "TN": 8, "slices": 3}, Shape(130, 701, 67)),
+    ({"BM": 64, "BN": 128, "BK": 8, "TM": 8, "TN": 8, "slices": 4}, Shape(64, 1000, 132)),
+    ({"BM": 64, "BN": 64, "BK": 16, "TM": 4, "TN": 8, "slices": 6}, Shape(33, 301, 17)),
+]
+
+
+@pytest.mark.parametrize("params, shape", TUNED_CASES, ids=lambda x: str(x))
+def test_tuned_variants_with_explicit_parameters_and_split_k(backend, params, shape):
+    tuned = [v for v in backend.runnable_variants() if backend.variant_spec(v).tuned]
+    if not tuned:
+        pytest.skip(f"{backend.name} has no tuned variants")
+    A, B = make_operands(shape, SEED)
+    reference = Reference.of(A, B)
+    for variant in tuned:
+        layout = backend.variant_spec(variant).layout
+        chosen = dict(params)
+        if layout == "block":
+            chosen |= {"WM": params["BM"], "WN": params["BN"]}
+        else:  # one warp of 4×8 threads per group
+            chosen |= {"WM": 4 * params["TM"], "WN": 8 * params["TN"]}
+        measured = backend.measure(A, B, variant, params=chosen, warmup=0, samples=1)
+        assert measured.params is not None
+        requested, ran = params.get("slices", 1), measured.params["slices"]
+        assert 1 <= ran <= requested and (ran > 1) == (requested > 1)  # the split really ran
+        for output in (measured.result, measured.last_result):
+            verdict = check(output, reference)
+            assert verdict.equal, f"{variant} {chosen}: {verdict}"
+
+
+def test_tuned_parameters_are_checked(backend):
+    if "vec4" not in backend.variants():
+        pytest.skip(f"{backend.name} has no tuned variants")
+    A, B = make_operands(Shape(8, 8, 8), SEED)
+    with pytest.raises(xbackend.UnsupportedParameter, match="multiples of 4"):
+        backend.measure(A, B, "vec4", params={"TM": 6}, samples=0)
+    with pytest.raises(xbackend.UnsupportedParameter, match="unknown mm_warp parameters"):
+        backend.measure(A, B, "vec4", params={"TILE": 64}, samples=0)
+    with pytest.raises(xbackend.UnsupportedParameter, match="takes no launch parameters"):
+        backend.measure(A, B, "tiled", params={"BM": 64}, samples=0)

@@ -21,7 +21,7 @@ class _WrongBackend(CpuBackend):
 
     name = "wrong"
 
-    def _execution(self, op, variant, tile, A, B):
+    def _execution(self, op, variant, tile, A, B, params=None):
         return _HostExecution(op, variant, tile, A[:, :-1].copy(), B[:-1, :].copy())
 
 
@@ -30,7 +30,7 @@ class _FailingBackend(CpuBackend):
 
     name = "failing"
 
-    def _execution(self, op, variant, tile, A, B):
+    def _execution(self, op, variant, tile, A, B, params=None):
         if A.shape[0] > 8:
             raise RuntimeError("CL_OUT_OF_RESOURCES")
         return super()._execution(op, variant, tile, A, B)

@@ -68,7 +68,9 @@ def test_every_opencl_kernel_is_clean_under_oclgrind(oclgrind):
     # Two sizes; mm and bmm: naive and tiled at tiles 8, 16, 32, reg1d, reg2d,
     # reg2d_cf and reg2d_g4 at their two tiles each; rmm: naive4, naive and tiled at
     # 8, 16, 32.
-    assert done.stdout.count("PASS") == 2 * (2 * (3 + 3 + 2 + 2 + 2 + 2 + 4 * 2) + 3 * 3), done.stdout
+    assert done.stdout.count("PASS") == 2 * (2 * (3 + 3 + 2 + 2 + 2 + 2 + 4 * 2) + 3 * 3), (
+        done.stdout
+    )
 
 
 @pytest.mark.parametrize(
