@@ -152,3 +152,22 @@ def test_help_describes_every_command():
     compare_help = xb("compare", "--help").stdout
     for option in ("--backends", "--variants", "--tile", "--sizes", "--base", "--steps", "--out"):
         assert option in compare_help
+
+
+def test_tune_checks_candidates_and_caches_the_best(tmp_path, monkeypatch):
+    if not _available("opencl"):
+        pytest.skip("opencl unavailable")
+    cache = tmp_path / "tuned.json"
+    monkeypatch.setenv("XBACKEND_TUNE_CACHE", str(cache))
+    done = xb("tune", "--backend", "opencl", "--variants", "vec4", "--sizes", "40x300x36",
+              "--samples", "1")  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    entries = json.loads(cache.read_text())["entries"]
+    assert len(entries) == 1
+    ((key, entry),) = entries.items()
+    assert key.startswith("opencl|") and "|vec4|float32|" in key
+    assert entry["shape"] == "40×300 · 300×36" and entry["tflops"] > 0
+    shown = xb("tune", "--backend", "opencl", "--show")
+    assert key in shown.stdout
+    refused = xb("tune", "--backend", "opencl", "--variants", "tiled")
+    assert refused.returncode != 0 and "not tuned" in refused.stderr

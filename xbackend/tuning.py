@@ -140,13 +140,13 @@ def tune(
         reference = Reference.of(A, B)
         shape_class = warp.shape_class(shape.M, shape.N, units)
         for variant in variants:
-            default = _time(backend, A, B, reference, variant, None, samples)
+            default = _time(backend, A, B, reference, shape, variant, None, samples)
             space = search_space(backend, variant, shape, A.itemsize)
             progress(f"{shape} ({shape_class}) {variant}: {len(space)} candidates")
             trials = []
             started = time.perf_counter()
             for number, config in enumerate(space, 1):
-                trial = _time(backend, A, B, reference, variant, config, samples)
+                trial = _time(backend, A, B, reference, shape, variant, config, samples)
                 trials.append(trial)
                 speed = f"{trial.tflops:.2f} TFLOP/s" if trial.tflops else trial.status
                 progress(f"  [{number}/{len(space)}] {config.label}: {speed}")
@@ -172,6 +172,7 @@ def _time(
     A: np.ndarray,
     B: np.ndarray,
     reference: Reference,
+    shape: Shape,
     variant: str,
     config: warp.WarpConfig | None,
     samples: int,
@@ -188,5 +189,4 @@ def _time(
         check(measured.result, reference).equal and check(measured.last_result, reference).equal
     ):
         return Trial(chosen, None, "wrong")
-    flops = 2 * A.shape[0] * A.shape[1] * B.shape[1]
-    return Trial(chosen, flops / statistics.median(measured.kernel_s) / 1e12, "ok")
+    return Trial(chosen, shape.flops / statistics.median(measured.kernel_s) / 1e12, "ok")

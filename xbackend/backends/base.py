@@ -677,22 +677,16 @@ def plan_warp(
     op: str, spec: VariantSpec, config: warp.WarpConfig, A: np.ndarray, B: np.ndarray
 ) -> Launch:
     """Arguments and geometry of kernels/*/mm_warp for ``op`` ("mm" or "bmm")."""
-    shape = output_shape(op, A, B)
-    if op == "bmm":
-        batch, M, K = A.shape
-        N = B.shape[2]
-        inputs = (np.ascontiguousarray(A).reshape(-1), np.ascontiguousarray(B).reshape(-1))
-        lda, ldb, strides = K, N, (M * K, K * N, M * N)
-        config = config.with_slices(1)
-    elif op == "mm":
-        batch = 1
-        M, K = A.shape
-        N = B.shape[1]
-        (a_span, lda), (b_span, ldb) = row_major_span(A), row_major_span(B)
-        inputs = (a_span, b_span)
-        strides = (0, 0, M * N)  # strideC: the partial products' slices of a split
-    else:
+    if op not in ("mm", "bmm"):
         raise UnsupportedParameter(f"{spec.name} computes mm and bmm, not {op}")
+    # The operands and integer arguments are those of the other families (plan_launch).
+    common = plan_launch(op, A, B, 1)
+    M, N, K, lda, ldb, _, *strides = common.scalars
+    batch = common.groups[2]
+    if op == "bmm":
+        config = config.with_slices(1)
+    else:
+        strides[2] = M * N  # strideC: the partial products' slices of a split
     k_slice = warp.k_slice(config, K)
     slices = -(-K // k_slice)
     config = config.with_slices(slices)
@@ -700,12 +694,11 @@ def plan_warp(
     options = [*warp.defines(config, A.dtype, vec4, "DOUBLE_BUFFER" in spec.defines)]
     options.append(f"-DREAL={C_TYPES[A.dtype.name]}")
     groups = (-(-N // config.BN), -(-M // config.BM), batch * slices)
-    return Launch(
-        inputs,
-        shape,
-        groups,
-        (config.threads, 1, 1),
-        (M, N, K, lda, ldb, N, *strides, k_slice),
+    return dataclasses.replace(
+        common,
+        groups=groups,
+        block=(config.threads, 1, 1),
+        scalars=(M, N, K, lda, ldb, N, *strides, k_slice),
         kernel=spec.kernel,
         options=tuple(options),
         slices=slices,
@@ -876,8 +869,9 @@ def group_problem(
         config = config or warp.default_config(spec.layout, tile)
         limit = device.max_work_group_size or 0
         staged = config.staged_bytes(itemsize, "DOUBLE_BUFFER" in spec.defines)
-        if config.problem():
-            return config.problem()
+        problem = config.problem()
+        if problem:
+            return problem
         if config.threads > limit:
             return f"{config.threads} {workers} exceed the limit of {limit} per group"
         if staged > (device.local_mem_bytes or 0):

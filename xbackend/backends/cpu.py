@@ -38,6 +38,7 @@ from xbackend.backends.base import (
     output_shape,
     poison_value,
 )
+from xbackend.vendor import numpy_blas_name
 
 
 def cpu_name() -> str:
@@ -172,7 +173,7 @@ class CpuBackend(Backend):
                 platform="NumPy",
                 runtime_version=np.__version__,
                 compute_units=os.cpu_count(),
-                extra={"blas": _blas_name()},
+                extra={"blas": numpy_blas_name()},
             )
         ]
 
@@ -190,13 +191,3 @@ class CpuBackend(Backend):
         params: Mapping[str, int] | None = None,
     ) -> Execution:
         return _HostExecution(op, variant, tile, A, B)
-
-
-def _blas_name() -> str:
-    """The BLAS library NumPy uses, as far as NumPy says."""
-    try:
-        config = np.show_config(mode="dicts")
-        blas = config["Build Dependencies"]["blas"]
-        return f"{blas.get('name', '?')} {blas.get('version', '')}".strip()
-    except Exception:
-        return "unknown"
