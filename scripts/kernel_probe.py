@@ -6,8 +6,10 @@
 
 Meant to run under a checker (oclgrind, compute-sanitizer): the sizes are small enough to
 simulate, not multiples of any tile (every edge guard runs), and one has K > 32 (every
-tile size loops, so a missing barrier between loop trips shows). Prints one line
-per case and exits 1 if any result is wrong. ``XBACKEND_KERNELS`` points it at other
+tile size loops, so a missing barrier between loop trips shows). The tuned variants
+(mm_warp) also run at ``--tuned-sizes``, where a 64×64 tile lies inside the output
+and rows are 16-byte aligned: their unchecked 16-byte loads run there. Prints one
+line per case and exits 1 if any result is wrong. ``XBACKEND_KERNELS`` points it at other
 kernel files (the tests use it for deliberately broken ones).
 """
 
@@ -37,6 +39,12 @@ def main() -> int:
     parser.add_argument(
         "--ops", default="mm,bmm,rmm", help="operations to run (default mm,bmm,rmm)"
     )
+    parser.add_argument(
+        "--tuned-sizes",
+        type=parse_shapes,
+        default=parse_shapes("66x12x68"),
+        help="sizes for the tuned variants only (default 66x12x68)",
+    )
     parser.add_argument("--dtype", default="float32", help="element type (default float32)")
     args = parser.parse_args()
     dtype = dtype_named(args.dtype)
@@ -45,13 +53,19 @@ def main() -> int:
     with xbackend.get_backend(target.name, target.device) as backend:
         print(f"{backend.name}: {backend.device.name}")
         for op in args.ops.split(","):
-            for given in args.sizes:
-                # rmm needs even M and N; a batch of 2 is enough to prove the z offsets.
-                shape = Shape(given.M + given.M % 2, given.K, given.N + given.N % 2)
-                shape = shape if op == "rmm" else given
+            sizes = [(given, False) for given in args.sizes]
+            sizes += [(given, True) for given in args.tuned_sizes]
+            for given, tuned_only in sizes:
+                # rmm needs even M and N, and computes (M/2)×(N/2): twice the rows and
+                # columns give it the same output. A batch of 2 proves the z offsets.
+                shape = given
+                if op == "rmm":
+                    twice = Shape(2 * given.M, given.K, 2 * given.N)
+                    even = Shape(given.M + given.M % 2, given.K, given.N + given.N % 2)
+                    shape = twice if tuned_only else even
                 A, B = make_operands(shape, 11, dtype, batch=2 if op == "bmm" else None)
                 reference = Reference.of(A, B, op)
-                failures += _probe(backend, op, shape, A, B, reference, args.tiles)
+                failures += _probe(backend, op, shape, A, B, reference, args.tiles, tuned_only)
     return 1 if failures else 0
 
 
@@ -63,11 +77,14 @@ def _probe(
     B: np.ndarray,
     reference: Reference,
     tiles: str | None,
+    tuned_only: bool = False,
 ) -> int:
     """Every variant and tile of ``op`` at one size; the number of wrong results."""
     failures = 0
     for variant in backend.runnable_variants(op):
         spec = backend.variant_spec(variant, op)
+        if tuned_only and not spec.tuned:
+            continue
         wanted: list[int | None] = [None]
         if spec.takes_tile:
             wanted = [int(t) for t in tiles.split(",")] if tiles else list(spec.tiles)

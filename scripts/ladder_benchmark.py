@@ -9,8 +9,11 @@ or their size-aware default) computes the product once against the float64 check
 then is timed (median kernel time, device events). The ``vendor`` variants (cuBLAS,
 CLBlast where installed) run the same way. The table printed last gives TFLOP/s
 and the ratio to cuBLAS (the CUDA backend's vendor line, else PyTorch's matmul with
-TF32 off), CUDA and OpenCL side by side. A wrong result prints WRONG instead of a
-speed, and makes the exit status 1.
+TF32 off), CUDA and OpenCL side by side. A second table does the same for the
+reduced product (rmm): its variants on the top rung against the CUDA backend's
+rmm vendor line, the pair sums by two kernels and then cuBLAS on the half-size
+product. A wrong result prints WRONG instead of a speed, and makes the exit
+status 1.
 """
 
 from __future__ import annotations
@@ -23,12 +26,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import xbackend
-from xbackend.problems import Reference, check, make_operands
+from xbackend.problems import Reference, check, flops, make_operands
 from xbackend.runner import Target
 from xbackend.sweep import parse_shapes
 
 # The targets of issue 4, and the awkward shapes where no cliff may appear.
 DEFAULT_SIZES = "4096x4096x4096,8000x7000x8000,4095x4095x4095,1000x3001x1000"
+# The reduced product against the pair sums + cuBLAS on the half-size product.
+DEFAULT_RMM_SIZES = "4096x4096x4096,8000x7000x8000"
+DEFAULT_RMM_VARIANTS = "tiled,vec4_db,warp_db"
 
 
 def torch_seconds(A, B, repeat: int) -> float | None:
@@ -54,24 +60,108 @@ def torch_seconds(A, B, repeat: int) -> float | None:
     return statistics.median(times)
 
 
-def _configurations(backend) -> list[tuple[str, int | None]]:
+def _configurations(backend, op: str) -> list[tuple[str, int | None]]:
     """(variant, tile) pairs: every tile of the fixed variants, the tuned ones' own choice."""
     pairs: list[tuple[str, int | None]] = []
-    for variant in backend.variants("mm"):
-        spec = backend.variant_spec(variant)
+    for variant in backend.variants(op):
+        spec = backend.variant_spec(variant, op)
         if spec.tuned or not spec.takes_tile:
             pairs.append((variant, None))
         else:
-            pairs.extend((variant, tile) for tile in backend.tiles(variant))
+            pairs.extend((variant, tile) for tile in backend.tiles(variant, op))
     return pairs
+
+
+class Ladder:
+    """The measured cells of one operation: (size, variant, tile) -> backend -> text."""
+
+    def __init__(self, op: str, labels: list[str]):
+        self.op, self.labels = op, labels
+        self.cells: dict[tuple[str, str, str], dict[str, str]] = {}
+        self.wrong = False
+
+    def measure(self, shape, opened, wanted: set[str] | None, repeat: int) -> float | None:
+        """Every variant of every backend at ``shape``; the CUDA vendor line's TFLOP/s."""
+        A, B = make_operands(shape, seed=7)
+        reference = Reference.of(A, B, self.op)
+        work = flops(self.op, shape)
+        vendor = None
+        for label, backend in opened:
+            if self.op not in backend.VARIANTS:
+                continue
+            for variant, tile in _configurations(backend, self.op):
+                if wanted and variant not in wanted and variant != "vendor":
+                    continue
+                try:
+                    measured = backend.measure(
+                        A, B, variant, tile, op=self.op, samples=repeat, min_samples=repeat
+                    )
+                except xbackend.XBackendError as error:
+                    print(f"  {label} {self.op} {variant}: not run: {str(error).splitlines()[0]}")
+                    continue
+                equal = all(
+                    check(output, reference).equal
+                    for output in (measured.result, measured.last_result)
+                )
+                tflops = work / statistics.median(measured.kernel_s) / 1e12
+                tuned = backend.variant_spec(variant, self.op).tuned
+                key = (str(shape), variant, "tuned" if tuned else str(tile or "—"))
+                cell = f"{tflops:.2f}" if equal else "WRONG"
+                self.wrong |= not equal
+                self.cells.setdefault(key, {})[label] = cell
+                chosen = f" {measured.params}" if measured.params else ""
+                print(
+                    f"  {label} {self.op} {variant} T={measured.tile}: {cell} TFLOP/s{chosen}",
+                    flush=True,
+                )
+                if variant == "vendor" and backend.name == "cuda" and equal:
+                    vendor = tflops
+        return vendor
+
+    def add_ratios(self, shape, reference_tflops: float | None) -> None:
+        for key, cells in self.cells.items():
+            if key[0] != str(shape):
+                continue
+            for label in self.labels:
+                value = cells.get(label, "—")
+                ratio = "—"
+                if reference_tflops and value not in ("—", "WRONG"):
+                    ratio = f"{float(value) / reference_tflops:.1%}"
+                cells[f"{label}%"] = ratio
+
+    def print_table(self, reference_name: str) -> None:
+        header = ["size", "variant", "tile"]
+        for label in self.labels:
+            header += [f"{label} TFLOP/s", f"of {reference_name}"]
+        rows = [header]
+        for (size, variant, tile), cells in self.cells.items():
+            row = [size, variant, tile]
+            for label in self.labels:
+                row += [cells.get(label, "—"), cells.get(f"{label}%", "—")]
+            rows.append(row)
+        widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+        rows.insert(1, ["-" * width for width in widths])
+        for row in rows:
+            print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)))
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backends", default="cuda,opencl", help="NAME or NAME:DEVICE list")
     parser.add_argument("--sizes", type=parse_shapes, default=parse_shapes(DEFAULT_SIZES))
+    parser.add_argument(
+        "--rmm-sizes",
+        type=parse_shapes,
+        default=parse_shapes(DEFAULT_RMM_SIZES),
+        help="sizes of the reduced product's table (M and N even; '' for none)",
+    )
     parser.add_argument("--repeat", type=int, default=10, help="timed samples per point")
-    parser.add_argument("--variants", default=None, help="only these variants (comma list)")
+    parser.add_argument("--variants", default=None, help="only these mm variants (comma list)")
+    parser.add_argument(
+        "--rmm-variants",
+        default=DEFAULT_RMM_VARIANTS,
+        help="rmm variants to time (comma list; the vendor line always runs)",
+    )
     args = parser.parse_args()
     opened = []
     for text in args.backends.split(","):
@@ -83,43 +173,13 @@ def main() -> int:
     if not opened:
         print("no backend to benchmark", file=sys.stderr)
         return 2
-    wanted = set(args.variants.split(",")) if args.variants else None
     labels = [label for label, _ in opened]
-    speeds: dict[tuple[str, str, str], dict[str, str]] = {}  # (size, variant, tile) -> cells
-    wrong = False
+    mm = Ladder("mm", labels)
+    wanted = set(args.variants.split(",")) if args.variants else None
     for shape in args.sizes:
+        vendor_tflops = mm.measure(shape, opened, wanted, args.repeat)
+        # PyTorch reaches cuBLAS through its own calls: printed too, for reference.
         A, B = make_operands(shape, seed=7)
-        reference = Reference.of(A, B)
-        vendor_tflops = None
-        measured_here: dict[tuple[str, str], float] = {}
-        for label, backend in opened:
-            for variant, tile in _configurations(backend):
-                if wanted and variant not in wanted and variant != "vendor":
-                    continue
-                try:
-                    measured = backend.measure(
-                        A, B, variant, tile, samples=args.repeat, min_samples=args.repeat
-                    )
-                except xbackend.XBackendError as error:
-                    print(f"  {label} {variant}: not run: {str(error).splitlines()[0]}")
-                    continue
-                verdict = check(measured.result, reference)
-                last = check(measured.last_result, reference)
-                tflops = shape.flops / statistics.median(measured.kernel_s) / 1e12
-                shown_tile = "tuned" if backend.variant_spec(variant).tuned else str(tile or "—")
-                key = (str(shape), variant, shown_tile)
-                if verdict.equal and last.equal:
-                    measured_here[label, variant] = tflops
-                    cell = f"{tflops:.2f}"
-                else:
-                    wrong, cell = True, "WRONG"
-                speeds.setdefault(key, {})[label] = cell
-                chosen = f" {measured.params}" if measured.params else ""
-                print(f"  {label} {variant} T={measured.tile}: {cell} TFLOP/s{chosen}", flush=True)
-                if variant == "vendor" and backend.name == "cuda" and verdict.equal:
-                    vendor_tflops = tflops
-        # PyTorch reaches cuBLAS through its own calls (cuBLASLt, a workspace), which
-        # can pick other kernels than a plain cublasSgemm: print it too, for reference.
         seconds = torch_seconds(A, B, args.repeat)
         torch_tflops = shape.flops / seconds / 1e12 if seconds else None
         if torch_tflops:
@@ -129,32 +189,22 @@ def main() -> int:
             vendor_tflops, source = torch_tflops, "torch.matmul"
         if vendor_tflops:
             print(f"{shape}: cuBLAS {vendor_tflops:.2f} TFLOP/s ({source})", flush=True)
-        for key, cells in speeds.items():
-            if key[0] != str(shape):
-                continue
-            for label in labels:
-                value = cells.get(label, "—")
-                ratio = "—"
-                if vendor_tflops and value not in ("—", "WRONG"):
-                    ratio = f"{float(value) / vendor_tflops:.1%}"
-                cells[f"{label}%"] = ratio
+        mm.add_ratios(shape, vendor_tflops)
+    rmm = Ladder("rmm", labels)
+    wanted_rmm = set(args.rmm_variants.split(",")) if args.rmm_variants else None
+    for shape in args.rmm_sizes:
+        vendor_tflops = rmm.measure(shape, opened, wanted_rmm, args.repeat)
+        if vendor_tflops:
+            print(f"{shape}: pair sums + cuBLAS {vendor_tflops:.2f} TFLOP/s", flush=True)
+        rmm.add_ratios(shape, vendor_tflops)
     for _, backend in opened:
         backend.close()
-    header = ["size", "variant", "tile"]
-    for label in labels:
-        header += [f"{label} TFLOP/s", "of cuBLAS"]
-    rows = [header]
-    for (size, variant, tile), cells in speeds.items():
-        row = [size, variant, tile]
-        for label in labels:
-            row += [cells.get(label, "—"), cells.get(f"{label}%", "—")]
-        rows.append(row)
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     print()
-    rows.insert(1, ["-" * width for width in widths])
-    for row in rows:
-        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)))
-    return 1 if wrong else 0
+    mm.print_table("cuBLAS")
+    if rmm.cells:
+        print("\nThe reduced product (rmm), TFLOP/s of its half-size product:")
+        rmm.print_table("sums+cuBLAS")
+    return 1 if mm.wrong or rmm.wrong else 0
 
 
 if __name__ == "__main__":

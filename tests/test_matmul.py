@@ -105,21 +105,24 @@ TUNED_CASES = [
 ]
 
 
+@pytest.mark.parametrize("op", ["mm", "rmm"])
 @pytest.mark.parametrize("params, shape", TUNED_CASES, ids=lambda x: str(x))
-def test_tuned_variants_with_explicit_parameters_and_split_k(backend, params, shape):
-    tuned = [v for v in backend.runnable_variants() if backend.variant_spec(v).tuned]
+def test_tuned_variants_with_explicit_parameters_and_split_k(backend, params, shape, op):
+    tuned = [v for v in backend.runnable_variants(op) if backend.variant_spec(v, op).tuned]
     if not tuned:
-        pytest.skip(f"{backend.name} has no tuned variants")
+        pytest.skip(f"{backend.name} has no tuned variants of {op}")
+    if op == "rmm":  # twice the rows and columns: the same output, pair-summed operands
+        shape = Shape(2 * shape.M, shape.K, 2 * shape.N)
     A, B = make_operands(shape, SEED)
-    reference = Reference.of(A, B)
+    reference = Reference.of(A, B, op)
     for variant in tuned:
-        layout = backend.variant_spec(variant).layout
+        layout = backend.variant_spec(variant, op).layout
         chosen = dict(params)
         if layout == "block":
             chosen |= {"WM": params["BM"], "WN": params["BN"]}
         else:  # one warp of 4×8 threads per group
             chosen |= {"WM": 4 * params["TM"], "WN": 8 * params["TN"]}
-        measured = backend.measure(A, B, variant, params=chosen, warmup=0, samples=1)
+        measured = backend.measure(A, B, variant, op=op, params=chosen, warmup=0, samples=1)
         assert measured.params is not None
         requested, ran = params.get("slices", 1), measured.params["slices"]
         assert 1 <= ran <= requested and (ran > 1) == (requested > 1)  # the split really ran

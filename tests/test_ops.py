@@ -13,9 +13,9 @@ SEED = 314
 DTYPE_NAMES = list(DTYPES)
 
 
-def _tile_cases(backend: xbackend.Backend, op: str, itemsize: int):
-    for variant in backend.runnable_variants(op):
-        for tile in backend.tiles(variant, op, itemsize) or (None,):
+def _tile_cases(backend: xbackend.Backend, op: str, dtype: np.dtype):
+    for variant in backend.runnable_variants(op, dtype):
+        for tile in backend.tiles(variant, op, dtype.itemsize) or (None,):
             yield variant, tile
 
 
@@ -35,7 +35,7 @@ def test_bmm_every_variant_and_tile(backend, dtype, batch, shape):
     _skip_unsupported(backend, dtype)
     A, B = make_operands(shape, SEED, DTYPES[dtype], batch=batch)
     reference = Reference.of(A, B, "bmm")
-    for variant, tile in _tile_cases(backend, "bmm", A.itemsize):
+    for variant, tile in _tile_cases(backend, "bmm", A.dtype):
         measured = backend.measure(A, B, variant, tile, op="bmm", samples=1, min_samples=1)
         for output in (measured.result, measured.last_result):
             assert output.shape == (batch, shape.M, shape.N) and output.dtype == A.dtype
@@ -54,7 +54,7 @@ def test_rmm_every_variant_and_tile(backend, dtype, shape):
     full = A.astype(np.float64) @ B.astype(np.float64)
     blocks = full.reshape(shape.M // 2, 2, shape.N // 2, 2).sum(axis=(1, 3))
     np.testing.assert_allclose(reference.product, blocks, rtol=1e-12, atol=1e-9)
-    for variant, tile in _tile_cases(backend, "rmm", A.itemsize):
+    for variant, tile in _tile_cases(backend, "rmm", A.dtype):
         C = backend.rmm(A, B, variant=variant, tile=tile)
         assert C.shape == (shape.M // 2, shape.N // 2) and C.dtype == A.dtype
         assert check(C, reference).equal, (variant, tile)
@@ -71,7 +71,7 @@ def test_mm_in_every_dtype(backend, dtype):
     _skip_unsupported(backend, dtype)
     A, B = make_operands(Shape(37, 29, 41), SEED, DTYPES[dtype])
     reference = Reference.of(A, B)
-    for variant, tile in _tile_cases(backend, "mm", A.itemsize):
+    for variant, tile in _tile_cases(backend, "mm", A.dtype):
         C = backend.matmul(A, B, variant=variant, tile=tile)
         assert C.dtype == A.dtype
         verdict = check(C, reference)
@@ -97,7 +97,7 @@ def test_strided_views_without_copying_first(backend, view):
     A = VIEWS[view](big_a)
     B = rng.uniform(-1, 1, (200, 70)).astype(np.float32)[7 : 7 + A.shape[1], 3:60]
     reference = Reference.of(A, B)
-    for variant, tile in _tile_cases(backend, "mm", 4):
+    for variant, tile in _tile_cases(backend, "mm", np.dtype(np.float32)):
         assert check(backend.matmul(A, B, variant=variant, tile=tile), reference).equal
 
 

@@ -65,7 +65,7 @@ def test_sanitize_script_reports_clean_runs_and_uncaught_kernels(tmp_path):
     assert done.returncode == 1, done.stdout + done.stderr
     lines = done.stdout.splitlines()
     for tool in ("memcheck", "racecheck", "synccheck", "initcheck"):
-        assert f"{tool}: clean, 106 cases passed" in "\n".join(lines), done.stdout
+        assert f"{tool}: clean, 134 cases passed" in "\n".join(lines), done.stdout
     assert "missing_barrier under racecheck: NOT CAUGHT" in done.stdout
     assert "unguarded_load under memcheck: NOT CAUGHT" in done.stdout
 

@@ -9,6 +9,7 @@
 //   rmm_naive4  4·K multiplications per element, straight from the definition
 //   rmm_naive   K multiplications: the two rows and the two columns are added first
 //   rmm_tiled   as rmm_naive, with the pair sums made while loading shared tiles
+// The ladder's top rung computes rmm too: kernels/*/mm_warp built with -DREDUCED.
 //
 // Compile-time parameters (-D options): TILE, the edge of the square thread block
 // and of the shared tiles; REAL, the element type (float, double or int).
@@ -101,4 +102,33 @@ void rmm_tiled(const REAL* __restrict__ A,
     }
     if (row < M / 2 && col < N / 2)
         C[row * ldc + col] = acc;
+}
+
+// The first step of rmm's vendor line: the pair sums as matrices of their own,
+// for a vendor GEMM on the half-size product (the CUDA backend's rmm `vendor`).
+// rmm_pair_rows: S (rows × cols, contiguous) = rows 2r and 2r + 1 of A added;
+// rmm_pair_columns: S (rows × cols, contiguous) = columns 2c and 2c + 1 of B added.
+// One thread per element of S, in blocks of 256.
+extern "C" __global__ __launch_bounds__(256)
+void rmm_pair_rows(const REAL* __restrict__ A,
+                   REAL* __restrict__ S,
+                   const int rows, const int cols, const int lda)
+{
+    const int element = blockIdx.x * 256 + threadIdx.x;
+    if (element >= rows * cols)
+        return;
+    const int r = element / cols, c = element % cols;
+    S[element] = A[2 * r * lda + c] + A[(2 * r + 1) * lda + c];
+}
+
+extern "C" __global__ __launch_bounds__(256)
+void rmm_pair_columns(const REAL* __restrict__ B,
+                      REAL* __restrict__ S,
+                      const int rows, const int cols, const int ldb)
+{
+    const int element = blockIdx.x * 256 + threadIdx.x;
+    if (element >= rows * cols)
+        return;
+    const int r = element / cols, c = element % cols;
+    S[element] = B[r * ldb + 2 * c] + B[r * ldb + 2 * c + 1];
 }

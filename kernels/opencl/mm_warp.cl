@@ -29,7 +29,8 @@
 // Compile-time parameters (-D options): BM, BN, BK, WM, WN, TM, TN; VEC4 and
 // LOCAL4 (4-byte types only: LOCAL4 reads the slabs as 4-element vectors, 16-byte
 // reads that ptxas also finds in the scalar code); DOUBLE_BUFFER; MIN_BLOCKS
-// (CUDA's launch bounds); REAL (float, double, int).
+// (CUDA's launch bounds); REAL (float, double, int); REDUCED (the reduced product,
+// op rmm, with its pair sums made in the slab loads: see load_a and load_b).
 // The CUDA twin, kernels/cuda/mm_warp.cu, has the same kernels line for line.
 // XB_FP64 is defined when REAL is double, to enable cl_khr_fp64.
 
@@ -88,12 +89,13 @@
 #endif
 
 // Elements col .. col + 3 of row `row` of X (rows × cols, leading dimension ld)
-// into v[0..3]; those outside the matrix read as zero.
+// into v[0..3]; those outside the matrix read as zero. With `guarded` 0 the caller
+// knows that all four lie inside, and the checks compile away.
 inline void load4(REAL* v, __global const REAL* restrict X, const int ld,
                   const int row, const int col,
-                  const int rows, const int cols)
+                  const int rows, const int cols, const int guarded)
 {
-    if (row < rows && col + 3 < cols) {
+    if (!guarded || (row < rows && col + 3 < cols)) {
         __global const REAL* p = X + row * ld + col;
 #ifdef VEC4
         const REAL4 q = *(__global const REAL4*)p;
@@ -107,21 +109,99 @@ inline void load4(REAL* v, __global const REAL* restrict X, const int ld,
     }
 }
 
-// This thread's pieces of the slabs at k0, from global memory into registers.
+// Piece (row, col .. col + 3) of the A slab and of the B slab, as load4 does. For
+// the reduced product (REDUCED), M and N are those of the (M/2)×(N/2) output, and
+// the pieces are pair sums made on the way: row `row` of A is rows 2·row and
+// 2·row + 1 of the full A added, and columns col .. col + 3 of B are its columns
+// 2·col .. 2·col + 7 added two by two.
+#ifdef REDUCED
+#define FULL(i) (2 * (i))  // the first row of A (column of B) that row (column) i sums
+#else
+#define FULL(i) (i)
+#endif
+
+inline void load_a(REAL* v, __global const REAL* restrict A, const int lda,
+                   const int row, const int col,
+                   const int rows, const int cols, const int guarded)
+{
+#ifdef REDUCED
+    REAL top[4], bottom[4];
+    load4(top, A, lda, 2 * row, col, 2 * rows, cols, guarded);
+    load4(bottom, A, lda, 2 * row + 1, col, 2 * rows, cols, guarded);
+    for (int c = 0; c < 4; ++c)
+        v[c] = top[c] + bottom[c];
+#else
+    load4(v, A, lda, row, col, rows, cols, guarded);
+#endif
+}
+
+inline void load_b(REAL* v, __global const REAL* restrict B, const int ldb,
+                   const int row, const int col,
+                   const int rows, const int cols, const int guarded)
+{
+#ifdef REDUCED
+    REAL left[4], right[4];
+    load4(left, B, ldb, row, 2 * col, rows, 2 * cols, guarded);
+    load4(right, B, ldb, row, 2 * col + 4, rows, 2 * cols, guarded);
+    v[0] = left[0] + left[1]; v[1] = left[2] + left[3];
+    v[2] = right[0] + right[1]; v[3] = right[2] + right[3];
+#else
+    load4(v, B, ldb, row, col, rows, cols, guarded);
+#endif
+}
+
+// This thread's pieces of the slabs at k0, from global memory into registers;
+// `guarded` 0: the slabs lie inside the matrices.
 inline void fetch(REAL* a, REAL* b,
                   __global const REAL* restrict A, __global const REAL* restrict B,
                   const int M, const int N, const int K,
                   const int lda, const int ldb,
                   const int row0, const int col0, const int k0,
-                  const int thread)
+                  const int thread, const int guarded)
 {
     for (int p = 0; p < A_LOADS; ++p) {
         const int piece = thread + p * THREADS;
-        load4(a + 4 * p, A, lda, row0 + piece / (BK / 4), k0 + piece % (BK / 4) * 4, M, K);
+        load_a(a + 4 * p, A, lda, row0 + piece / (BK / 4), k0 + piece % (BK / 4) * 4, M, K,
+               guarded);
     }
     for (int p = 0; p < B_LOADS; ++p) {
         const int piece = thread + p * THREADS;
-        load4(b + 4 * p, B, ldb, k0 + piece / (BN / 4), col0 + piece % (BN / 4) * 4, K, N);
+        load_b(b + 4 * p, B, ldb, k0 + piece / (BN / 4), col0 + piece % (BN / 4) * 4, K, N,
+               guarded);
+    }
+}
+
+// Where this thread's pieces of the slabs at k0 start in A and B (for a tile
+// inside the matrices). Made once; each slab then moves them BK columns right
+// in A and BK rows down in B (advance), so that its loads need no arithmetic.
+inline void sources(__global const REAL** a_src, __global const REAL** b_src,
+                    __global const REAL* restrict A, __global const REAL* restrict B,
+                    const int lda, const int ldb,
+                    const int row0, const int col0, const int k0,
+                    const int thread)
+{
+    for (int p = 0; p < A_LOADS; ++p) {
+        const int piece = thread + p * THREADS;
+        a_src[p] = A + FULL(row0 + piece / (BK / 4)) * lda + k0 + piece % (BK / 4) * 4;
+    }
+    for (int p = 0; p < B_LOADS; ++p) {
+        const int piece = thread + p * THREADS;
+        b_src[p] = B + (k0 + piece / (BN / 4)) * ldb + FULL(col0 + piece % (BN / 4) * 4);
+    }
+}
+
+// fetch(..., guarded 0) from those pointers, which then move on to the next slabs.
+inline void fetch_inside(REAL* a, REAL* b,
+                         __global const REAL** a_src, __global const REAL** b_src,
+                         const int lda, const int ldb)
+{
+    for (int p = 0; p < A_LOADS; ++p) {
+        load_a(a + 4 * p, a_src[p], lda, 0, 0, 1, 4, 0);
+        a_src[p] += BK;
+    }
+    for (int p = 0; p < B_LOADS; ++p) {
+        load_b(b + 4 * p, b_src[p], ldb, 0, 0, 1, 4, 0);
+        b_src[p] += BK * ldb;
     }
 }
 
@@ -141,6 +221,42 @@ inline void stash(__local REAL* As, __local REAL* Bs, const REAL* a, const REAL*
         for (int c = 0; c < 4; ++c)
             Bs[k * BN + n + c] = b[4 * p + c];
     }
+}
+
+// Row i of a thread's patch, in its block's tile, and column j: piece i/4 of the
+// rows lies (i/4)·(WM/TM)·4 rows below the first (m0), and likewise for columns.
+#define ROW_OF(i) (m0 + (i) / 4 * 4 * (WM / TM) + (i) % 4)
+#define COL_OF(j) (n0 + (j) / 4 * 4 * (WN / TN) + (j) % 4)
+
+// The fragments of step k: this thread's TM values of row k of the transposed A
+// slab and its TN values of row k of the B slab.
+inline void read_fragments(REAL* a, REAL* b,
+                           __local const REAL* as, __local const REAL* bs, const int k,
+                           const int m0, const int n0)
+{
+#ifdef LOCAL4
+    for (int i = 0; i < TM; i += 4) {
+        const REAL4 q = *(__local const REAL4*)&as[k * LDA_S + ROW_OF(i)];
+        a[i] = q.x; a[i + 1] = q.y; a[i + 2] = q.z; a[i + 3] = q.w;
+    }
+    for (int j = 0; j < TN; j += 4) {
+        const REAL4 q = *(__local const REAL4*)&bs[k * BN + COL_OF(j)];
+        b[j] = q.x; b[j + 1] = q.y; b[j + 2] = q.z; b[j + 3] = q.w;
+    }
+#else
+    for (int i = 0; i < TM; ++i)
+        a[i] = as[k * LDA_S + ROW_OF(i)];
+    for (int j = 0; j < TN; ++j)
+        b[j] = bs[k * BN + COL_OF(j)];
+#endif
+}
+
+// One step: the outer product of the fragments, added to the patch.
+inline void multiply(REAL acc[TM][TN], const REAL* a, const REAL* b)
+{
+    for (int i = 0; i < TM; ++i)
+        for (int j = 0; j < TN; ++j)
+            acc[i][j] += a[i] * b[j];
 }
 
 __kernel __attribute__((reqd_work_group_size(THREADS, 1, 1)))
@@ -172,9 +288,20 @@ void mm_warp(__global const REAL* restrict A,
     const int group = thread / GROUP_THREADS, lane = thread % GROUP_THREADS;
     const int m0 = group / (BN / WN) * WM + lane / (WN / TN) * 4;
     const int n0 = group % (BN / WN) * WN + lane % (WN / TN) * 4;
-    // Piece i/4 of the rows lies (i/4)·(WM/TM)·4 rows below the first: i·(WM/TM).
-#define ROW_OF(i) (m0 + (i) / 4 * 4 * (WM / TM) + (i) % 4)
-#define COL_OF(j) (n0 + (j) / 4 * 4 * (WN / TN) + (j) % 4)
+
+    // Slabs of a tile inside the matrices load without checks, from pointers made
+    // once: the checks, branches and address arithmetic were a tenth of the
+    // instructions of a slab of BK = 8 steps (docs/performance.md).
+    const int inside = row0 + BM <= M && col0 + BN <= N;
+    __global const REAL* a_src[A_LOADS];
+    __global const REAL* b_src[B_LOADS];
+    sources(a_src, b_src, A, B, lda, ldb, row0, col0, k_begin, thread);
+    // The slabs at k0, in the order of k0: the fast path's pointers follow them.
+#define FETCH(k0)                                                                      \
+    if (inside && (k0) + BK <= K)                                                      \
+        fetch_inside(a_next, b_next, a_src, b_src, lda, ldb);                          \
+    else                                                                               \
+        fetch(a_next, b_next, A, B, M, N, K, lda, ldb, row0, col0, k0, thread, 1)
 
     REAL acc[TM][TN];
     for (int i = 0; i < TM; ++i)
@@ -183,42 +310,31 @@ void mm_warp(__global const REAL* restrict A,
     REAL a_next[4 * A_LOADS], b_next[4 * B_LOADS];
 
 #ifdef DOUBLE_BUFFER
-    fetch(a_next, b_next, A, B, M, N, K, lda, ldb, row0, col0, k_begin, thread);
+    FETCH(k_begin);
     stash(As, Bs, a_next, b_next, thread);
     barrier(CLK_LOCAL_MEM_FENCE);
 #endif
     for (int k0 = k_begin, stage = 0; k0 < k_end; k0 += BK) {
 #ifdef DOUBLE_BUFFER
         // The next slabs travel from global memory while this one is multiplied.
-        if (k0 + BK < k_end)
-            fetch(a_next, b_next, A, B, M, N, K, lda, ldb, row0, col0, k0 + BK, thread);
+        if (k0 + BK < k_end) {
+            FETCH(k0 + BK);
+        }
 #else
-        fetch(a_next, b_next, A, B, M, N, K, lda, ldb, row0, col0, k0, thread);
+        FETCH(k0);
         stash(As, Bs, a_next, b_next, thread);
         barrier(CLK_LOCAL_MEM_FENCE);
 #endif
         __local const REAL* as = As + stage * BK * LDA_S;
         __local const REAL* bs = Bs + stage * BK * BN;
+        // Unrolled, so that the compiler reads the fragments of step k + 1 while
+        // step k multiplies; rolled, each step waited for its own reads
+        // (docs/performance.md has the numbers).
+#pragma unroll
         for (int k = 0; k < BK; ++k) {
             REAL a[TM], b[TN];
-#ifdef LOCAL4
-            for (int i = 0; i < TM; i += 4) {
-                const REAL4 q = *(__local const REAL4*)&as[k * LDA_S + ROW_OF(i)];
-                a[i] = q.x; a[i + 1] = q.y; a[i + 2] = q.z; a[i + 3] = q.w;
-            }
-            for (int j = 0; j < TN; j += 4) {
-                const REAL4 q = *(__local const REAL4*)&bs[k * BN + COL_OF(j)];
-                b[j] = q.x; b[j + 1] = q.y; b[j + 2] = q.z; b[j + 3] = q.w;
-            }
-#else
-            for (int i = 0; i < TM; ++i)
-                a[i] = as[k * LDA_S + ROW_OF(i)];
-            for (int j = 0; j < TN; ++j)
-                b[j] = bs[k * BN + COL_OF(j)];
-#endif
-            for (int i = 0; i < TM; ++i)
-                for (int j = 0; j < TN; ++j)
-                    acc[i][j] += a[i] * b[j];
+            read_fragments(a, b, as, bs, k, m0, n0);
+            multiply(acc, a, b);
         }
 #ifdef DOUBLE_BUFFER
         // Nobody reads the other stage now: the barrier below ended its last use.

@@ -9,6 +9,7 @@
 //   rmm_naive4  4·K multiplications per element, straight from the definition
 //   rmm_naive   K multiplications: the two rows and the two columns are added first
 //   rmm_tiled   as rmm_naive, with the pair sums made while loading local tiles
+// The ladder's top rung computes rmm too: kernels/*/mm_warp built with -DREDUCED.
 //
 // Compile-time parameters (-D options): TILE, the edge of the square work-group
 // and of the local tiles; REAL, the element type (float, double or int); XB_FP64,
@@ -105,4 +106,33 @@ void rmm_tiled(__global const REAL* restrict A,
     }
     if (row < M / 2 && col < N / 2)
         C[row * ldc + col] = acc;
+}
+
+// The first step of rmm's vendor line: the pair sums as matrices of their own,
+// for a vendor GEMM on the half-size product (the CUDA backend's rmm `vendor`).
+// rmm_pair_rows: S (rows × cols, contiguous) = rows 2r and 2r + 1 of A added;
+// rmm_pair_columns: S (rows × cols, contiguous) = columns 2c and 2c + 1 of B added.
+// One work-item per element of S, in work-groups of 256.
+__kernel __attribute__((reqd_work_group_size(256, 1, 1)))
+void rmm_pair_rows(__global const REAL* restrict A,
+                   __global REAL* restrict S,
+                   const int rows, const int cols, const int lda)
+{
+    const int element = get_group_id(0) * 256 + get_local_id(0);
+    if (element >= rows * cols)
+        return;
+    const int r = element / cols, c = element % cols;
+    S[element] = A[2 * r * lda + c] + A[(2 * r + 1) * lda + c];
+}
+
+__kernel __attribute__((reqd_work_group_size(256, 1, 1)))
+void rmm_pair_columns(__global const REAL* restrict B,
+                      __global REAL* restrict S,
+                      const int rows, const int cols, const int ldb)
+{
+    const int element = get_group_id(0) * 256 + get_local_id(0);
+    if (element >= rows * cols)
+        return;
+    const int r = element / cols, c = element % cols;
+    S[element] = B[r * ldb + 2 * c] + B[r * ldb + 2 * c + 1];
 }

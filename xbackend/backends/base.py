@@ -31,7 +31,7 @@ import numpy as np
 
 from xbackend.backends import warp
 from xbackend.problems import DTYPES, OPS
-from xbackend.resources import kernels_path
+from xbackend.resources import kernel_file
 
 # -- errors -------------------------------------------------------------------
 
@@ -521,14 +521,16 @@ class Backend(abc.ABC):
         M, N = output_shape(op, A, B)[-2:]
         K = A.shape[-1]
         units = self.device.compute_units or 0
-        if op == "mm":
+        if op != "bmm":
+            # rmm is the product of the pair sums, an mm of its output's shape: it
+            # takes the configuration tuned for mm (the tuner times mm only).
             from xbackend.tuning import lookup
 
             tuned = lookup(self, spec.name, A.dtype, warp.shape_class(M, N, units))
             if tuned is not None and tile in (None, tuned.BM):
                 return tuned
         config = warp.default_config(spec.layout, tile or 128)
-        if op == "mm":
+        if op != "bmm":
             config = config.with_slices(warp.auto_slices(config, M, N, K, units))
         return config
 
@@ -676,12 +678,17 @@ class Launch:
 def plan_warp(
     op: str, spec: VariantSpec, config: warp.WarpConfig, A: np.ndarray, B: np.ndarray
 ) -> Launch:
-    """Arguments and geometry of kernels/*/mm_warp for ``op`` ("mm" or "bmm")."""
-    if op not in ("mm", "bmm"):
-        raise UnsupportedParameter(f"{spec.name} computes mm and bmm, not {op}")
-    # The operands and integer arguments are those of the other families (plan_launch).
+    """Arguments and geometry of kernels/*/mm_warp for ``op``.
+
+    For rmm the kernel is built with -DREDUCED: M and N are then those of the
+    (M/2)×(N/2) output, and the kernel sums the pairs of rows of A and of columns
+    of B as it loads its slabs.
+    """
+    # The operands and leading dimensions are those of the other families (plan_launch).
     common = plan_launch(op, A, B, 1)
-    M, N, K, lda, ldb, _, *strides = common.scalars
+    M, N = common.output_shape[-2:]
+    K, lda, ldb = common.scalars[2:5]
+    strides = list(common.scalars[6:9]) if op == "bmm" else [0, 0, 0]
     batch = common.groups[2]
     if op == "bmm":
         config = config.with_slices(1)
@@ -693,6 +700,8 @@ def plan_warp(
     vec4 = warp.vec4_ok(A.itemsize, lda, ldb, N, *strides, k_slice)
     options = [*warp.defines(config, A.dtype, vec4, "DOUBLE_BUFFER" in spec.defines)]
     options.append(f"-DREAL={C_TYPES[A.dtype.name]}")
+    if op == "rmm":
+        options.append("-DREDUCED")
     groups = (-(-N // config.BN), -(-M // config.BM), batch * slices)
     return dataclasses.replace(
         common,
@@ -766,10 +775,13 @@ def _warp(name: str, description: str, layout: str, *defines: str) -> VariantSpe
     )
 
 
-def with_vendor(table: VariantTable, description: str) -> VariantTable:
-    """``table`` with a ``vendor`` variant of mm: the vendor's BLAS on the same buffers."""
-    vendor = VariantSpec("vendor", description)
-    return {**table, "mm": {**table["mm"], "vendor": vendor}}
+def with_vendor(table: VariantTable, description: str, reduced: str | None = None) -> VariantTable:
+    """``table`` with a ``vendor`` variant of mm: the vendor's BLAS on the same buffers;
+    and of rmm, described by ``reduced``, where the backend has one."""
+    table = {**table, "mm": {**table["mm"], "vendor": VariantSpec("vendor", description)}}
+    if reduced:
+        table["rmm"] = {**table["rmm"], "vendor": VariantSpec("vendor", reduced)}
+    return table
 
 
 def compiled_variants(worker: str, memory: str) -> VariantTable:
@@ -851,6 +863,19 @@ def compiled_variants(worker: str, memory: str) -> VariantTable:
             kernel="rmm_tiled",
             **tiles,
         ),
+        # The top of the mm ladder, with the pair sums made in its slab loads.
+        "vec4_db": _warp(
+            "vec4_db",
+            "mm's vec4_db, the pairs summed as its 16-byte loads bring them",
+            "block",
+            "DOUBLE_BUFFER",
+        ),
+        "warp_db": _warp(
+            "warp_db",
+            "mm's warp_db, the pairs summed as its 16-byte loads bring them",
+            "warp",
+            "DOUBLE_BUFFER",
+        ),
     }
     return {"mm": mm, "bmm": mm, "rmm": rmm}
 
@@ -917,7 +942,7 @@ def build_options(tile: int, dtype: np.dtype, spec: VariantSpec) -> list[str]:
 def read_kernel(family: str, language: str) -> tuple[Path, str]:
     """The path and text of a kernel file, e.g. ``read_kernel("mm", "opencl")``."""
     suffix = {"cuda": ".cu", "opencl": ".cl"}[language]
-    path = kernels_path() / language / f"{family}{suffix}"
+    path = kernel_file(language, f"{family}{suffix}")
     return path, path.read_text(encoding="utf-8")
 
 

@@ -4,20 +4,25 @@ The backend owns an explicit context on the chosen GPU (``pycuda.autoinit`` is
 never used): it is made current only while the backend works, and detached by
 ``close``. The GPU is chosen by index or by a piece of its name.
 
-Kernel times come from CUDA events recorded around the launch. Tile sizes reach
-nvcc as ``-DTILE=…``; PyCUDA caches each compiled module by source and options.
+Kernel times come from CUDA events recorded around the launches, queued behind
+kernels/cuda/hold.cu's ``hold`` so that they time the GPU's work and not the
+host's launching of it (see ``_Gate``). Tile sizes reach nvcc as ``-DTILE=…``;
+PyCUDA caches each compiled module by source and options.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from types import TracebackType
 from typing import Any, ClassVar
 
 import numpy as np
 
 from xbackend.backends import warp
 from xbackend.backends.base import (
+    C_TYPES,
     Backend,
     DeviceInfo,
     Execution,
@@ -45,6 +50,7 @@ else:
     _IMPORT_ERROR = None
 
 _MAX_GRID_Y = 65535
+_PAIR_BLOCK = 256  # threads per block of rmm_pair_rows and rmm_pair_columns (fixed there)
 # The bit pattern of a float32 quiet NaN, for cuMemsetD32.
 _NAN_BITS_F32 = 0x7FC00000
 
@@ -92,8 +98,47 @@ def _describe(index: int) -> DeviceInfo:
     )
 
 
+class _Gate:
+    """Holds the default stream while a timed launch is queued (kernels/cuda/hold.cu).
+
+    ``with gate:`` queues ``hold``, which spins until the block ends and the host
+    sets the release word, in page-locked host memory mapped into the device.
+    Everything queued inside the block then runs back to back once it ends.
+    ``gave_up`` says whether the last hold stopped waiting first (the host was
+    late, or a tool ran the launch to completion before going on).
+    """
+
+    _GIVE_UP_CYCLES = 2**25  # 17-20 ms at the clocks of current GPUs
+
+    def __init__(self, hold: Any):
+        self._hold = hold
+        self._words = drv.pagelocked_zeros((2,), np.int32, mem_flags=drv.host_alloc_flags.DEVICEMAP)
+        self._pointer = np.intp(self._words.base.get_device_pointer())
+
+    @property
+    def gave_up(self) -> bool:
+        """Read after the held work is finished."""
+        return bool(self._words[1])
+
+    def __enter__(self) -> None:
+        self._words[:] = 0
+        self._hold.prepared_call((1, 1, 1), (1, 1, 1), self._pointer, self._GIVE_UP_CYCLES)
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self._words[0] = 1  # also after a failed launch: the stream must not stay held
+
+    def free(self) -> None:
+        """Give back the page-locked word; its context must be current."""
+        self._words.base.free()
+
+
 class _CudaExecution(Execution):
-    def __init__(self, function: Any, launch: Launch, sum_function: Any = None):
+    def __init__(self, gate: _Gate, function: Any, launch: Launch, sum_function: Any = None):
         self._inputs = launch.inputs
         self._C = np.empty(launch.output_shape, dtype=launch.inputs[0].dtype)
         self._buffers = [drv.mem_alloc(X.nbytes) for X in (*launch.inputs, self._C)]
@@ -118,6 +163,9 @@ class _CudaExecution(Execution):
             )
         self._args = (*self._buffers[:2], target, *(np.int32(value) for value in launch.scalars))
         self._start, self._end = drv.Event(), drv.Event()
+        self._gate = gate
+        self._warned = False
+        self._runs = 0
         self.tile, self.params = launch.tile, launch.params
 
     def upload(self) -> None:
@@ -133,14 +181,30 @@ class _CudaExecution(Execution):
         drv.Context.synchronize()
 
     def run(self) -> float:
-        self._start.record()
+        with self._gate:
+            self._start.record()
+            self._launch()
+            self._end.record()
+        self._end.synchronize()
+        self._runs += 1
+        # The first run may load modules on first use (CUDA's lazy loading, cuBLAS):
+        # it is never a timed sample, and may keep the GPU waiting.
+        if self._gate.gave_up and self._runs > 1 and not self._warned:
+            warnings.warn(
+                "the GPU waited for the host over 17 ms: this kernel time may include the "
+                "launch (normal under compute-sanitizer or Nsight Compute)",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+            self._warned = True
+        return self._start.time_till(self._end) * 1e-3
+
+    def _launch(self) -> None:
+        """Queue the product's kernels (no waiting)."""
         self._function.prepared_call(self._grid, self._block, *self._args)
         if self._sum is not None:
             function, grid, block, args = self._sum
             function.prepared_call(grid, block, *args)
-        self._end.record()
-        self._end.synchronize()
-        return self._start.time_till(self._end) * 1e-3
 
     def download(self) -> np.ndarray:
         drv.memcpy_dtoh(self._C, self._buffers[2])
@@ -153,21 +217,43 @@ class _CudaExecution(Execution):
 
 
 class _CublasExecution(_CudaExecution):
-    """The vendor line: cuBLAS on buffers laid out as for the kernels, timed alike."""
+    """The vendor line: cuBLAS on buffers laid out as for the kernels, timed alike.
 
-    def __init__(self, cublas: Any, launch: Launch):
-        super().__init__(None, launch)
-        self._cublas = cublas
-        self._sizes = launch.scalars[:6]  # M, N, K, lda, ldb, ldc
+    For rmm, kernels/cuda/rmm.cu first writes the pair sums into matrices of their
+    own, and cuBLAS multiplies those: the time covers both steps.
+    """
 
-    def run(self) -> float:
-        M, N, K, lda, ldb, ldc = self._sizes
-        A, B, C = (int(buffer) for buffer in self._buffers[:3])
-        self._start.record()
-        self._cublas.gemm(self._C.dtype, M, N, K, A, lda, B, ldb, C, ldc)
-        self._end.record()
-        self._end.synchronize()
-        return self._start.time_till(self._end) * 1e-3
+    def __init__(self, backend: CudaBackend, op: str, launch: Launch):
+        super().__init__(backend._gate(), None, launch)
+        self._cublas = backend._cublas
+        M, N, K, lda, ldb = launch.scalars[:5]
+        A, B, C = self._buffers[:3]
+        self._steps: list[tuple[Any, tuple[int, int, int], tuple[Any, ...]]] = []
+        if op != "rmm":
+            self._gemm = (M, N, K, A, lda, B, ldb, C, launch.scalars[5])
+            return
+        rows, columns = M // 2, N // 2
+        item = self._C.itemsize
+        summed_rows = drv.mem_alloc(rows * K * item)
+        summed_columns = drv.mem_alloc(K * columns * item)
+        self._buffers += [summed_rows, summed_columns]
+        self._outputs += [(summed_rows, rows * K * item), (summed_columns, K * columns * item)]
+        steps = (
+            ("rmm_pair_rows", A, summed_rows, rows, K, lda),
+            ("rmm_pair_columns", B, summed_columns, K, columns, ldb),
+        )
+        for kernel, source, target, height, width, ld in steps:
+            function = backend._pair_sums(kernel, self._C.dtype)
+            grid = (-(-(height * width) // _PAIR_BLOCK), 1, 1)
+            args = (source, target, *map(np.int32, (height, width, ld)))
+            self._steps.append((function, grid, args))
+        self._gemm = (rows, columns, K, summed_rows, K, summed_columns, columns, C, columns)
+
+    def _launch(self) -> None:
+        for function, grid, args in self._steps:
+            function.prepared_call(grid, (_PAIR_BLOCK, 1, 1), *args)
+        M, N, K, A, lda, B, ldb, C, ldc = self._gemm
+        self._cublas.gemm(self._C.dtype, M, N, K, int(A), lda, int(B), ldb, int(C), ldc)
 
 
 class CudaBackend(Backend):
@@ -176,6 +262,7 @@ class CudaBackend(Backend):
     VARIANTS: ClassVar[VariantTable] = with_vendor(
         compiled_variants("thread", "shared"),
         "cuBLAS (S/DGEMM, no TF32) on the same device buffers, through its C library",
+        "the pair sums by two kernels, then cuBLAS on the half-size product",
     )
 
     def __init__(self, device: str | int | None = None):
@@ -190,6 +277,7 @@ class CudaBackend(Backend):
         self._cublas_problem: str | None = None
         self._modules: dict[tuple[str, tuple[str, ...]], Any] = {}  # (family, options)
         self._functions: dict[tuple[str, tuple[str, ...], str], Any] = {}
+        self._held: _Gate | None = None  # made on first use: see _gate
 
     @staticmethod
     def _select(selector: str | int | None) -> int:
@@ -280,6 +368,17 @@ class CudaBackend(Backend):
             self._functions[key] = function
         return self._functions[key]
 
+    def _gate(self) -> _Gate:
+        """The stream's gate for timed launches, made once per context."""
+        if self._held is None:
+            hold = self._function("hold", (), "hold", "Pq")
+            self._held = _Gate(hold)
+        return self._held
+
+    def _pair_sums(self, kernel: str, dtype: np.dtype) -> Any:
+        """rmm_pair_rows or rmm_pair_columns of kernels/cuda/rmm.cu, for ``dtype``."""
+        return self._function("rmm", (f"-DREAL={C_TYPES[dtype.name]}",), kernel, "PPiii")
+
     def variant_problem(self, variant: str, dtype: np.dtype, op: str = "mm") -> str | None:
         if variant != "vendor":
             return None
@@ -303,7 +402,7 @@ class CudaBackend(Backend):
         params: Mapping[str, int] | None = None,
     ) -> Execution:
         if variant == "vendor":
-            return _CublasExecution(self._cublas, plan_launch(op, A, B, 1))
+            return _CublasExecution(self, op, plan_launch(op, A, B, 1))
         launch = self._plan(op, variant, tile, A, B, params)
         if launch.groups[1] > _MAX_GRID_Y or launch.groups[2] > _MAX_GRID_Y:
             raise UnsupportedParameter(
@@ -318,7 +417,7 @@ class CudaBackend(Backend):
         summing = None
         if launch.slices > 1:
             summing = self._function(family, launch.options, warp.SUM_KERNEL, "PPiiii")
-        return _CudaExecution(function, launch, summing)
+        return _CudaExecution(self._gate(), function, launch, summing)
 
     def _is_out_of_memory(self, error: BaseException) -> bool:
         return isinstance(error, drv.MemoryError) or super()._is_out_of_memory(error)
@@ -331,6 +430,9 @@ class CudaBackend(Backend):
             try:
                 if self._cublas is not None:
                     self._cublas.close()  # its handle belongs to this context
+                if self._held is not None:
+                    self._held.free()
+                    self._held = None
                 self._modules.clear()  # unloads the modules while their context is current
                 drv.Context.synchronize()
             except drv.Error:

@@ -151,18 +151,27 @@ def k_slice(config: WarpConfig, K: int) -> int:
     return max(config.BK, math.ceil(per_range / config.BK) * config.BK)
 
 
+# The tuner's block tiles, each with the patches per thread worth trying there: small
+# patches for small tiles (enough threads), 8×8 and up for large ones (reuse in registers).
+SEARCH = {
+    (64, 64): [(8, 4), (4, 8)],
+    (128, 64): [(8, 4), (4, 8), (8, 8)],
+    (64, 128): [(8, 4), (4, 8), (8, 8)],
+    (128, 128): [(8, 8), (16, 8), (8, 16)],
+    (128, 256): [(16, 8), (8, 16)],
+    (256, 128): [(16, 8), (8, 16)],
+}
+
+
 def candidates(layout: str) -> Iterator[WarpConfig]:
     """The tuner's search space for one layout, before the K splits are added."""
-    shapes = [(128, 128), (128, 64), (64, 128), (64, 64)]
-    patches = [(8, 8), (8, 4), (4, 8), (16, 8)]
-    for (bm, bn), (tm, tn), bk in (
-        (shape, patch, bk) for shape in shapes for patch in patches for bk in (8, 16)
-    ):
-        groups = [(bm, bn)] if layout == "block" else _warp_tiles(bm, bn, tm, tn)
-        for wm, wn in groups:
-            config = WarpConfig(bm, bn, bk, wm, wn, tm, tn)
-            if config.problem() is None and 64 <= config.threads <= 256:
-                yield config
+    for (bm, bn), patches in SEARCH.items():
+        for (tm, tn), bk in ((patch, bk) for patch in patches for bk in (8, 16)):
+            groups = [(bm, bn)] if layout == "block" else _warp_tiles(bm, bn, tm, tn)
+            for wm, wn in groups:
+                config = WarpConfig(bm, bn, bk, wm, wn, tm, tn)
+                if config.problem() is None and 64 <= config.threads <= 256:
+                    yield config
 
 
 def _warp_tiles(bm: int, bn: int, tm: int, tn: int) -> list[tuple[int, int]]:
