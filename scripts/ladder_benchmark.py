@@ -190,6 +190,9 @@ def main() -> int:
         if vendor_tflops:
             print(f"{shape}: cuBLAS {vendor_tflops:.2f} TFLOP/s ({source})", flush=True)
         mm.add_ratios(shape, vendor_tflops)
+    print()
+    mm.print_table("cuBLAS")
+    print(flush=True)
     rmm = Ladder("rmm", labels)
     wanted_rmm = set(args.rmm_variants.split(",")) if args.rmm_variants else None
     for shape in args.rmm_sizes:
@@ -199,8 +202,6 @@ def main() -> int:
         rmm.add_ratios(shape, vendor_tflops)
     for _, backend in opened:
         backend.close()
-    print()
-    mm.print_table("cuBLAS")
     if rmm.cells:
         print("\nThe reduced product (rmm), TFLOP/s of its half-size product:")
         rmm.print_table("sums+cuBLAS")
