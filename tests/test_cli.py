@@ -171,3 +171,21 @@ def test_tune_checks_candidates_and_caches_the_best(tmp_path, monkeypatch):
     assert key in shown.stdout
     refused = xb("tune", "--backend", "opencl", "--variants", "tiled")
     assert refused.returncode != 0 and "not tuned" in refused.stderr
+
+
+def test_tune_cache_serves_the_neighbouring_class_without_splits(tmp_path, monkeypatch):
+    """A large-class choice serves medium products, never small ones (they split K)."""
+    from types import SimpleNamespace
+
+    from xbackend import tuning
+    from xbackend.backends.warp import WarpConfig
+
+    monkeypatch.setenv("XBACKEND_TUNE_CACHE", str(tmp_path / "tuned.json"))
+    stub = SimpleNamespace(name="cuda", device=SimpleNamespace(name="GPU"))
+    config = WarpConfig(128, 256, 8, 64, 64, 16, 8)
+    key = "|".join(("cuda", "GPU", "vec4", "float32", "large"))
+    tuning.save_entries({key: {"params": config.to_dict()}})
+    assert tuning.lookup(stub, "vec4", "float32", "large") == config
+    assert tuning.lookup(stub, "vec4", "float32", "medium") == config
+    assert tuning.lookup(stub, "vec4", "float32", "small") is None
+    assert tuning.lookup(stub, "warp", "float32", "medium") is None

@@ -40,6 +40,10 @@ def cache_path() -> Path:
     return base / "xbackend" / "tuned.json"
 
 
+# The shape class whose choice serves a class that was not tuned (see lookup).
+NEIGHBOUR = {"medium": "large", "large": "medium"}
+
+
 def _key(backend: str, device: str, variant: str, dtype: str, shape_class: str) -> str:
     return "|".join((backend, device, variant, dtype, shape_class))
 
@@ -71,10 +75,20 @@ def save_entries(entries: dict[str, dict[str, Any]], path: Path | None = None) -
 def lookup(
     backend: Backend, variant: str, dtype: np.dtype, shape_class: str
 ) -> warp.WarpConfig | None:
-    """The cached configuration for a product on ``backend``'s device, or None."""
-    key = _key(backend.name, backend.device.name, variant, np.dtype(dtype).name, shape_class)
-    entry = load_entries().get(key)
-    if entry is None:
+    """The cached configuration for a product on ``backend``'s device, or None.
+
+    A class with no entry takes its neighbour's where both fill the GPU without a
+    split (medium and large), so that tuning one large size serves both.
+    """
+    entries = load_entries()
+    for candidate in (shape_class, NEIGHBOUR.get(shape_class)):
+        if candidate is None:
+            continue
+        key = _key(backend.name, backend.device.name, variant, np.dtype(dtype).name, candidate)
+        entry = entries.get(key)
+        if entry is not None:
+            break
+    else:
         return None
     try:
         return warp.WarpConfig.from_dict(entry["params"])
