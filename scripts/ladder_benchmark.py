@@ -33,7 +33,6 @@ from xbackend.sweep import parse_shapes
 # The targets of issue 4, and the awkward shapes where no cliff may appear.
 DEFAULT_SIZES = "4096x4096x4096,8000x7000x8000,4095x4095x4095,1000x3001x1000"
 # The reduced product against the pair sums + cuBLAS on the half-size product.
-DEFAULT_RMM_SIZES = "4096x4096x4096,8000x7000x8000"
 DEFAULT_RMM_VARIANTS = "tiled,vec4_db,warp_db"
 
 
@@ -152,8 +151,9 @@ def main() -> int:
     parser.add_argument(
         "--rmm-sizes",
         type=parse_shapes,
-        default=parse_shapes(DEFAULT_RMM_SIZES),
-        help="sizes of the reduced product's table (M and N even; '' for none)",
+        default=None,
+        help="sizes of the reduced product's table, M and N even (default: those of "
+        "--sizes with M and N even)",
     )
     parser.add_argument("--repeat", type=int, default=10, help="timed samples per point")
     parser.add_argument("--variants", default=None, help="only these mm variants (comma list)")
@@ -195,7 +195,10 @@ def main() -> int:
     print(flush=True)
     rmm = Ladder("rmm", labels)
     wanted_rmm = set(args.rmm_variants.split(",")) if args.rmm_variants else None
-    for shape in args.rmm_sizes:
+    rmm_sizes = args.rmm_sizes
+    if rmm_sizes is None:
+        rmm_sizes = [shape for shape in args.sizes if shape.M % 2 == 0 and shape.N % 2 == 0]
+    for shape in rmm_sizes:
         vendor_tflops = rmm.measure(shape, opened, wanted_rmm, args.repeat)
         if vendor_tflops:
             print(f"{shape}: pair sums + cuBLAS {vendor_tflops:.2f} TFLOP/s", flush=True)

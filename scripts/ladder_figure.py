@@ -19,10 +19,14 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 
-def read_table(text: str) -> tuple[list[str], list[list[str]]]:
-    """The header and rows of the last table in a ladder_benchmark.py output."""
+def read_table(text: str, op: str = "mm") -> tuple[list[str], list[list[str]]]:
+    """The header and rows of the last ``op`` table in a ladder_benchmark.py output
+    (mm: shares "of cuBLAS"; rmm: "of sums+cuBLAS")."""
     lines = text.splitlines()
-    start = max(i for i, line in enumerate(lines) if line.startswith("size "))
+    share = "of sums+cuBLAS" if op == "rmm" else "of cuBLAS "
+    start = max(
+        i for i, line in enumerate(lines) if line.startswith("size ") and share in line + " "
+    )
     header = re.split(r"\s{2,}", lines[start].strip())
     rows = [re.split(r"\s{2,}", line.strip()) for line in lines[start + 2 :] if "·" in line]
     return header, [row for row in rows if len(row) == len(header)]
@@ -33,8 +37,9 @@ def main() -> int:
     parser.add_argument("ladder", type=Path, help="a saved ladder_benchmark.py output")
     parser.add_argument("figure", type=Path, help="the PNG to write")
     parser.add_argument("--size", default="4096×4096 · 4096×4096", help="which size to draw")
+    parser.add_argument("--op", choices=("mm", "rmm"), default="mm", help="which table to draw")
     args = parser.parse_args()
-    header, rows = read_table(args.ladder.read_text(encoding="utf-8"))
+    header, rows = read_table(args.ladder.read_text(encoding="utf-8"), args.op)
     backends = [name.removesuffix(" TFLOP/s") for name in header[3::2]]
     figure, axes = plt.subplots(1, len(backends), figsize=(6 * len(backends), 6), squeeze=False)
     for panel, (axis, backend) in enumerate(zip(axes[0], backends, strict=True)):
@@ -50,8 +55,9 @@ def main() -> int:
         for y, name in enumerate(names):
             speed, share = best[name]
             axis.text(speed, y, f" {speed:.1f} ({share})", va="center", fontsize=8)
-        axis.set_title(f"{backend}: {args.size}")
-        axis.set_xlabel("TFLOP/s (float32; share of the cuBLAS line)")
+        reference = "pair sums + cuBLAS" if args.op == "rmm" else "the cuBLAS line"
+        axis.set_title(f"{backend} {args.op}: {args.size}")
+        axis.set_xlabel(f"TFLOP/s (float32; share of {reference})")
         axis.set_xlim(0, max((v for v, _ in best.values()), default=1) * 1.3)
     figure.tight_layout()
     args.figure.parent.mkdir(parents=True, exist_ok=True)

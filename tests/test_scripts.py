@@ -91,17 +91,23 @@ def test_ladder_benchmark_runs_small_anywhere(tmp_path):
     path = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
     done = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "ladder_benchmark.py"),
-         "--backends", "opencl", "--sizes", "33x20x17", "--repeat", "2"],
+         "--backends", "opencl", "--sizes", "33x20x17", "--rmm-sizes", "34x20x18",
+         "--repeat", "2"],
         capture_output=True, text=True, timeout=600,
         env={**os.environ, "PYTHONPATH": path},
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
-    table = done.stdout.split("\n\n")[-1]
+    blocks = done.stdout.split("\n\n")
+    mm = next(block for block in blocks if block.startswith("size") and "of cuBLAS" in block)
+    rmm = blocks[-1]
+    assert "The reduced product (rmm)" in rmm and "of sums+cuBLAS" in rmm, done.stdout
     ladder = ("naive", "tiled", "reg1d", "reg2d", "reg2d_cf", "reg2d_g4", "vec4", "vec4_db")
-    rows = [line.split() for line in table.splitlines()[2:]]
-    assert {row[3] for row in rows} == {*ladder, "warp", "warp_db"}, table
-    assert all(row[5] not in ("WRONG", "—") for row in rows), table  # the opencl TFLOP/s
-    assert "WRONG" not in table
+    expected = [(mm, {*ladder, "warp", "warp_db"}), (rmm, {"tiled", "vec4_db", "warp_db"})]
+    for table, variants in expected:
+        rows = [line.split() for line in table.splitlines() if "·" in line]
+        assert {row[3] for row in rows} == variants, table
+        assert all(row[5] not in ("WRONG", "—") for row in rows), table  # opencl TFLOP/s
+    assert "WRONG" not in done.stdout
 
 
 def test_ladder_figure_draws_the_saved_h100_run(tmp_path):
