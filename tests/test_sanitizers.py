@@ -60,17 +60,19 @@ def _under_oclgrind(oclgrind: str, *args: str, kernels: Path | None = None):
 
 
 def test_every_opencl_kernel_is_clean_under_oclgrind(oclgrind):
-    done = _under_oclgrind(oclgrind)
+    # The tuned variants at their 64-wide tiles only: a simulated 256-thread work-group
+    # of the 128-wide ones costs minutes. compute-sanitizer runs both on the GPU.
+    done = _under_oclgrind(oclgrind, "--tuned-tiles", "64")
     assert "Oclgrind Simulator" in done.stdout, done.stdout + done.stderr
     assert done.returncode == 0, done.stdout + done.stderr
     found = REPORT.search(done.stderr)
     assert found is None, done.stderr[max(0, found.start() - 200) : found.start() + 800]
     # Two sizes; mm and bmm: naive and tiled at tiles 8, 16, 32, reg1d, reg2d,
-    # reg2d_cf and reg2d_g4 at their two tiles each, the four tuned variants at two;
-    # rmm: naive4, naive and tiled at 8, 16, 32, its two tuned variants at two.
+    # reg2d_cf and reg2d_g4 at their two tiles each, the four tuned variants at 64;
+    # rmm: naive4, naive and tiled at 8, 16, 32, its two tuned variants at 64.
     # Then one size with an inner tile: the tuned variants alone (mm, bmm, rmm).
-    everything = 2 * (2 * (3 + 3 + 2 + 2 + 2 + 2 + 4 * 2) + 3 * 3 + 2 * 2)
-    assert done.stdout.count("PASS") == everything + (4 * 2 + 4 * 2 + 2 * 2), done.stdout
+    everything = 2 * (2 * (3 + 3 + 2 + 2 + 2 + 2 + 4) + 3 * 3 + 2)
+    assert done.stdout.count("PASS") == everything + (4 + 4 + 2), done.stdout
 
 
 @pytest.mark.parametrize(

@@ -468,7 +468,7 @@ def _plan(args: argparse.Namespace, preset: Preset | None, gpu: bool) -> Plan:
         ops=args.op or list(preset.ops if preset else ["mm"]),
         dtypes=args.dtype or list(preset.dtypes if preset else ["float32"]),
         batch=args.batch or (preset.batch if preset else 8),
-        variants=args.variants,
+        variants=args.variants or (list(preset.variants) if preset and preset.variants else None),
         tiles=args.tile or (list(preset.tiles) if preset and preset.tiles else None),
         preset=preset.name if preset else None,
         seed=args.seed,

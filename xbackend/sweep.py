@@ -62,6 +62,7 @@ class Preset:
     batch: int
     gpu_shapes: tuple[Shape, ...]
     cpu_shapes: tuple[Shape, ...]
+    variants: tuple[str, ...] | None = None  # None: every variant of each backend
 
     def shapes(self, gpu: bool) -> list[Shape]:
         return list(self.gpu_shapes if gpu else self.cpu_shapes)
@@ -101,6 +102,8 @@ PRESETS: dict[str, Preset] = {
             1,
             tuple(squares([128, 512, 2048, 8192, 16384])),
             tuple(squares([128, 256, 512, 1024])),
+            # The chapter's kernels and the vendor line (--variants chooses others).
+            ("naive4", "naive", "tiled", "vendor"),
         ),
         Preset(
             "blog",
