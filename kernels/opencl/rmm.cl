@@ -110,29 +110,19 @@ void rmm_tiled(__global const REAL* restrict A,
 
 // The first step of rmm's vendor line: the pair sums as matrices of their own,
 // for a vendor GEMM on the half-size product (the CUDA backend's rmm `vendor`).
-// rmm_pair_rows: S (rows × cols, contiguous) = rows 2r and 2r + 1 of A added;
-// rmm_pair_columns: S (rows × cols, contiguous) = columns 2c and 2c + 1 of B added.
+// S (rows × cols, contiguous) gets S[r][c] = X[e] + X[e + partner], where
+// e = r·row_step + c·col_step: A's row pairs with row_step = 2·lda, col_step = 1 and
+// partner = lda; B's column pairs with row_step = ldb, col_step = 2 and partner = 1.
 // One work-item per element of S, in work-groups of 256.
 __kernel __attribute__((reqd_work_group_size(256, 1, 1)))
-void rmm_pair_rows(__global const REAL* restrict A,
+void rmm_pair_sums(__global const REAL* restrict X,
                    __global REAL* restrict S,
-                   const int rows, const int cols, const int lda)
+                   const int rows, const int cols,
+                   const int row_step, const int col_step, const int partner)
 {
     const int element = get_group_id(0) * 256 + get_local_id(0);
     if (element >= rows * cols)
         return;
-    const int r = element / cols, c = element % cols;
-    S[element] = A[2 * r * lda + c] + A[(2 * r + 1) * lda + c];
-}
-
-__kernel __attribute__((reqd_work_group_size(256, 1, 1)))
-void rmm_pair_columns(__global const REAL* restrict B,
-                      __global REAL* restrict S,
-                      const int rows, const int cols, const int ldb)
-{
-    const int element = get_group_id(0) * 256 + get_local_id(0);
-    if (element >= rows * cols)
-        return;
-    const int r = element / cols, c = element % cols;
-    S[element] = B[r * ldb + 2 * c] + B[r * ldb + 2 * c + 1];
+    const int e = element / cols * row_step + element % cols * col_step;
+    S[element] = X[e] + X[e + partner];
 }

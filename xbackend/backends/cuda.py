@@ -50,7 +50,7 @@ else:
     _IMPORT_ERROR = None
 
 _MAX_GRID_Y = 65535
-_PAIR_BLOCK = 256  # threads per block of rmm_pair_rows and rmm_pair_columns (fixed there)
+_PAIR_BLOCK = 256  # threads per block of rmm_pair_sums (fixed there)
 # The bit pattern of a float32 quiet NaN, for cuMemsetD32.
 _NAN_BITS_F32 = 0x7FC00000
 
@@ -238,15 +238,15 @@ class _CublasExecution(_CudaExecution):
         summed_columns = drv.mem_alloc(K * columns * item)
         self._buffers += [summed_rows, summed_columns]
         self._outputs += [(summed_rows, rows * K * item), (summed_columns, K * columns * item)]
-        steps = (
-            ("rmm_pair_rows", A, summed_rows, rows, K, lda),
-            ("rmm_pair_columns", B, summed_columns, K, columns, ldb),
+        pair_sums = backend._pair_sums(self._C.dtype)
+        steps = (  # (source, target, rows, columns, row step, column step, partner)
+            (A, summed_rows, rows, K, 2 * lda, 1, lda),
+            (B, summed_columns, K, columns, ldb, 2, 1),
         )
-        for kernel, source, target, height, width, ld in steps:
-            function = backend._pair_sums(kernel, self._C.dtype)
+        for source, target, height, width, *steps_and_partner in steps:
             grid = (-(-(height * width) // _PAIR_BLOCK), 1, 1)
-            args = (source, target, *map(np.int32, (height, width, ld)))
-            self._steps.append((function, grid, args))
+            args = (source, target, *map(np.int32, (height, width, *steps_and_partner)))
+            self._steps.append((pair_sums, grid, args))
         self._gemm = (rows, columns, K, summed_rows, K, summed_columns, columns, C, columns)
 
     def _launch(self) -> None:
@@ -375,9 +375,9 @@ class CudaBackend(Backend):
             self._held = _Gate(hold)
         return self._held
 
-    def _pair_sums(self, kernel: str, dtype: np.dtype) -> Any:
-        """rmm_pair_rows or rmm_pair_columns of kernels/cuda/rmm.cu, for ``dtype``."""
-        return self._function("rmm", (f"-DREAL={C_TYPES[dtype.name]}",), kernel, "PPiii")
+    def _pair_sums(self, dtype: np.dtype) -> Any:
+        """rmm_pair_sums of kernels/cuda/rmm.cu, for ``dtype``."""
+        return self._function("rmm", (f"-DREAL={C_TYPES[dtype.name]}",), "rmm_pair_sums", "PPiiiii")
 
     def variant_problem(self, variant: str, dtype: np.dtype, op: str = "mm") -> str | None:
         if variant != "vendor":
