@@ -7,11 +7,11 @@ For each size, each backend's every mm variant (at each of its tiles; the tuned
 variants at the parameters they choose for the size, from ``xbackend tune``'s cache
 or their size-aware default) computes the product once against the float64 check,
 then is timed (median kernel time, device events). The ``vendor`` variants (cuBLAS,
-CLBlast where installed) run the same way. The table printed last gives TFLOP/s
+CLBlast where installed) run the same way. The first table printed gives TFLOP/s
 and the ratio to cuBLAS (the CUDA backend's vendor line, else PyTorch's matmul with
 TF32 off), CUDA and OpenCL side by side. A second table does the same for the
 reduced product (rmm): its variants on the top rung against the CUDA backend's
-rmm vendor line, the pair sums by two kernels and then cuBLAS on the half-size
+rmm vendor line, the pair sums by a kernel and then cuBLAS on the half-size
 product. A wrong result prints WRONG instead of a speed, and makes the exit
 status 1.
 """

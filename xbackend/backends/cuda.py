@@ -262,7 +262,7 @@ class CudaBackend(Backend):
     VARIANTS: ClassVar[VariantTable] = with_vendor(
         compiled_variants("thread", "shared"),
         "cuBLAS (S/DGEMM, no TF32) on the same device buffers, through its C library",
-        "the pair sums by two kernels, then cuBLAS on the half-size product",
+        "the pair sums by a kernel, then cuBLAS on the half-size product",
     )
 
     def __init__(self, device: str | int | None = None):
