@@ -36,6 +36,55 @@ def test_every_cuda_kernel_has_an_opencl_twin():
         assert _kernel_names(cu) == _kernel_names(cl) != []
 
 
+# The API words of each language, mapped to common ones: what is left must be the same.
+_CUDA_WORDS = [
+    (r'extern "C" __global__ __launch_bounds__\([^()]*(\([^()]*\))?[^()]*\)', "KERNEL"),
+    (r'extern "C" __global__', "KERNEL"),
+    (r"__device__ __forceinline__", "inline"),
+    (r"__shared__ __align__\(16\) (\w+) (\w+\[[^\]]*\]);", r"SHARED \1 \2;"),
+    (r"__shared__", "SHARED"),
+    (r"__restrict__", "restrict"),
+    (r"__syncthreads\(\)", "BARRIER"),
+    (r"blockIdx\.([xyz])", r"GROUP_\1"),
+    (r"threadIdx\.([xyz])", r"LOCAL_\1"),
+    (r"gridDim\.([xyz])", r"GROUPS_\1"),
+]
+_OPENCL_WORDS = [
+    (r"#ifdef XB_FP64\s*#pragma OPENCL EXTENSION cl_khr_fp64 : enable\s*#endif", ""),
+    (r"__kernel __attribute__\(\(reqd_work_group_size\([^()]*\)\)\)", "KERNEL"),
+    (r"__kernel", "KERNEL"),
+    (r"__local (\w+) (\w+\[[^\]]*\]) __attribute__\(\(aligned\(16\)\)\);", r"SHARED \1 \2;"),
+    (r"__local (?=\w+ \w+\[)", "SHARED "),
+    (r"__global |__local |__private ", ""),
+    (r"barrier\(CLK_LOCAL_MEM_FENCE\)", "BARRIER"),
+    (r"get_group_id\((\d)\)", lambda m: "GROUP_" + "xyz"[int(m.group(1))]),
+    (r"get_local_id\((\d)\)", lambda m: "LOCAL_" + "xyz"[int(m.group(1))]),
+    (r"get_num_groups\((\d)\)", lambda m: "GROUPS_" + "xyz"[int(m.group(1))]),
+]
+
+
+def _code(text: str, words) -> str:
+    """A kernel file's code without comments, in common words, whitespace collapsed."""
+    text = re.sub(r"/\*.*?\*/", "", re.sub(r"//[^\n]*", "", text), flags=re.DOTALL)
+    for pattern, replacement in words:
+        text = re.sub(pattern, replacement, text)
+    return re.sub(r"\s+", " ", text).strip()
+
+
+@pytest.mark.parametrize("cu", [p for p in CUDA if p.stem not in CUDA_ONLY], ids=lambda p: p.stem)
+def test_twins_are_the_same_code_in_both_languages(cu):
+    """The OpenCL file is the CUDA one in OpenCL's words, comments and layout aside."""
+    cl = cu.parent.parent / "opencl" / f"{cu.stem}.cl"
+    cuda, opencl = _code(cu.read_text(), _CUDA_WORDS), _code(cl.read_text(), _OPENCL_WORDS)
+    if cuda != opencl:
+        at = next(i for i, (a, b) in enumerate(zip(cuda, opencl, strict=False)) if a != b)
+        pytest.fail(f"{cu.name} and {cl.name} differ at\n{cuda[at - 80 : at + 80]}\n"
+                    f"{opencl[at - 80 : at + 80]}")  # fmt: skip
+    # The comparison can fail: one changed operator in the twin is seen.
+    changed = cl.read_text().replace("+=", "*=", 1)
+    assert changed != cl.read_text() and _code(changed, _OPENCL_WORDS) != cuda
+
+
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 @pytest.mark.parametrize("tile", TILES)
 @pytest.mark.parametrize("path", CUDA, ids=lambda p: p.name)
