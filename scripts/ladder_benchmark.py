@@ -79,9 +79,8 @@ class Ladder:
         self.cells: dict[tuple[str, str, str], dict[str, str]] = {}
         self.wrong = False
 
-    def measure(self, shape, opened, wanted: set[str] | None, repeat: int) -> float | None:
-        """Every variant of every backend at ``shape``; the CUDA vendor line's TFLOP/s."""
-        A, B = make_operands(shape, seed=7)
+    def measure(self, shape, A, B, opened, wanted: set[str] | None, repeat: int) -> float | None:
+        """Every variant of every backend on A and B; the CUDA vendor line's TFLOP/s."""
         reference = Reference.of(A, B, self.op)
         work = flops(self.op, shape)
         vendor = None
@@ -177,9 +176,9 @@ def main() -> int:
     mm = Ladder("mm", labels)
     wanted = set(args.variants.split(",")) if args.variants else None
     for shape in args.sizes:
-        vendor_tflops = mm.measure(shape, opened, wanted, args.repeat)
-        # PyTorch reaches cuBLAS through its own calls: printed too, for reference.
         A, B = make_operands(shape, seed=7)
+        vendor_tflops = mm.measure(shape, A, B, opened, wanted, args.repeat)
+        # PyTorch reaches cuBLAS through its own calls: printed too, for reference.
         seconds = torch_seconds(A, B, args.repeat)
         torch_tflops = shape.flops / seconds / 1e12 if seconds else None
         if torch_tflops:
@@ -199,7 +198,8 @@ def main() -> int:
     if rmm_sizes is None:
         rmm_sizes = [shape for shape in args.sizes if shape.M % 2 == 0 and shape.N % 2 == 0]
     for shape in rmm_sizes:
-        vendor_tflops = rmm.measure(shape, opened, wanted_rmm, args.repeat)
+        A, B = make_operands(shape, seed=7)
+        vendor_tflops = rmm.measure(shape, A, B, opened, wanted_rmm, args.repeat)
         if vendor_tflops:
             print(f"{shape}: pair sums + cuBLAS {vendor_tflops:.2f} TFLOP/s", flush=True)
         rmm.add_ratios(shape, vendor_tflops)

@@ -81,19 +81,15 @@ def lookup(
     split (medium and large), so that tuning one large size serves both.
     """
     entries = load_entries()
-    for candidate in (shape_class, NEIGHBOUR.get(shape_class)):
-        if candidate is None:
-            continue
-        key = _key(backend.name, backend.device.name, variant, np.dtype(dtype).name, candidate)
-        entry = entries.get(key)
+    dtype_name = np.dtype(dtype).name
+    for candidate in filter(None, (shape_class, NEIGHBOUR.get(shape_class))):
+        entry = entries.get(_key(backend.name, backend.device.name, variant, dtype_name, candidate))
         if entry is not None:
-            break
-    else:
-        return None
-    try:
-        return warp.WarpConfig.from_dict(entry["params"])
-    except (KeyError, TypeError, ValueError):
-        return None  # written by another version: ignore it, as if not tuned
+            try:
+                return warp.WarpConfig.from_dict(entry["params"])
+            except (KeyError, TypeError, ValueError):
+                return None  # written by another version: ignore it, as if not tuned
+    return None
 
 
 @dataclasses.dataclass

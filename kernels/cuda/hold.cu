@@ -3,8 +3,8 @@
 // queues hold, then a start event, the kernels and an end event, and only then
 // sets word[0], host memory mapped into the device: the events then time the
 // kernels alone, not the host's launching of them. On an idle GPU, events around a
-// launch also time the host's work between the two records: cuBLAS's choice of
-// kernel, for instance, measured at 36% of a 0.16 ms product.
+// launch also time the host's work between the two records: for cuBLAS at
+// 1000×3001 · 3001×1000 on an H100, 0.24 ms instead of the product's 0.15 ms.
 //
 // After `cycles` clock ticks (some milliseconds; the host needs microseconds) it
 // gives up and sets word[1], so that the host can tell, and so that tools which

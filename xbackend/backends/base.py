@@ -222,6 +222,10 @@ class Backend(abc.ABC):
     name: ClassVar[str]
     description: ClassVar[str] = ""
     VARIANTS: ClassVar[VariantTable]
+    # Backends that launch groups of workers: their words for the workers and for the
+    # memory the group stages tiles in; tile_problem then checks a group against the
+    # device's limits (see group_problem).
+    GROUP_WORDS: ClassVar[tuple[str, str] | None] = None
 
     @abc.abstractmethod
     def __init__(self, device: str | int | None = None) -> None:
@@ -282,7 +286,11 @@ class Backend(abc.ABC):
         """Why ``tile`` (or, for tuned variants, ``config``) cannot run on this device."""
         if tile < 1:
             return f"tile must be a positive integer, not {tile}"
-        return None
+        if self.GROUP_WORDS is None:
+            return None
+        workers, memory = self.GROUP_WORDS
+        spec = self.variant_spec(variant, op)
+        return group_problem(self.device, spec, tile, itemsize, workers, memory, config)
 
     def dtype_problem(self, dtype: np.dtype) -> str | None:
         """Why this device cannot compute in ``dtype``, or None if it can."""

@@ -32,13 +32,11 @@ from xbackend.backends.base import (
     VariantTable,
     XBackendError,
     compiled_variants,
-    group_problem,
     kernel_family,
     plan_launch,
     read_kernel,
     with_vendor,
 )
-from xbackend.backends.warp import WarpConfig
 
 try:
     import pycuda
@@ -264,6 +262,7 @@ class CudaBackend(Backend):
         "cuBLAS (S/DGEMM, no TF32) on the same device buffers, through its C library",
         "the pair sums by a kernel, then cuBLAS on the half-size product",
     )
+    GROUP_WORDS = ("threads", "shared")
 
     def __init__(self, device: str | int | None = None):
         available, reason = self.available()
@@ -318,19 +317,6 @@ class CudaBackend(Backend):
     @property
     def device(self) -> DeviceInfo:
         return self._device
-
-    def tile_problem(
-        self,
-        variant: str,
-        tile: int,
-        itemsize: int = 4,
-        op: str = "mm",
-        config: WarpConfig | None = None,
-    ) -> str | None:
-        spec = self.variant_spec(variant, op)
-        return super().tile_problem(variant, tile, itemsize, op) or group_problem(
-            self._device, spec, tile, itemsize, "threads", "shared", config
-        )
 
     @contextmanager
     def _active(self) -> Iterator[None]:

@@ -38,14 +38,12 @@ from xbackend.backends.base import (
     VariantTable,
     XBackendError,
     compiled_variants,
-    group_problem,
     kernel_family,
     plan_launch,
     poison_value,
     read_kernel,
     with_vendor,
 )
-from xbackend.backends.warp import WarpConfig
 
 try:
     import pyopencl as cl
@@ -273,6 +271,7 @@ class OpenCLBackend(Backend):
         compiled_variants("work-item", "local"),
         "CLBlast's GEMM (through pyclblast) on the same buffers, timed by the host clock",
     )
+    GROUP_WORDS = ("work-items", "local")
 
     def __init__(self, device: str | int | None = None):
         available, reason = self.available()
@@ -316,19 +315,6 @@ class OpenCLBackend(Backend):
     @property
     def device(self) -> DeviceInfo:
         return self._device
-
-    def tile_problem(
-        self,
-        variant: str,
-        tile: int,
-        itemsize: int = 4,
-        op: str = "mm",
-        config: WarpConfig | None = None,
-    ) -> str | None:
-        spec = self.variant_spec(variant, op)
-        return super().tile_problem(variant, tile, itemsize, op) or group_problem(
-            self._device, spec, tile, itemsize, "work-items", "local", config
-        )
 
     def dtype_problem(self, dtype: np.dtype) -> str | None:
         if dtype == np.float64 and not self._device.extra.get("fp64"):
