@@ -48,8 +48,8 @@ def main() -> int:
     parser.add_argument(
         "--tuned-sizes",
         type=parse_shapes,
-        default=parse_shapes("66x12x68"),
-        help="sizes for the tuned variants only (default 66x12x68)",
+        default=parse_shapes("66x12x72"),
+        help="sizes for the tuned variants only (default 66x12x72)",
     )
     parser.add_argument("--dtype", default="float32", help="element type (default float32)")
     args = parser.parse_args()

@@ -96,9 +96,12 @@ def test_device_is_described(backend: xbackend.Backend):
 
 
 # Tuned variants (kernels/*/mm_warp) with explicit parameters: every layout, a split
-# along K into ranges that end inside a slab and past K, unaligned and aligned rows.
+# along K into ranges that end inside a slab and past K, unaligned and aligned rows,
+# and edge tiles whose overhanging rows and 4-column pieces load unchecked from
+# clamped addresses (N a multiple of 4: 131×68, and 64×132 below).
 TUNED_CASES = [
     ({"BM": 64, "BN": 64, "BK": 8, "TM": 8, "TN": 4}, Shape(65, 700, 33)),
+    ({"BM": 128, "BN": 64, "BK": 8, "TM": 8, "TN": 8}, Shape(131, 40, 68)),
     ({"BM": 128, "BN": 64, "BK": 16, "TM": 8, "TN": 8, "slices": 3}, Shape(130, 701, 67)),
     ({"BM": 64, "BN": 128, "BK": 8, "TM": 8, "TN": 8, "slices": 4}, Shape(64, 1000, 132)),
     ({"BM": 64, "BN": 64, "BK": 16, "TM": 4, "TN": 8, "slices": 6}, Shape(33, 301, 17)),

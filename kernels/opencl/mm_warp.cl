@@ -174,22 +174,27 @@ inline void fetch(REAL* a, REAL* b,
     }
 }
 
-// Where this thread's pieces of the slabs at k0 start in A and B (for a tile
-// inside the matrices). Made once; each slab then moves them BK columns right
-// in A and BK rows down in B (advance), so that its loads need no arithmetic.
+// Where this thread's pieces of the slabs at k0 start in A and B, for slabs inside
+// K. Made once; each slab then moves them BK columns right in A and BK rows down
+// in B (fetch_inside), so that its loads need no arithmetic. A row below M reads
+// row M - 1 instead, and a piece of columns right of N the last piece (N is then
+// a multiple of 4, see unchecked): their products land outside C and are never
+// stored, and the edge tiles load as fast as the inner ones.
 inline void sources(__global const REAL** a_src, __global const REAL** b_src,
                     __global const REAL* restrict A, __global const REAL* restrict B,
-                    const int lda, const int ldb,
+                    const int M, const int N, const int lda, const int ldb,
                     const int row0, const int col0, const int k0,
                     const int thread)
 {
     for (int p = 0; p < A_LOADS; ++p) {
         const int piece = thread + p * THREADS;
-        a_src[p] = A + FULL(row0 + piece / (BK / 4)) * lda + k0 + piece % (BK / 4) * 4;
+        const int row = min(row0 + piece / (BK / 4), M - 1);
+        a_src[p] = A + FULL(row) * lda + k0 + piece % (BK / 4) * 4;
     }
     for (int p = 0; p < B_LOADS; ++p) {
         const int piece = thread + p * THREADS;
-        b_src[p] = B + (k0 + piece / (BN / 4)) * ldb + FULL(col0 + piece % (BN / 4) * 4);
+        const int col = min(col0 + piece % (BN / 4) * 4, N - 4);
+        b_src[p] = B + (k0 + piece / (BN / 4)) * ldb + FULL(col);
     }
 }
 
@@ -292,16 +297,17 @@ void mm_warp(__global const REAL* restrict A,
     const int m0 = group / (BN / WN) * WM + lane / (WN / TN) * 4;
     const int n0 = group % (BN / WN) * WN + lane % (WN / TN) * 4;
 
-    // Slabs of a tile inside the matrices load without checks, from pointers made
-    // once: the checks, branches and address arithmetic were a tenth of the
-    // instructions of a slab of BK = 8 steps (docs/performance.md).
-    const int inside = row0 + BM <= M && col0 + BN <= N;
+    // Slabs inside K load without checks, from pointers made once (see sources):
+    // the checks, branches and address arithmetic were a tenth of the instructions
+    // of a slab of BK = 8 steps (docs/performance.md). That takes a tile inside the
+    // matrices, or one whose pieces of 4 columns cannot straddle N.
+    const int unchecked = col0 + BN <= N || N % 4 == 0;
     __global const REAL* a_src[A_LOADS];
     __global const REAL* b_src[B_LOADS];
-    sources(a_src, b_src, A, B, lda, ldb, row0, col0, k_begin, thread);
+    sources(a_src, b_src, A, B, M, N, lda, ldb, row0, col0, k_begin, thread);
     // The slabs at k0, in the order of k0: the fast path's pointers follow them.
 #define FETCH(k0)                                                                      \
-    if (inside && (k0) + BK <= K)                                                      \
+    if (unchecked && (k0) + BK <= K)                                                   \
         fetch_inside(a_next, b_next, a_src, b_src, lda, ldb);                          \
     else                                                                               \
         fetch(a_next, b_next, A, B, M, N, K, lda, ldb, row0, col0, k0, thread, 1)
