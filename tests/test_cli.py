@@ -159,18 +159,21 @@ def test_tune_checks_candidates_and_caches_the_best(tmp_path, monkeypatch):
         pytest.skip("opencl unavailable")
     cache = tmp_path / "tuned.json"
     monkeypatch.setenv("XBACKEND_TUNE_CACHE", str(cache))
-    done = xb("tune", "--backend", "opencl", "--variants", "vec4", "--sizes", "40x300x36",
+    done = xb("tune", "--backend", "opencl", "--variants", "vec4_db", "--sizes", "40x300x36",
               "--samples", "1")  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     entries = json.loads(cache.read_text())["entries"]
-    assert len(entries) == 1
-    ((key, entry),) = entries.items()
-    assert key.startswith("opencl|") and "|vec4|float32|" in key
-    assert entry["shape"] == "40×300 · 300×36" and entry["tflops"] > 0
+    assert len(entries) == 2  # mm and rmm
+    for op, (key, entry) in zip(("mm", "rmm"), sorted(entries.items()), strict=True):
+        assert key.startswith("opencl|") and f"|vec4_db|{op}|float32|" in key
+        assert entry["shape"] == "40×300 · 300×36" and entry["tflops"] > 0
+        assert entry["blocks"] >= 1
     shown = xb("tune", "--backend", "opencl", "--show")
-    assert key in shown.stdout
+    assert all(key in shown.stdout for key in entries)
     refused = xb("tune", "--backend", "opencl", "--variants", "tiled")
     assert refused.returncode != 0 and "not tuned" in refused.stderr
+    refused = xb("tune", "--backend", "opencl", "--ops", "bmm")
+    assert refused.returncode != 0 and "cannot tune 'bmm'" in refused.stderr
 
 
 def test_tune_cache_serves_the_neighbouring_class_without_splits(tmp_path, monkeypatch):
@@ -183,9 +186,54 @@ def test_tune_cache_serves_the_neighbouring_class_without_splits(tmp_path, monke
     monkeypatch.setenv("XBACKEND_TUNE_CACHE", str(tmp_path / "tuned.json"))
     stub = SimpleNamespace(name="cuda", device=SimpleNamespace(name="GPU"))
     config = WarpConfig(128, 256, 8, 64, 64, 16, 8)
-    key = "|".join(("cuda", "GPU", "vec4", "float32", "large"))
-    tuning.save_entries({key: {"params": config.to_dict()}})
+    key = "|".join(("cuda", "GPU", "vec4", "mm", "float32", "large"))
+    tuning.save_entries({key: {"params": config.to_dict(), "blocks": 512}})
     assert tuning.lookup(stub, "vec4", "float32", "large") == config
     assert tuning.lookup(stub, "vec4", "float32", "medium") == config
     assert tuning.lookup(stub, "vec4", "float32", "small") is None
     assert tuning.lookup(stub, "warp", "float32", "medium") is None
+
+
+def test_tune_cache_rmm_takes_its_own_choice_else_mms(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from xbackend import tuning
+    from xbackend.backends.warp import WarpConfig
+
+    monkeypatch.setenv("XBACKEND_TUNE_CACHE", str(tmp_path / "tuned.json"))
+    stub = SimpleNamespace(name="cuda", device=SimpleNamespace(name="GPU"))
+    for_mm, for_rmm = WarpConfig(128, 128, 8, 64, 64, 16, 8), WarpConfig(128, 256, 8, 64, 64, 16, 8)
+    key = "|".join(("cuda", "GPU", "warp", "{}", "float32", "large")).format
+    tuning.save_entries({key("mm"): {"params": for_mm.to_dict(), "blocks": 1024}})
+    assert tuning.lookup(stub, "warp", "float32", "large", "rmm") == for_mm
+    tuning.save_entries(
+        {
+            key("mm"): {"params": for_mm.to_dict(), "blocks": 1024},
+            key("rmm"): {"params": for_rmm.to_dict(), "blocks": 128},
+        }
+    )
+    assert tuning.lookup(stub, "warp", "float32", "large", "rmm") == for_rmm
+    assert tuning.lookup(stub, "warp", "float32", "medium", "rmm") == for_rmm
+    assert tuning.lookup(stub, "warp", "float32", "large") == for_mm
+
+
+def test_tune_cache_refits_a_split_to_the_output(tmp_path, monkeypatch):
+    """A split tuned on a 1000×1000 output (32 tiles × 4 ranges) gives a 500×500 output
+    (8 tiles) as many blocks where K allows, and keeps an output of the tuned size."""
+    from types import SimpleNamespace
+
+    from xbackend import tuning
+    from xbackend.backends.warp import MIN_K_SLICE, WarpConfig
+
+    monkeypatch.setenv("XBACKEND_TUNE_CACHE", str(tmp_path / "tuned.json"))
+    stub = SimpleNamespace(name="cuda", device=SimpleNamespace(name="GPU"))
+    split = WarpConfig(128, 256, 8, 64, 64, 16, 8, slices=4)
+    key = "|".join(("cuda", "GPU", "warp", "mm", "float32", "small"))
+    tuning.save_entries({key: {"params": split.to_dict(), "blocks": 128}})
+    found = tuning.lookup(stub, "warp", "float32", "small", size=(1000, 1000, 3001))
+    assert found == split
+    found = tuning.lookup(stub, "warp", "float32", "small", size=(500, 500, 16 * MIN_K_SLICE))
+    assert found == split.with_slices(16)
+    found = tuning.lookup(stub, "warp", "float32", "small", size=(500, 500, 3001))
+    assert found == split.with_slices(3001 // MIN_K_SLICE)
+    assert tuning.lookup(stub, "warp", "float32", "small") == split  # no size: as tuned

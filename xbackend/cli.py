@@ -262,8 +262,10 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Time every candidate configuration of the tuned variants (vec4, vec4_db, "
         "warp, warp_db: tile shapes, group tiles, patches per thread, K splits) on one "
-        "device, check each result, and cache the fastest per device, variant, dtype and "
-        "shape class. Those variants then use the cached choice for every product.",
+        "device, for mm and for the reduced product rmm, check each result, and cache the "
+        "fastest per device, variant, operation, dtype and shape class. Those variants then "
+        "use the cached choice for every product (an rmm with no choice of its own takes "
+        "mm's).",
         epilog="examples:\n"
         "  xbackend tune --backend cuda\n"
         "  xbackend tune --backend opencl:nvidia --variants warp_db --sizes 4096x4096x4096\n"
@@ -283,6 +285,11 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="products to tune on, MxKxN list; each stands for its shape class "
         f"(default on a GPU: {TUNE_SIZES_GPU}; elsewhere: {TUNE_SIZES_CPU})",
+    )
+    tune.add_argument(
+        "--ops",
+        default="mm,rmm",
+        help="operations to tune (default mm,rmm; rmm at sizes with even M and N)",
     )
     tune.add_argument("--dtype", default="float32", help="element type (default float32)")
     tune.add_argument("--samples", type=_positive_int, default=5, help="timed runs per candidate")
@@ -627,6 +634,10 @@ def cmd_tune(args: argparse.Namespace) -> int:
             )
         return 0
     dtype = dtype_named(args.dtype)
+    ops = _comma_list(args.ops)
+    for op in ops:
+        if op not in tuning.OPS:
+            raise XBackendError(f"cannot tune {op!r}; tuned operations: {', '.join(tuning.OPS)}")
     ((label, backend),) = _open_backends(args.backend)
     with backend:
         tuned = [v for v in backend.variants() if backend.variant_spec(v).tuned]
@@ -639,16 +650,18 @@ def cmd_tune(args: argparse.Namespace) -> int:
         gpu = backend.device.kind == "gpu"
         sizes = args.sizes or parse_shapes(TUNE_SIZES_GPU if gpu else TUNE_SIZES_CPU)
         print(f"tuning {label} on {backend.device.name}; cache {tuning.cache_path()}")
-        results = tuning.tune(backend, variants, sizes, dtype, seed=args.seed, samples=args.samples)
+        results = tuning.tune(
+            backend, variants, sizes, dtype, ops=ops, seed=args.seed, samples=args.samples
+        )
     print()
-    print(f"{'size':<18} {'class':<7} {'variant':<8} {'untuned':>8} {'tuned':>8}  best")
+    print(f"{'size':<18} {'op':<4} {'class':<7} {'variant':<8} {'untuned':>8} {'tuned':>8}  best")
     for result in results:
         best = result.best
         before = f"{result.untuned_tflops:.2f}" if result.untuned_tflops else "—"
         after = f"{best.tflops:.2f}" if best and best.tflops else "—"
         choice = best.config.label if best else "nothing ran correctly"
         print(
-            f"{result.shape!s:<18} {result.shape_class:<7} {result.variant:<8} "
+            f"{result.shape!s:<18} {result.op:<4} {result.shape_class:<7} {result.variant:<8} "
             f"{before:>8} {after:>8}  {choice}"
         )
     wrong = sum(trial.status == "wrong" for result in results for trial in result.trials)

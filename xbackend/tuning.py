@@ -2,7 +2,7 @@
 
 Every candidate is verified against the float64 check before its time counts; a
 wrong one is reported and never chosen. The best per (backend, device, variant,
-dtype, shape class) goes to one JSON file, ``$XDG_CACHE_HOME/xbackend/tuned.json``
+operation, dtype, shape class) goes to one JSON file, ``$XDG_CACHE_HOME/xbackend/tuned.json``
 (``~/.cache`` by default) or the path in ``XBACKEND_TUNE_CACHE``. The tuned variants
 read it for every product (``Backend._warp_config``); without an entry they use
 the size-aware default of ``backends/warp.py``.
@@ -22,14 +22,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from xbackend.backends import warp
-from xbackend.problems import Reference, Shape, check, make_operands
+from xbackend.problems import Reference, Shape, check, flops, make_operands
 
 if TYPE_CHECKING:
     from xbackend.backends.base import Backend
 
 CACHE_ENV = "XBACKEND_TUNE_CACHE"
-FORMAT = 1
+FORMAT = 2  # 2: keys name the operation; entries count their launch's blocks
 SPLITS = (1, 2, 3, 4, 6)  # K ranges tried where the output is small
+OPS = ("mm", "rmm")  # the operations tuned: bmm takes no cached choice
 
 
 def cache_path() -> Path:
@@ -44,12 +45,13 @@ def cache_path() -> Path:
 NEIGHBOUR = {"medium": "large", "large": "medium"}
 
 
-def _key(backend: str, device: str, variant: str, dtype: str, shape_class: str) -> str:
-    return "|".join((backend, device, variant, dtype, shape_class))
+def _key(backend: str, device: str, variant: str, op: str, dtype: str, shape_class: str) -> str:
+    return "|".join((backend, device, variant, op, dtype, shape_class))
 
 
 def load_entries(path: Path | None = None) -> dict[str, dict[str, Any]]:
-    """The cached choices; a missing or unreadable file is an empty cache."""
+    """The cached choices; a missing or unreadable file, or one of another format,
+    is an empty cache."""
     path = path or cache_path()
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -73,22 +75,39 @@ def save_entries(entries: dict[str, dict[str, Any]], path: Path | None = None) -
 
 
 def lookup(
-    backend: Backend, variant: str, dtype: np.dtype, shape_class: str
+    backend: Backend,
+    variant: str,
+    dtype: np.dtype,
+    shape_class: str,
+    op: str = "mm",
+    size: tuple[int, int, int] | None = None,
 ) -> warp.WarpConfig | None:
     """The cached configuration for a product on ``backend``'s device, or None.
 
     A class with no entry takes its neighbour's where both fill the GPU without a
-    split (medium and large), so that tuning one large size serves both.
+    split (medium and large), so that tuning one large size serves both; an rmm
+    with neither takes mm's choice, the product of its pair sums being an mm.
+    With ``size`` (the output's M and N, and K), a split choice is refitted to that
+    size: as many K ranges as give the blocks its tuned launch had (see
+    ``warp.refit_slices``), so a small output gets a deeper split than the tuned one.
     """
     entries = load_entries()
     dtype_name = np.dtype(dtype).name
-    for candidate in filter(None, (shape_class, NEIGHBOUR.get(shape_class))):
-        entry = entries.get(_key(backend.name, backend.device.name, variant, dtype_name, candidate))
-        if entry is not None:
-            try:
-                return warp.WarpConfig.from_dict(entry["params"])
-            except (KeyError, TypeError, ValueError):
-                return None  # written by another version: ignore it, as if not tuned
+    classes = list(filter(None, (shape_class, NEIGHBOUR.get(shape_class))))
+    wanted = [(op, c) for c in classes] + ([("mm", c) for c in classes] if op != "mm" else [])
+    for entry_op, entry_class in wanted:
+        key = _key(backend.name, backend.device.name, variant, entry_op, dtype_name, entry_class)
+        entry = entries.get(key)
+        if entry is None:
+            continue
+        try:
+            config = warp.WarpConfig.from_dict(entry["params"])
+            blocks = int(entry.get("blocks", 0))
+        except (KeyError, TypeError, ValueError):
+            return None  # written by another version: ignore it, as if not tuned
+        if size is not None and config.slices > 1 and blocks > 0:
+            config = warp.refit_slices(config, blocks, *size)
+        return config
     return None
 
 
@@ -102,10 +121,12 @@ class Trial:
 @dataclasses.dataclass
 class TuneResult:
     variant: str
+    op: str
     shape: Shape
     shape_class: str
     trials: list[Trial]
     untuned_tflops: float | None  # the default the variant used before tuning
+    seconds: float = 0.0  # the search's time
 
     @property
     def best(self) -> Trial | None:
@@ -114,21 +135,25 @@ class TuneResult:
 
 
 def search_space(
-    backend: Backend, variant: str, shape: Shape, itemsize: int
+    backend: Backend, variant: str, shape: Shape, itemsize: int, op: str = "mm"
 ) -> list[warp.WarpConfig]:
     """The candidates of ``variant`` that this device can run, with K splits for
     outputs too small to fill it."""
-    spec = backend.variant_spec(variant)
+    spec = backend.variant_spec(variant, op)
     units = backend.device.compute_units or 0
-    small = warp.shape_class(shape.M, shape.N, units) == "small"
+    small = warp.shape_class(*_output(op, shape), units) == "small"
     configs = []
     for config in warp.candidates(spec.layout):
-        if backend.tile_problem(variant, config.BM, itemsize, "mm", config):
+        if backend.tile_problem(variant, config.BM, itemsize, op, config):
             continue
         for slices in SPLITS if small else (1,):
             if slices == 1 or shape.K // slices >= warp.MIN_K_SLICE:
                 configs.append(config.with_slices(slices))
     return configs
+
+
+def _output(op: str, shape: Shape) -> tuple[int, int]:
+    return (shape.M // 2, shape.N // 2) if op == "rmm" else (shape.M, shape.N)
 
 
 def tune(
@@ -137,44 +162,75 @@ def tune(
     shapes: Iterable[Shape],
     dtype: np.dtype,
     *,
+    ops: Iterable[str] = ("mm",),
     seed: int = 0,
     samples: int = 5,
     progress: Callable[[str], None] = print,
     path: Path | None = None,
 ) -> list[TuneResult]:
-    """Time every candidate of every variant at every shape; cache the best of each."""
+    """Time every candidate of every variant at every shape, for each operation of
+    ``ops`` that the variant has (rmm: at shapes with even M and N); cache the best
+    of each."""
     results = []
     units = backend.device.compute_units or 0
+    variants = list(variants)
     for shape in shapes:
         A, B = make_operands(shape, seed=seed, dtype=dtype)
-        reference = Reference.of(A, B)
-        shape_class = warp.shape_class(shape.M, shape.N, units)
-        for variant in variants:
-            default = _time(backend, A, B, reference, shape, variant, None, samples)
-            space = search_space(backend, variant, shape, A.itemsize)
-            progress(f"{shape} ({shape_class}) {variant}: {len(space)} candidates")
-            trials = []
-            started = time.perf_counter()
-            for number, config in enumerate(space, 1):
-                trial = _time(backend, A, B, reference, shape, variant, config, samples)
-                trials.append(trial)
-                speed = f"{trial.tflops:.2f} TFLOP/s" if trial.tflops else trial.status
-                progress(f"  [{number}/{len(space)}] {config.label}: {speed}")
-            result = TuneResult(variant, shape, shape_class, trials, default.tflops)
-            results.append(result)
-            best = result.best
-            if best is not None:
-                entries = load_entries(path)
-                key = _key(backend.name, backend.device.name, variant, A.dtype.name, shape_class)
-                entries[key] = {
-                    "params": best.config.to_dict(),
-                    "tflops": round(best.tflops or 0.0, 3),
-                    "shape": str(shape),
-                    "tuned_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                    "seconds": round(time.perf_counter() - started, 1),
-                }
-                save_entries(entries, path)
+        for op in ops:
+            if op == "rmm" and (shape.M % 2 or shape.N % 2):
+                progress(f"{shape}: rmm skipped (it needs even M and N)")
+                continue
+            reference = Reference.of(A, B, op)
+            shape_class = warp.shape_class(*_output(op, shape), units)
+            runnable = backend.runnable_variants(op, A.dtype)
+            for variant in (v for v in variants if v in runnable):
+                result = _search(backend, A, B, reference, shape, op, variant, samples, progress)
+                results.append(result)
+                best = result.best
+                if best is not None:
+                    entries = load_entries(path)
+                    key = _key(
+                        backend.name, backend.device.name, variant, op, A.dtype.name, shape_class
+                    )
+                    entries[key] = {
+                        "params": best.config.to_dict(),
+                        "blocks": warp.output_tiles(best.config, *_output(op, shape))
+                        * best.config.slices,
+                        "tflops": round(best.tflops or 0.0, 3),
+                        "shape": str(shape),
+                        "tuned_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                        "seconds": result.seconds,
+                    }
+                    save_entries(entries, path)
     return results
+
+
+def _search(
+    backend: Backend,
+    A: np.ndarray,
+    B: np.ndarray,
+    reference: Reference,
+    shape: Shape,
+    op: str,
+    variant: str,
+    samples: int,
+    progress: Callable[[str], None],
+) -> TuneResult:
+    """Time the untuned default, then every candidate, of one variant at one shape."""
+    units = backend.device.compute_units or 0
+    shape_class = warp.shape_class(*_output(op, shape), units)
+    default = _time(backend, A, B, reference, shape, op, variant, None, samples)
+    space = search_space(backend, variant, shape, A.itemsize, op)
+    progress(f"{shape} ({shape_class}) {op} {variant}: {len(space)} candidates")
+    trials = []
+    started = time.perf_counter()
+    for number, config in enumerate(space, 1):
+        trial = _time(backend, A, B, reference, shape, op, variant, config, samples)
+        trials.append(trial)
+        speed = f"{trial.tflops:.2f} TFLOP/s" if trial.tflops else trial.status
+        progress(f"  [{number}/{len(space)}] {config.label}: {speed}")
+    seconds = round(time.perf_counter() - started, 1)
+    return TuneResult(variant, op, shape, shape_class, trials, default.tflops, seconds)
 
 
 def _time(
@@ -183,6 +239,7 @@ def _time(
     B: np.ndarray,
     reference: Reference,
     shape: Shape,
+    op: str,
     variant: str,
     config: warp.WarpConfig | None,
     samples: int,
@@ -190,7 +247,7 @@ def _time(
     params = None if config is None else config.to_dict()
     try:
         measured = backend.measure(
-            A, B, variant, params=params, warmup=1, samples=samples, min_samples=samples
+            A, B, variant, op=op, params=params, warmup=1, samples=samples, min_samples=samples
         )
     except Exception as error:  # a candidate that fails to build or launch is skipped
         return Trial(config or warp.WarpConfig(0, 0, 0, 0, 0, 0, 0), None, str(error)[:200])
@@ -199,4 +256,4 @@ def _time(
         check(measured.result, reference).equal and check(measured.last_result, reference).equal
     ):
         return Trial(chosen, None, "wrong")
-    return Trial(chosen, shape.flops / statistics.median(measured.kernel_s) / 1e12, "ok")
+    return Trial(chosen, flops(op, shape) / statistics.median(measured.kernel_s) / 1e12, "ok")

@@ -530,11 +530,10 @@ class Backend(abc.ABC):
         K = A.shape[-1]
         units = self.device.compute_units or 0
         if op != "bmm":
-            # rmm is the product of the pair sums, an mm of its output's shape: it
-            # takes the configuration tuned for mm (the tuner times mm only).
             from xbackend.tuning import lookup
 
-            tuned = lookup(self, spec.name, A.dtype, warp.shape_class(M, N, units))
+            shape_class = warp.shape_class(M, N, units)
+            tuned = lookup(self, spec.name, A.dtype, shape_class, op, size=(M, N, K))
             if tuned is not None and tile in (None, tuned.BM):
                 return tuned
         config = warp.default_config(spec.layout, tile or 128)

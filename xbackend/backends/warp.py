@@ -129,6 +129,13 @@ def auto_slices(config: WarpConfig, M: int, N: int, K: int, compute_units: int) 
     return max(1, min(by_slots, by_length, MAX_SLICES))
 
 
+def refit_slices(config: WarpConfig, blocks: int, M: int, N: int, K: int) -> WarpConfig:
+    """A tuned split, refitted to an M×N output with K: the K ranges that come closest
+    to ``blocks``, the blocks of the tuned launch, within the limits of auto_slices."""
+    slices = round(blocks / output_tiles(config, M, N))
+    return config.with_slices(max(1, min(slices, K // MIN_K_SLICE, MAX_SLICES)))
+
+
 def shape_class(M: int, N: int, compute_units: int) -> str:
     """How a product's output fills a device: the key ``tune`` caches a choice under.
 
