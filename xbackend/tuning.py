@@ -196,7 +196,7 @@ def tune(
                         "params": best.config.to_dict(),
                         "blocks": warp.output_tiles(best.config, *_output(op, shape))
                         * best.config.slices,
-                        "tflops": round(best.tflops or 0.0, 3),
+                        "tflops": float(f"{best.tflops or 0.0:.4g}"),  # 4 digits, however small
                         "shape": str(shape),
                         "tuned_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                         "seconds": result.seconds,
