@@ -237,3 +237,21 @@ def test_tune_cache_refits_a_split_to_the_output(tmp_path, monkeypatch):
     found = tuning.lookup(stub, "warp", "float32", "small", size=(500, 500, 3001))
     assert found == split.with_slices(3001 // MIN_K_SLICE)
     assert tuning.lookup(stub, "warp", "float32", "small") == split  # no size: as tuned
+
+
+def test_tune_keeps_the_untuned_choice_where_it_beats_every_candidate():
+    """A refitted split can lie outside the search space and beat all of it."""
+    from xbackend import tuning
+    from xbackend.backends.warp import WarpConfig
+    from xbackend.problems import Shape
+
+    config = WarpConfig(128, 128, 16, 32, 64, 8, 8)
+    trials = [tuning.Trial(config.with_slices(s), float(s), "ok") for s in (1, 2, 3)]
+    trials.append(tuning.Trial(config.with_slices(6), None, "wrong"))
+    result = tuning.TuneResult(
+        "warp_db", "rmm", Shape(1000, 3001, 1000), "small", trials,
+        tuning.Trial(config.with_slices(8), 4.0, "ok"),
+    )  # fmt: skip
+    assert result.best.config.slices == 8 and result.untuned_tflops == 4.0
+    result.untuned = tuning.Trial(config.with_slices(8), None, "wrong")
+    assert result.best.config.slices == 3

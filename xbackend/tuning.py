@@ -125,12 +125,18 @@ class TuneResult:
     shape: Shape
     shape_class: str
     trials: list[Trial]
-    untuned_tflops: float | None  # the default the variant used before tuning
+    untuned: Trial  # what the variant ran before this search (a cached or default choice)
     seconds: float = 0.0  # the search's time
 
     @property
+    def untuned_tflops(self) -> float | None:
+        return self.untuned.tflops
+
+    @property
     def best(self) -> Trial | None:
-        timed = [trial for trial in self.trials if trial.tflops is not None]
+        """The fastest correct candidate; the untuned choice where it beat them all (it
+        can lie outside the search space: a split refitted from another size)."""
+        timed = [trial for trial in (*self.trials, self.untuned) if trial.tflops is not None]
         return max(timed, key=lambda trial: trial.tflops or 0.0) if timed else None
 
 
@@ -230,7 +236,7 @@ def _search(
         speed = f"{trial.tflops:.2f} TFLOP/s" if trial.tflops else trial.status
         progress(f"  [{number}/{len(space)}] {config.label}: {speed}")
     seconds = round(time.perf_counter() - started, 1)
-    return TuneResult(variant, op, shape, shape_class, trials, default.tflops, seconds)
+    return TuneResult(variant, op, shape, shape_class, trials, default, seconds)
 
 
 def _time(
