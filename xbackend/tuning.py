@@ -162,6 +162,21 @@ def _output(op: str, shape: Shape) -> tuple[int, int]:
     return (shape.M // 2, shape.N // 2) if op == "rmm" else (shape.M, shape.N)
 
 
+@dataclasses.dataclass(frozen=True)
+class _Product:
+    """One product the tuner times: the operation, its operands and their reference."""
+
+    op: str
+    shape: Shape
+    A: np.ndarray
+    B: np.ndarray
+    reference: Reference
+
+    @property
+    def output(self) -> tuple[int, int]:
+        return _output(self.op, self.shape)
+
+
 def tune(
     backend: Backend,
     variants: Iterable[str],
@@ -178,7 +193,6 @@ def tune(
     ``ops`` that the variant has (rmm: at shapes with even M and N); cache the best
     of each."""
     results = []
-    units = backend.device.compute_units or 0
     variants = list(variants)
     for shape in shapes:
         A, B = make_operands(shape, seed=seed, dtype=dtype)
@@ -186,66 +200,66 @@ def tune(
             if op == "rmm" and (shape.M % 2 or shape.N % 2):
                 progress(f"{shape}: rmm skipped (it needs even M and N)")
                 continue
-            reference = Reference.of(A, B, op)
-            shape_class = warp.shape_class(*_output(op, shape), units)
+            product = _Product(op, shape, A, B, Reference.of(A, B, op))
             runnable = backend.runnable_variants(op, A.dtype)
             for variant in (v for v in variants if v in runnable):
-                result = _search(backend, A, B, reference, shape, op, variant, samples, progress)
+                result = _search(backend, product, variant, samples, progress)
                 results.append(result)
-                best = result.best
-                if best is not None:
-                    entries = load_entries(path)
-                    key = _key(
-                        backend.name, backend.device.name, variant, op, A.dtype.name, shape_class
-                    )
-                    entries[key] = {
-                        "params": best.config.to_dict(),
-                        "blocks": warp.output_tiles(best.config, *_output(op, shape))
-                        * best.config.slices,
-                        "tflops": float(f"{best.tflops or 0.0:.4g}"),  # 4 digits, however small
-                        "shape": str(shape),
-                        "tuned_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                        "seconds": result.seconds,
-                    }
-                    save_entries(entries, path)
+                if result.best is not None:
+                    _remember(backend, product, result, path)
     return results
 
 
 def _search(
     backend: Backend,
-    A: np.ndarray,
-    B: np.ndarray,
-    reference: Reference,
-    shape: Shape,
-    op: str,
+    product: _Product,
     variant: str,
     samples: int,
     progress: Callable[[str], None],
 ) -> TuneResult:
-    """Time the untuned default, then every candidate, of one variant at one shape."""
-    units = backend.device.compute_units or 0
-    shape_class = warp.shape_class(*_output(op, shape), units)
-    default = _time(backend, A, B, reference, shape, op, variant, None, samples)
-    space = search_space(backend, variant, shape, A.itemsize, op)
-    progress(f"{shape} ({shape_class}) {op} {variant}: {len(space)} candidates")
+    """Time the untuned choice, then every candidate, of one variant for one product."""
+    shape_class = warp.shape_class(*product.output, backend.device.compute_units or 0)
+    untuned = _time(backend, product, variant, None, samples)
+    space = search_space(backend, variant, product.shape, product.A.itemsize, product.op)
+    progress(f"{product.shape} ({shape_class}) {product.op} {variant}: {len(space)} candidates")
     trials = []
     started = time.perf_counter()
     for number, config in enumerate(space, 1):
-        trial = _time(backend, A, B, reference, shape, op, variant, config, samples)
+        trial = _time(backend, product, variant, config, samples)
         trials.append(trial)
         speed = f"{trial.tflops:.2f} TFLOP/s" if trial.tflops else trial.status
         progress(f"  [{number}/{len(space)}] {config.label}: {speed}")
     seconds = round(time.perf_counter() - started, 1)
-    return TuneResult(variant, op, shape, shape_class, trials, default, seconds)
+    return TuneResult(variant, product.op, product.shape, shape_class, trials, untuned, seconds)
+
+
+def _remember(backend: Backend, product: _Product, result: TuneResult, path: Path | None) -> None:
+    """Cache the best of ``result``, with the blocks its launch had (see lookup)."""
+    best = result.best
+    assert best is not None and best.tflops is not None
+    entries = load_entries(path)
+    key = _key(
+        backend.name,
+        backend.device.name,
+        result.variant,
+        product.op,
+        product.A.dtype.name,
+        result.shape_class,
+    )
+    entries[key] = {
+        "params": best.config.to_dict(),
+        "blocks": warp.output_tiles(best.config, *product.output) * best.config.slices,
+        "tflops": float(f"{best.tflops:.4g}"),  # 4 significant digits, however small
+        "shape": str(product.shape),
+        "tuned_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "seconds": result.seconds,
+    }
+    save_entries(entries, path)
 
 
 def _time(
     backend: Backend,
-    A: np.ndarray,
-    B: np.ndarray,
-    reference: Reference,
-    shape: Shape,
-    op: str,
+    product: _Product,
     variant: str,
     config: warp.WarpConfig | None,
     samples: int,
@@ -253,13 +267,21 @@ def _time(
     params = None if config is None else config.to_dict()
     try:
         measured = backend.measure(
-            A, B, variant, op=op, params=params, warmup=1, samples=samples, min_samples=samples
+            product.A,
+            product.B,
+            variant,
+            op=product.op,
+            params=params,
+            warmup=1,
+            samples=samples,
+            min_samples=samples,
         )
     except Exception as error:  # a candidate that fails to build or launch is skipped
         return Trial(config or warp.WarpConfig(0, 0, 0, 0, 0, 0, 0), None, str(error)[:200])
     chosen = config or warp.WarpConfig.from_dict(measured.params or {})
-    if not (
-        check(measured.result, reference).equal and check(measured.last_result, reference).equal
+    if not all(
+        check(out, product.reference).equal for out in (measured.result, measured.last_result)
     ):
         return Trial(chosen, None, "wrong")
-    return Trial(chosen, flops(op, shape) / statistics.median(measured.kernel_s) / 1e12, "ok")
+    seconds = statistics.median(measured.kernel_s)
+    return Trial(chosen, flops(product.op, product.shape) / seconds / 1e12, "ok")
