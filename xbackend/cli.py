@@ -654,14 +654,14 @@ def cmd_tune(args: argparse.Namespace) -> int:
             backend, variants, sizes, dtype, ops=ops, seed=args.seed, samples=args.samples
         )
     print()
-    print(f"{'size':<18} {'op':<4} {'class':<7} {'variant':<8} {'untuned':>8} {'tuned':>8}  best")
+    print(f"{'size':<21} {'op':<4} {'class':<7} {'variant':<8} {'untuned':>8} {'tuned':>8}  best")
     for result in results:
         best = result.best
         before = f"{result.untuned_tflops:.2f}" if result.untuned_tflops else "—"
         after = f"{best.tflops:.2f}" if best and best.tflops else "—"
         choice = best.config.label if best else "nothing ran correctly"
         print(
-            f"{result.shape!s:<18} {result.op:<4} {result.shape_class:<7} {result.variant:<8} "
+            f"{result.shape!s:<21} {result.op:<4} {result.shape_class:<7} {result.variant:<8} "
             f"{before:>8} {after:>8}  {choice}"
         )
     wrong = sum(trial.status == "wrong" for result in results for trial in result.trials)
