@@ -77,15 +77,19 @@ class Shape:
         return f"{self.M}×{self.K} · {self.K}×{self.N}"
 
 
+def output_size(op: str, shape: Shape) -> tuple[int, int]:
+    """Rows and columns of one product's result: for rmm, (M/2)×(N/2)."""
+    return (shape.M // 2, shape.N // 2) if op == "rmm" else (shape.M, shape.N)
+
+
 def flops(op: str, shape: Shape, batch: int = 1) -> int:
     """Nominal operation count: 2·M·N·K per product; for rmm, of the half-size product.
 
     The rmm count is the same for every variant (naive4 multiplies four times as
     often), so its GFLOP/s compare like its times.
     """
-    if op == "rmm":
-        return 2 * (shape.M // 2) * (shape.N // 2) * shape.K
-    return batch * shape.flops if op == "bmm" else shape.flops
+    rows, columns = output_size(op, shape)
+    return (batch if op == "bmm" else 1) * 2 * rows * columns * shape.K
 
 
 def make_operands(

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from xbackend.backends import warp
-from xbackend.problems import Reference, Shape, check, flops, make_operands
+from xbackend.problems import Reference, Shape, check, flops, make_operands, output_size
 
 if TYPE_CHECKING:
     from xbackend.backends.base import Backend
@@ -147,7 +147,7 @@ def search_space(
     outputs too small to fill it."""
     spec = backend.variant_spec(variant, op)
     units = backend.device.compute_units or 0
-    small = warp.shape_class(*_output(op, shape), units) == "small"
+    small = warp.shape_class(*output_size(op, shape), units) == "small"
     configs = []
     for config in warp.candidates(spec.layout):
         if backend.tile_problem(variant, config.BM, itemsize, op, config):
@@ -156,10 +156,6 @@ def search_space(
             if slices == 1 or shape.K // slices >= warp.MIN_K_SLICE:
                 configs.append(config.with_slices(slices))
     return configs
-
-
-def _output(op: str, shape: Shape) -> tuple[int, int]:
-    return (shape.M // 2, shape.N // 2) if op == "rmm" else (shape.M, shape.N)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -174,7 +170,7 @@ class _Product:
 
     @property
     def output(self) -> tuple[int, int]:
-        return _output(self.op, self.shape)
+        return output_size(self.op, self.shape)
 
 
 def tune(

@@ -124,16 +124,18 @@ def auto_slices(config: WarpConfig, M: int, N: int, K: int, compute_units: int) 
     tiles = output_tiles(config, M, N)
     if compute_units < 1 or tiles >= compute_units:
         return 1
-    by_slots = (2 * compute_units) // tiles
-    by_length = K // MIN_K_SLICE
-    return max(1, min(by_slots, by_length, MAX_SLICES))
+    return _bounded_slices((2 * compute_units) // tiles, K)
 
 
 def refit_slices(config: WarpConfig, blocks: int, M: int, N: int, K: int) -> WarpConfig:
     """A tuned split, refitted to an M×N output with K: the K ranges that come closest
     to ``blocks``, the blocks of the tuned launch, within the limits of auto_slices."""
-    slices = round(blocks / output_tiles(config, M, N))
-    return config.with_slices(max(1, min(slices, K // MIN_K_SLICE, MAX_SLICES)))
+    return config.with_slices(_bounded_slices(round(blocks / output_tiles(config, M, N)), K))
+
+
+def _bounded_slices(slices: int, K: int) -> int:
+    """``slices`` K ranges, but none shorter than MIN_K_SLICE, at most MAX_SLICES, at least 1."""
+    return max(1, min(slices, K // MIN_K_SLICE, MAX_SLICES))
 
 
 def shape_class(M: int, N: int, compute_units: int) -> str:
