@@ -9,7 +9,7 @@ import pytest
 
 import xbackend
 from xbackend.backends.cpu import CpuBackend
-from xbackend.problems import Shape, make_operands
+from xbackend.problems import Reference, Shape, check, make_operands
 
 SEED = 5
 
@@ -52,6 +52,39 @@ def test_nan_and_inf_propagate_as_numpy_does(backend):
         np.testing.assert_array_equal(np.isposinf(C), np.isposinf(expected), err_msg=variant)
         np.testing.assert_array_equal(np.isneginf(C), np.isneginf(expected), err_msg=variant)
         finite = np.isfinite(expected)
+        np.testing.assert_allclose(C[finite], expected[finite], rtol=1e-4, atol=1e-5)
+
+
+def test_rmm_naive4_adds_its_products_one_by_one_so_an_infinity_can_become_nan(backend):
+    """naive4 is the definition's kernel: it adds the 4·K products of a 2×2 block one
+    by one, so an infinity meeting products of both signs (−inf·0.75 + −inf·(−0.25))
+    gives NaN where NumPy and every other variant, summing the pairs first, give
+    −inf·0.5 = −inf. Its one documented exception to "NaN and Inf as NumPy"."""
+    if "naive4" not in backend.variants("rmm"):
+        pytest.skip(f"{backend.name} has no rmm naive4")
+    assert "NaN" in backend.variant_spec("naive4", "rmm").description
+    others = [v for v in backend.runnable_variants("rmm") if v != "naive4"]
+    A, B = make_operands(Shape(6, 5, 8), SEED)
+    # Finite inputs: naive4 computes the reduced product like the others.
+    assert check(backend.rmm(A, B, variant="naive4"), Reference.of(A, B, "rmm")).equal
+    # The review's case, then the same inside random operands.
+    tiny_A = np.array([[-np.inf], [0.25]], np.float32)
+    tiny_B = np.array([[0.75, -0.25]], np.float32)
+    assert np.isnan(backend.rmm(tiny_A, tiny_B, variant="naive4")).all()
+    for variant in others:
+        np.testing.assert_array_equal(backend.rmm(tiny_A, tiny_B, variant=variant), [[-np.inf]])
+    A[2, 3] = -np.inf  # row pair 1
+    B[3, 0:2] = (0.75, -0.25)  # column pair 0: products of both signs, NaN in naive4
+    B[3, 2:4] = (0.5, 0.25)  # column pair 1: one sign, -inf in every variant
+    with np.errstate(invalid="ignore"):
+        expected = Reference.of(A, B, "rmm").product
+    assert np.isneginf(expected[1, :2]).all()
+    finite = np.isfinite(expected)
+    for variant in ["naive4", *others]:
+        C = backend.rmm(A, B, variant=variant)
+        assert np.isnan(C[1, 0]) if variant == "naive4" else np.isneginf(C[1, 0]), variant
+        assert np.isneginf(C[1, 1]), variant
+        np.testing.assert_array_equal(np.isneginf(C[1, 2:]), np.isneginf(expected[1, 2:]))
         np.testing.assert_allclose(C[finite], expected[finite], rtol=1e-4, atol=1e-5)
 
 

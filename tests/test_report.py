@@ -412,6 +412,7 @@ def test_experiments_do_not_replace_each_others_points(tmp_path):
     from xbackend.results import PointRecord, ResultsWriter
 
     def write(folder: Path, preset: str, median_s: float) -> None:
+        folder.mkdir()  # the writer writes into a folder, it does not make one
         with ResultsWriter(folder) as writer:
             writer.write_run({"run_id": preset, "plan": {"preset": preset, "ops": ["mm"]}})
             for variant in ("naive", "tiled"):

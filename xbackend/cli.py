@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import os
 import sys
 from collections import defaultdict
 from collections.abc import Sequence
@@ -21,6 +22,7 @@ from xbackend.backends.base import (
 )
 from xbackend.problems import DTYPES, OPS, Reference, Shape, check, dtype_named, make_operands
 from xbackend.runner import Plan, Target, equality_line, run
+from xbackend.safeio import output_folder
 from xbackend.sweep import (
     DEFAULT_BASE,
     DEFAULT_STEPS,
@@ -34,6 +36,14 @@ from xbackend.timing import format_seconds
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a reader that went away
+
+# Bounds that keep a typo from meaning days of work or all of memory.
+MAX_STEPS = 1000
+MAX_BATCH = 65535  # the launch's z axis (CUDA's grid limit)
+MAX_WARMUP = 1000
+MAX_SAMPLES = 100_000
+MAX_SEED = 2**63 - 1
 
 
 def _comma_list(text: str) -> list[str]:
@@ -81,14 +91,37 @@ _ops = _choices("operation", OPS)
 _dtypes = _choices("dtype", list(DTYPES))
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1: {value}")
-    return value
+def _names(kind: str) -> Any:
+    """A comma-separated list of names, none empty and none twice."""
+
+    def parse(text: str) -> list[str]:
+        items = _comma_list(text)
+        if not items:
+            raise argparse.ArgumentTypeError(f"no {kind} given: {text!r}")
+        twice = sorted({item for item in items if items.count(item) > 1})
+        if twice:
+            raise argparse.ArgumentTypeError(f"{kind} named twice: {', '.join(twice)}")
+        return items
+
+    return parse
+
+
+def _bounded_int(low: int, high: int) -> Any:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low}: {value}")
+        if value > high:
+            raise argparse.ArgumentTypeError(f"must be at most {high}: {value}")
+        return value
+
+    return parse
+
+
+_positive_int = _bounded_int(1, 2**31 - 1)
 
 
 def _non_negative(kind: type) -> Any:
@@ -97,8 +130,8 @@ def _non_negative(kind: type) -> Any:
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-        if value < 0:
-            raise argparse.ArgumentTypeError(f"must not be negative: {value}")
+        if not 0 <= value < float("inf"):
+            raise argparse.ArgumentTypeError(f"must be a finite number, not negative: {value}")
         return value
 
     return parse
@@ -168,13 +201,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     compare.add_argument(
         "--batch",
-        type=_positive_int,
+        type=_bounded_int(1, MAX_BATCH),
         default=None,
         help="products per bmm (default: 8)",
     )
     compare.add_argument(
         "--variants",
-        type=_comma_list,
+        type=_names("variants"),
         default=None,
         metavar="LIST",
         help="variants to run, e.g. naive,tiled (default: every variant of each backend)",
@@ -204,7 +237,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     compare.add_argument(
         "--steps",
-        type=_positive_int,
+        type=_bounded_int(1, MAX_STEPS),
         default=None,
         help=f"number of growth steps (default: {DEFAULT_STEPS}: up to 608×532 · 532×608)",
     )
@@ -212,18 +245,20 @@ def build_parser() -> argparse.ArgumentParser:
         "--out",
         type=Path,
         default=None,
-        help="output folder (default: results/<date-time>)",
+        help="output folder (default: results/run-<date-time>)",
     )
-    compare.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    compare.add_argument(
+        "--seed", type=_bounded_int(0, MAX_SEED), default=0, help="seed of the random inputs"
+    )
     compare.add_argument(
         "--warmup",
-        type=_non_negative(int),
+        type=_bounded_int(0, MAX_WARMUP),
         default=1,
         help="untimed runs after the first, checked run (default: 1)",
     )
     compare.add_argument(
         "--samples",
-        type=_positive_int,
+        type=_bounded_int(1, MAX_SAMPLES),
         default=10,
         help="timed samples per point at most (default: 10)",
     )
@@ -292,8 +327,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="operations to tune (default mm,rmm; rmm at sizes with even M and N)",
     )
     tune.add_argument("--dtype", default="float32", help="element type (default float32)")
-    tune.add_argument("--samples", type=_positive_int, default=5, help="timed runs per candidate")
-    tune.add_argument("--seed", type=int, default=0, help="seed of the random operands")
+    tune.add_argument(
+        "--samples", type=_bounded_int(1, MAX_SAMPLES), default=5, help="timed runs per candidate"
+    )
+    tune.add_argument(
+        "--seed", type=_bounded_int(0, MAX_SEED), default=0, help="seed of the random operands"
+    )
     tune.add_argument("--show", action="store_true", help="print the cache and exit")
     _results_command(
         commands,
@@ -317,7 +356,18 @@ def _results_command(commands: Any, name: str, *, help: str, description: str, w
 
 def _out_folder(args: argparse.Namespace) -> Path:
     first: Path = args.results[0]
-    return args.out or (first if first.is_dir() else first.parent)
+    return output_folder(args.out or (first if first.is_dir() else first.parent))
+
+
+def _warn(message: str) -> None:
+    print(f"xbackend: warning: {message}", file=sys.stderr)
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so that nothing more fails on a reader that went away."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -326,19 +376,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
+    commands = {
+        "devices": cmd_devices,
+        "compare": cmd_compare,
+        "report": cmd_report,
+        "tune": cmd_tune,
+        "plot": cmd_plot,
+    }
     try:
-        if args.command == "devices":
-            return cmd_devices(args)
-        if args.command == "compare":
-            return cmd_compare(args)
-        if args.command == "report":
-            return cmd_report(args)
-        if args.command == "tune":
-            return cmd_tune(args)
-        return cmd_plot(args)
-    except (XBackendError, FileNotFoundError, ValueError) as error:
+        return commands[args.command](args)
+    except (XBackendError, ValueError) as error:
         print(f"xbackend: error: {error}", file=sys.stderr)
         return EXIT_USAGE
+    except OSError as error:  # a full disk, a file size limit, a path that cannot be
+        if isinstance(error, BrokenPipeError):
+            _silence_stdout()
+            return EXIT_BROKEN_PIPE
+        where = f"{error.filename}: " if error.filename else ""
+        print(f"xbackend: error: {where}{error.strerror or error}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("\nxbackend: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 # -- devices -------------------------------------------------------------------------------
@@ -418,6 +477,9 @@ def _open_backends(text: str) -> list[tuple[str, Backend]]:
     targets = [Target.parse(item) for item in _comma_list(text)]
     if not targets:
         raise XBackendError("--backends is empty")
+    twice = sorted({t.label for t in targets if targets.count(t) > 1})
+    if twice:
+        raise XBackendError(f"--backends names {', '.join(twice)} twice")
     opened = []
     try:
         for target in targets:
@@ -451,22 +513,25 @@ def _plan_shapes(args: argparse.Namespace, preset: Preset | None, gpu: bool) -> 
 def cmd_compare(args: argparse.Namespace) -> int:
     if args.resume and args.out is None:
         raise XBackendError("--resume needs --out: the folder of the run to continue")
-    out = args.out or _default_out()
-    if (out / results_io.JSONL_NAME).exists() and not args.resume:
-        raise XBackendError(
-            f"{out} already holds results; add --resume to continue them, or choose another --out"
-        )
-    preset = PRESETS[args.preset] if args.preset else None
-    opened = _open_backends(args.backends)
-    try:
-        gpu = any(backend.device.kind == "gpu" for _, backend in opened)
-        plan = _plan(args, preset, gpu)
-        _check_plan(plan, opened)
-    except BaseException:
-        for _, backend in opened:
-            backend.close()
-        raise
-    return _run_and_report(args, plan, opened, out)
+    out = output_folder(args.out or _default_out())
+    with results_io.RunLock(out):  # one run per folder; checked and held from here on
+        jsonl = out / results_io.JSONL_NAME
+        if (jsonl.exists() or jsonl.is_symlink()) and not args.resume:
+            raise XBackendError(
+                f"{out} already holds results; add --resume to continue them, "
+                "or choose another --out"
+            )
+        preset = PRESETS[args.preset] if args.preset else None
+        opened = _open_backends(args.backends)
+        try:
+            gpu = any(backend.device.kind == "gpu" for _, backend in opened)
+            plan = _plan(args, preset, gpu)
+            _check_plan(plan, opened)
+        except BaseException:
+            for _, backend in opened:
+                backend.close()
+            raise
+        return _run_and_report(args, plan, opened, out)
 
 
 def _plan(args: argparse.Namespace, preset: Preset | None, gpu: bool) -> Plan:
@@ -509,6 +574,9 @@ def _run_and_report(
                 f"continue with: xbackend compare ... --out {out} --resume",
                 file=sys.stderr,
             )
+        except BrokenPipeError:  # e.g. | head: stop as a Unix tool does, keeping every point
+            _silence_stdout()
+            return EXIT_BROKEN_PIPE
     finally:
         for _, backend in opened:
             backend.close()
@@ -517,11 +585,19 @@ def _run_and_report(
     print()
     print(summary_table(points))
     if not args.no_plots and any(p["status"] == "ok" for p in points):
-        figures = _draw(points, out)
-        print(f"\nfigures: {', '.join(str(f) for f in figures if f.suffix == '.png')}")
-        from xbackend.report import write_report
+        try:
+            figures = _draw(points, out)
+            print(f"\nfigures: {', '.join(str(f) for f in figures if f.suffix == '.png')}")
+            from xbackend.report import write_report
 
-        print(f"report: {write_report([out], out)[0]}")
+            print(f"report: {write_report([out], out)[0]}")
+        except KeyboardInterrupt:
+            interrupted = True
+            print(
+                f"\ninterrupted while drawing: every point is kept in {out}; "
+                f"draw again with: xbackend report {out}",
+                file=sys.stderr,
+            )
     print(f"results: {out / results_io.JSONL_NAME}, {out / results_io.CSV_NAME}")
     if interrupted:
         return EXIT_INTERRUPTED
@@ -606,7 +682,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
-    points = results_io.latest(results_io.load(args.results)[1])
+    points = results_io.latest(results_io.load(args.results, warn=_warn)[1])
     figures = _draw(points, _out_folder(args))
     print(summary_table(points))
     print(f"\nfigures: {', '.join(str(f) for f in figures)}")
@@ -638,6 +714,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
     for op in ops:
         if op not in tuning.OPS:
             raise XBackendError(f"cannot tune {op!r}; tuned operations: {', '.join(tuning.OPS)}")
+    if args.backend.strip().lower() == "auto" or len(_comma_list(args.backend)) != 1:
+        raise XBackendError(f"tune runs on one backend, e.g. cuda or opencl:0: {args.backend!r}")
     ((label, backend),) = _open_backends(args.backend)
     with backend:
         tuned = [v for v in backend.variants() if backend.variant_spec(v).tuned]

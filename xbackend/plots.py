@@ -3,10 +3,16 @@
 Each figure is written as PNG and SVG. Only verified points ("ok") draw the
 lines; a point whose result was wrong is drawn as a red cross, so a fast but
 wrong kernel cannot pass for a fast one.
+
+Results files may come from anywhere: their strings reach a figure only through
+:func:`literal` (a ``$`` is a dollar sign, not mathtext), file names are fixed here,
+and every file is written whole, never through a link (``safeio.atomic_write``).
 """
 
 from __future__ import annotations
 
+import io
+import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -14,6 +20,8 @@ from typing import Any
 
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+
+from xbackend.safeio import atomic_write, output_folder, safe_name
 
 Point = dict[str, Any]
 # label, device, variant, tile, op, dtype, batch
@@ -33,6 +41,16 @@ def _line_key(point: Point) -> LineKey:
         point.get("dtype", "float32"),
         point.get("batch", 1),
     )
+
+
+def literal(text: object) -> str:
+    """``text`` as matplotlib should show it: as written, never as mathtext.
+
+    Matplotlib reads a string with an even number of unescaped ``$`` as mathtext, so a
+    label such as ``a$x^{`` next to a device ``b$y`` stops the drawing with a parse
+    error. Escaped, every ``$`` is drawn as it is.
+    """
+    return str(text).replace("$", r"\$")
 
 
 def _variant_name(key: LineKey) -> str:
@@ -136,26 +154,64 @@ def _finish(axes: Axes, ylabel: str) -> None:
     axes.legend(unique.values(), unique.keys(), fontsize=8)
 
 
-def _save(figure: Figure, folder: Path, name: str) -> list[Path]:
+def save(figure: Figure, folder: Path, name: str, dpi: int = 130) -> tuple[list[Path], bytes]:
+    """Write ``figure`` as ``name``.png and .svg in ``folder``; return the paths and the PNG.
+
+    ``name`` is the caller's, never a string from results; ``folder`` must exist.
+    Each file is rendered in memory and replaces its target in one rename, so a
+    symbolic link there is refused rather than written through.
+    """
+    if name != safe_name(name, limit=255):
+        raise ValueError(f"{name!r} is not a safe file name")
     figure.tight_layout()
-    paths = [folder / f"{name}.png", folder / f"{name}.svg"]
-    for path in paths:
-        figure.savefig(path, dpi=130)
-    return paths
+    paths = []
+    png = b""
+    for suffix in ("png", "svg"):
+        buffer = io.BytesIO()
+        figure.savefig(buffer, format=suffix, dpi=dpi)
+        path = folder / f"{name}.{suffix}"
+        atomic_write(path, buffer.getvalue())
+        paths.append(path)
+        if suffix == "png":
+            png = buffer.getvalue()
+    return paths, png
+
+
+def _dtypes(points: list[Point]) -> str:
+    return ", ".join(sorted({str(p.get("dtype", "float32")) for p in points}))
 
 
 def _subtitle(points: list[Point]) -> str:
-    dtypes = ", ".join(sorted({p["dtype"] for p in points}))
-    return f"{dtypes}; median kernel time, band: quartiles; dotted: end-to-end with transfers"
+    return (
+        f"{literal(_dtypes(points))}; median kernel time, band: quartiles; "
+        "dotted: end-to-end with transfers"
+    )
+
+
+def _gflops(point: Point) -> float:
+    """The point's GFLOP/s, from its median kernel time where older files lack it."""
+    gflops = point.get("gflops")
+    if isinstance(gflops, int | float) and not isinstance(gflops, bool):
+        return float(gflops)
+    median = float(point["kernel_s"]["median"])
+    return float(point["flops"]) / median / 1e9 if median > 0 else math.nan
 
 
 def draw(points: list[Point], folder: Path) -> list[Path]:
     """Write every figure for ``points`` into ``folder``; return the files written."""
-    folder.mkdir(parents=True, exist_ok=True)
+    output_folder(folder)
+    written: list[Path] = []
+    for name, figure in figures(points):
+        written += save(figure, folder, name)[0]
+    return written
+
+
+def figures(points: list[Point]) -> list[tuple[str, Figure]]:
+    """Every figure for ``points``, with the file name (without suffix) it is saved as."""
     lines = _lines(points)
     if not lines:
         raise ValueError("no measured points to draw")
-    written: list[Path] = []
+    drawn: list[tuple[str, Figure]] = []
 
     # One panel per backend (and device): naive against tiled, the assignment's figures.
     # Colours stand for variants here, the same in every panel.
@@ -173,11 +229,12 @@ def draw(points: list[Point], folder: Path) -> list[Path]:
     for index, ((label, device), panel_lines) in enumerate(panels.items()):
         axes = figure.add_subplot(rows, columns, index + 1)
         for key, line in panel_lines.items():
-            _draw_time(axes, line, _variant_name(key), by_variant[key], end_to_end=True)
-        axes.set_title(f"{label}: {device}", fontsize=9)
+            name = literal(_variant_name(key))
+            _draw_time(axes, line, name, by_variant[key], end_to_end=True)
+        axes.set_title(literal(f"{label}: {device}"), fontsize=9)
         _finish(axes, "time (s)")
     figure.suptitle(f"Naive against tiled, per backend\n{_subtitle(points)}", fontsize=10)
-    written += _save(figure, folder, "runtime_by_backend")
+    drawn.append(("runtime_by_backend", figure))
 
     # Every backend and variant on one figure: colours stand for backends, markers
     # and line styles for variants and tiles.
@@ -185,12 +242,11 @@ def draw(points: list[Point], folder: Path) -> list[Path]:
     figure = Figure(figsize=(8, 6))
     axes = figure.add_subplot(1, 1, 1)
     for key, line in lines.items():
-        label = f"{key[0]} {_variant_name(key)}"
+        label = literal(f"{key[0]} {_variant_name(key)}")
         _draw_time(axes, line, label, by_backend[key], end_to_end=False)
-    dtypes = ", ".join(sorted({p["dtype"] for p in points}))
-    axes.set_title(f"All backends\n{dtypes}; median kernel time", fontsize=10)
+    axes.set_title(f"All backends\n{literal(_dtypes(points))}; median kernel time", fontsize=10)
     _finish(axes, "time (s)")
-    written += _save(figure, folder, "runtime_all")
+    drawn.append(("runtime_all", figure))
 
     # Throughput.
     figure = Figure(figsize=(8, 6))
@@ -199,12 +255,12 @@ def draw(points: list[Point], folder: Path) -> list[Path]:
         good = [p for p in line if p["status"] == "ok"]
         axes.plot(
             [_outputs(p) for p in good],
-            [p["gflops"] for p in good],
-            label=f"{key[0]} {_variant_name(key)}",
+            [_gflops(p) for p in good],
+            label=literal(f"{key[0]} {_variant_name(key)}"),
             **by_backend[key],
         )
-        _draw_mismatches(axes, line, lambda p: p["gflops"])
+        _draw_mismatches(axes, line, _gflops)
     axes.set_title("Throughput from the median kernel time (2·M·N·K flops)", fontsize=10)
     _finish(axes, "GFLOP/s")
-    written += _save(figure, folder, "gflops")
-    return written
+    drawn.append(("gflops", figure))
+    return drawn

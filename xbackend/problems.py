@@ -24,6 +24,11 @@ element by element, against a tolerance scaled by the element's own magnitude
 
 For rmm the sums have 4·K terms (naive4 adds every product of the block), so f
 is taken at 4·K. Integer products are exact: they must equal the reference.
+
+NaN and Inf go through as in NumPy's float64 product, with one exception: rmm's
+naive4 adds its 4·K products one by one, as the definition reads, so an infinity
+times products of both signs (−inf·0.75 + −inf·(−0.25)) is NaN where the
+reference, summing the pairs first, has −inf·0.5 = −inf.
 """
 
 from __future__ import annotations

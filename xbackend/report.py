@@ -16,19 +16,27 @@ log folded away) and the machines every run happened on.
 The page is one file (figures embedded as PNG data URIs, inline CSS) so it can be
 mailed or archived as it is; the Markdown refers to the figures in ``report_figures/``.
 A wrong result never passes for a time: tables flag it, figures draw it as a red cross.
+
+Results files may come from anywhere, so their strings are data, never structure: file
+names are made of :func:`~xbackend.safeio.safe_name` parts (kept apart where two values
+sanitise alike), every file is written whole and never through a link, the page and the
+Markdown escape every string (one line, no markup, a code fence no string can close),
+and figures draw a ``$`` as a dollar sign.
 """
 
 from __future__ import annotations
 
 import base64
 import dataclasses
+import hashlib
 import html
 import math
 import re
+import sys
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from matplotlib.artist import Artist
 from matplotlib.axes import Axes
@@ -38,7 +46,9 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import NullLocator
 
 from xbackend import plots
+from xbackend.plots import literal
 from xbackend.results import load
+from xbackend.safeio import UnsafePath, atomic_write, output_folder, refuse_link, safe_name
 from xbackend.timing import format_seconds
 
 Point = dict[str, Any]
@@ -95,7 +105,8 @@ class Table:
 
 @dataclasses.dataclass
 class Image:
-    png: Path
+    png: Path  # where the figure was written, for the Markdown
+    data: bytes  # what was written there, for the page (never read back)
     caption: str
 
 
@@ -149,6 +160,32 @@ def _is_assignment_shape(M: int, K: int, N: int) -> bool:
     return M == N and M % 16 == 0 and 14 * M == 16 * K
 
 
+def _mapping(value: Any) -> dict[str, Any]:
+    """``value`` if it is a JSON object, else an empty one: run headers are checked loosely."""
+    return value if isinstance(value, dict) else {}
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _plan_shapes(plan: dict[str, Any]) -> list[tuple[int, int, int]]:
+    """The plan's sizes (M, K, N); anything else in the list is not a size and is left out."""
+    shapes = plan.get("shapes")
+    if not isinstance(shapes, list):
+        return []
+    return [
+        (shape[0], shape[1], shape[2])
+        for shape in shapes
+        if isinstance(shape, list | tuple) and len(shape) == 3 and all(map(_is_count, shape))
+    ]
+
+
+def _plan_dtypes(plan: dict[str, Any]) -> list[str]:
+    dtypes = plan.get("dtypes")
+    return [d for d in dtypes if isinstance(d, str)] if isinstance(dtypes, list) else []
+
+
 def experiment_of(point: Point, runs: dict[str, dict[str, Any]]) -> str:
     """Which experiment a (normalized) point belongs to.
 
@@ -156,7 +193,7 @@ def experiment_of(point: Point, runs: dict[str, dict[str, Any]]) -> str:
     recognised by the point's operation and the run's sizes (all of them, so one
     run is not split by a size that happens to be a power of two) and data types.
     """
-    plan = (runs.get(point.get("run_id", "")) or {}).get("plan") or {}
+    plan = _mapping(_mapping(runs.get(str(point.get("run_id", "")))).get("plan"))
     preset_words = re.split(r"[^a-z0-9]+", str(plan.get("preset") or "").lower())
     for name in EXPERIMENTS:
         if name != "other" and name in preset_words:  # "lab", "blog-latency", ...
@@ -165,9 +202,8 @@ def experiment_of(point: Point, runs: dict[str, dict[str, Any]]) -> str:
         return "chapter"
     if point["op"] == "bmm":
         return "blog"
-    shapes = [tuple(shape) for shape in plan.get("shapes") or []]
-    shapes = shapes or [(point["M"], point["K"], point["N"])]
-    dtypes = set(plan.get("dtypes") or []) | {point["dtype"]}
+    shapes = _plan_shapes(plan) or [(point["M"], point["K"], point["N"])]
+    dtypes = set(_plan_dtypes(plan)) | {point["dtype"]}
     square = all(M == K == N for M, K, N in shapes)
     if square and len(set(shapes)) == 1 and dtypes != {"float32"}:
         return "blog"  # one size, several data types
@@ -264,8 +300,20 @@ def _time_cell(point: Point | None) -> Cell:
     return Cell("", "error")
 
 
+def _number(value: Any) -> float | None:
+    """``value`` as a float if it is a number (not a bool), else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def _kernel_median(point: Point) -> float | None:
+    """The median kernel time of any point that has one (a skipped point may have a stub)."""
+    return _number(_mapping(point.get("kernel_s")).get("median"))
+
+
 def _bytes(count: Any) -> str:
-    if not isinstance(count, int | float) or count <= 0:
+    if _number(count) is None or count <= 0:
         return "—"
     for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if count >= scale:
@@ -277,13 +325,73 @@ def _bytes(count: Any) -> str:
 # Figures.
 
 
-def _save(figure: Figure, folder: Path, name: str) -> list[Path]:
-    folder.mkdir(parents=True, exist_ok=True)
-    figure.tight_layout()
-    paths = [folder / f"{name}.png", folder / f"{name}.svg"]
-    for path in paths:
-        figure.savefig(path, dpi=110)
-    return paths
+@dataclasses.dataclass(frozen=True)
+class _Folder:
+    """A folder for figures below the report's folder, made when a figure is written.
+
+    ``out`` is the user's choice (a link there is theirs to make); every level below
+    it is xbackend's, so a link found there is refused, not followed out of the report.
+    """
+
+    out: Path
+    names: tuple[str, ...] = ()
+
+    def __truediv__(self, name: str) -> _Folder:
+        if name != safe_name(name, limit=255):
+            raise ValueError(f"{name!r} is not a safe folder name")
+        return _Folder(self.out, (*self.names, name))
+
+    def make(self) -> Path:
+        path = self.out
+        for name in self.names:
+            path = path / name
+            if path.is_symlink():
+                raise UnsafePath(
+                    f"{path} is a symbolic link; xbackend does not write through links"
+                )
+            output_folder(path)
+        return path
+
+
+_Key = TypeVar("_Key", bound=Hashable)
+
+
+def _name(template: str, *fields: object) -> tuple[str, bool]:
+    """``template`` filled with each field as a safe file-name part; and whether every
+    field was one already (float32, mm, 64), so that the name is exactly the values."""
+    parts = [safe_name(field) for field in fields]
+    exact = all(part == str(field) for part, field in zip(parts, fields, strict=True))
+    return template.format(*parts), exact
+
+
+def _unique_names(names: dict[_Key, tuple[str, bool]]) -> dict[_Key, str]:
+    """One file name per key (from :func:`_name`), no two alike, not even in case.
+
+    Exact names are given out first and kept as they are, so figures of ordinary values
+    keep their names; a name already given gets a short hash of its key, so values that
+    sanitise alike (``a/b``, ``a_b``) or differ only in case get files of their own.
+    """
+    given: dict[_Key, str] = {}
+    taken: set[str] = set()
+    order = sorted(
+        names.items(),
+        key=lambda item: (not item[1][1], item[1][0] != item[1][0].lower(), item[1][0]),
+    )
+    for key, (name, _) in order:
+        candidate = name
+        if candidate.casefold() in taken:
+            candidate = f"{name}-{hashlib.sha256(repr(key).encode()).hexdigest()[:8]}"
+        serial = 2
+        while candidate.casefold() in taken:
+            candidate, serial = f"{name}-{serial}", serial + 1
+        taken.add(candidate.casefold())
+        given[key] = candidate
+    return given
+
+
+def _save(figure: Figure, folder: _Folder, name: str, caption: str) -> tuple[Image, list[Path]]:
+    paths, png = plots.save(figure, folder.make(), name, dpi=110)
+    return Image(paths[0], png, caption), paths
 
 
 def _style(index: int) -> dict[str, Any]:
@@ -308,7 +416,7 @@ def _cross(axes: Axes, x: list[float], y: list[float]) -> None:
 
 def _size_axis(axes: Axes, sizes: Iterable[int]) -> None:
     """A logarithmic size axis labelled with the sizes themselves (512, not 2⁹)."""
-    ticks = sorted(set(sizes))
+    ticks = sorted({n for n in sizes if n > 0})
     axes.set_xscale("log", base=2)
     axes.set_xticks(ticks, [str(n) for n in ticks])
     axes.xaxis.set_minor_locator(NullLocator())
@@ -329,26 +437,32 @@ _GENERIC_CAPTIONS = {
 }
 
 
-def _generic_figures(points: list[Point], folder: Path) -> tuple[list[Block], list[Path]]:
+def _generic_figures(points: list[Point], folder: _Folder) -> tuple[list[Block], list[Path]]:
     """plots.draw's figures, once per operation, data type and batch (draw mixes none)."""
     blocks: list[Block] = []
     written: list[Path] = []
     groups = _group(points, lambda p: (p["op"], p["dtype"], p["batch"]))
     order = sorted(groups, key=lambda key: (_op_sort(key[0]), _dtype_sort(key[1]), key[2]))
+    subfolders = _unique_names(
+        {
+            (op, dtype, batch): _name("{}-{}-b{}", op, dtype, batch)
+            if batch != 1
+            else _name("{}-{}", op, dtype)
+            for op, dtype, batch in groups
+        }
+    )
     for op, dtype, batch in order:
         group = groups[(op, dtype, batch)]
         if not any(_is_measured(point) for point in group):
             continue
-        sub = folder
-        if len(groups) > 1:
-            sub = folder / (f"{op}-{dtype}" + (f"-b{batch}" if batch != 1 else ""))
-        paths = plots.draw(group, sub)
-        written += paths
+        sub = folder / subfolders[(op, dtype, batch)] if len(groups) > 1 else folder
+        target = sub.make()
         what = f"{op}, {dtype}" + (f", batch {batch}" if batch != 1 else "")
-        for path in paths:
-            if path.suffix == ".png":
-                caption = _GENERIC_CAPTIONS.get(path.stem, path.stem.replace("_", " "))
-                blocks.append(Image(path, f"{caption.rstrip('.')} ({what})."))
+        for name, figure in plots.figures(group):
+            paths, png = plots.save(figure, target, name)  # as plots.draw writes them
+            written += paths
+            caption = _GENERIC_CAPTIONS.get(name, name.replace("_", " "))
+            blocks.append(Image(paths[0], png, f"{caption.rstrip('.')} ({what})."))
     if not blocks:
         blocks.append(Paragraph("No measured points to draw: every point was skipped or failed."))
     return blocks, written
@@ -358,7 +472,7 @@ def _generic_figures(points: list[Point], folder: Path) -> tuple[list[Block], li
 # The experiments.
 
 
-def _assignment(points: list[Point], folder: Path) -> tuple[list[Block], list[Path]]:
+def _assignment(points: list[Point], folder: _Folder) -> tuple[list[Block], list[Path]]:
     intro = Paragraph(
         "A is (16·i)×(14·i) and B is (14·i)×(16·i): each backend's naive kernel against its "
         "optimized ones (tiled in shared/local memory; NumPy's BLAS on the CPU), kernel time "
@@ -431,7 +545,7 @@ def _speedup_row_name(M: int, K: int, N: int) -> str:
     return str(N) if M == K == N else f"{M}×{K}·{K}×{N}"
 
 
-def _lab(points: list[Point], folder: Path) -> tuple[list[Block], list[Path]]:
+def _lab(points: list[Point], folder: _Folder) -> tuple[list[Block], list[Path]]:
     blocks: list[Block] = [
         Paragraph(
             "Square products N×N·N×N, N a power of two: the naive global-memory kernel "
@@ -451,7 +565,9 @@ def _lab(points: list[Point], folder: Path) -> tuple[list[Block], list[Path]]:
     for index, (key, name) in enumerate(names.items()):
         line = [s for s in found if s.key == key]
         good = [s for s in line if not s.wrong]
-        axes.plot([s.N for s in good], [s.ratio for s in good], label=name, **_style(index))
+        axes.plot(
+            [s.N for s in good], [s.ratio for s in good], label=literal(name), **_style(index)
+        )
         bad = [s for s in line if s.wrong]
         _cross(axes, [s.N for s in bad], [s.ratio for s in bad])
     axes.axhline(1.0, color="grey", linewidth=1)
@@ -461,11 +577,14 @@ def _lab(points: list[Point], folder: Path) -> tuple[list[Block], list[Path]]:
     axes.set_title("Speed-up of tiling, from median kernel times", fontsize=10)
     axes.grid(True, alpha=0.3)
     _legend(axes)
-    paths = _save(figure, folder, "speedup")
-    written += paths
-    blocks.append(
-        Image(paths[0], "Speed-up of the tiled kernel over the naive one (above 1: tiling wins).")
+    image, paths = _save(
+        figure,
+        folder,
+        "speedup",
+        "Speed-up of the tiled kernel over the naive one (above 1: tiling wins).",
     )
+    written += paths
+    blocks.append(image)
 
     sizes = sorted({(s.M, s.K, s.N) for s in found}, key=lambda size: (size[2], size))
     by_cell = {(s.key, s.M, s.K, s.N): s for s in found}
@@ -506,7 +625,7 @@ def _time_table(
     return list(names), Table(header, rows)
 
 
-def _chapter(points: list[Point], folder: Path) -> tuple[list[Block], list[Path]]:
+def _chapter(points: list[Point], folder: _Folder) -> tuple[list[Block], list[Path]]:
     blocks: list[Block] = [
         Paragraph(
             "The reduced product: C[i, j] = (A[2i] + A[2i+1]) · (B[:, 2j] + B[:, 2j+1]), "
@@ -516,6 +635,7 @@ def _chapter(points: list[Point], folder: Path) -> tuple[list[Block], list[Path]
     ]
     written: list[Path] = []
     by_dtype = _group(points, lambda p: p["dtype"])
+    file_names = _unique_names({dtype: _name("rmm_time_{}", dtype) for dtype in by_dtype})
     for dtype in sorted(by_dtype, key=_dtype_sort):
         group = by_dtype[dtype]
         if len(by_dtype) > 1:
@@ -534,7 +654,7 @@ def _chapter(points: list[Point], folder: Path) -> tuple[list[Block], list[Path]
             axes.plot(
                 [p["N"] for p in good],
                 [_median(p) * 1e3 for p in good],
-                label=names[key],
+                label=literal(names[key]),
                 **_style(index),
             )
             bad = [p for p in line if p["status"] == "mismatch"]
@@ -543,13 +663,14 @@ def _chapter(points: list[Point], folder: Path) -> tuple[list[Block], list[Path]
         axes.set_yscale("log")
         axes.set_xlabel("N (inputs N×N, output (N/2)×(N/2))")
         axes.set_ylabel("median kernel time (ms)")
-        axes.set_title(f"Reduced matrix multiplication, {dtype}", fontsize=10)
+        axes.set_title(literal(f"Reduced matrix multiplication, {dtype}"), fontsize=10)
         axes.grid(True, which="major", alpha=0.4)
         axes.grid(True, which="minor", alpha=0.1)
         _legend(axes)
-        paths = _save(figure, folder, f"rmm_time_{dtype}")
+        caption = f"rmm: median kernel time against N ({dtype})."
+        image, paths = _save(figure, folder, file_names[dtype], caption)
         written += paths
-        blocks.append(Image(paths[0], f"rmm: median kernel time against N ({dtype})."))
+        blocks.append(image)
     return blocks, written
 
 
@@ -567,7 +688,7 @@ def _bars(points: list[Point], keys: list[LineKey], title: str) -> Figure:
     width = 0.8 / max(1, len(keys))
     figure = Figure(figsize=(max(6.0, 1.2 + 0.35 * len(keys) * len(dtypes)), 4.8))
     axes = figure.add_subplot(1, 1, 1)
-    if times_ms and max(times_ms) > 30 * min(times_ms):
+    if times_ms and min(times_ms) > 0 and max(times_ms) > 30 * min(times_ms):
         axes.set_yscale("log")
     for index, key in enumerate(keys):
         for group, dtype in enumerate(dtypes):
@@ -579,7 +700,7 @@ def _bars(points: list[Point], keys: list[LineKey], title: str) -> Figure:
                 axes.text(
                     x,
                     0.02,
-                    point["status"],
+                    literal(point["status"]),
                     rotation=90,
                     fontsize=7,
                     ha="center",
@@ -602,13 +723,13 @@ def _bars(points: list[Point], keys: list[LineKey], title: str) -> Figure:
             if wrong:
                 _cross(axes, [x], [time_ms])
     axes.margins(y=0.15)
-    axes.set_xticks(range(len(dtypes)), dtypes)
+    axes.set_xticks(range(len(dtypes)), [literal(dtype) for dtype in dtypes])
     axes.set_ylabel("median kernel time (ms)")
-    axes.set_title(title, fontsize=10)
+    axes.set_title(literal(title), fontsize=10)
     axes.grid(True, axis="y", which="major", alpha=0.4)
     # Drawn by hand: a hatched (wrong) bar must not stand for its line in the legend.
     handles: list[Artist] = [
-        Patch(color=f"C{index % 10}", label=names[key]) for index, key in enumerate(keys)
+        Patch(color=f"C{index % 10}", label=literal(names[key])) for index, key in enumerate(keys)
     ]
     if any(p["status"] == "mismatch" for p in points):
         handles.append(Line2D([], [], linestyle="none", label="wrong result", **_WRONG))
@@ -616,7 +737,7 @@ def _bars(points: list[Point], keys: list[LineKey], title: str) -> Figure:
     return figure
 
 
-def _blog(points: list[Point], folder: Path) -> tuple[list[Block], list[Path]]:
+def _blog(points: list[Point], folder: _Folder) -> tuple[list[Block], list[Path]]:
     blocks: list[Block] = [
         Paragraph(
             "Latency of one product (median kernel time, ms) per data type, for the single "
@@ -625,6 +746,7 @@ def _blog(points: list[Point], folder: Path) -> tuple[list[Block], list[Path]]:
     ]
     written: list[Path] = []
     shapes = _group(points, lambda p: (p["op"], p["batch"], p["M"], p["K"], p["N"]))
+    file_names = _unique_names({shape: _name("latency_{}_{}x{}x{}x{}", *shape) for shape in shapes})
     for op, batch, M, K, N in sorted(shapes, key=lambda shape: (_op_sort(shape[0]), shape)):
         group = shapes[(op, batch, M, K, N)]
         size = _size(group[0])
@@ -634,19 +756,20 @@ def _blog(points: list[Point], folder: Path) -> tuple[list[Block], list[Path]]:
         if not any(_is_measured(p) for p in group):
             continue
         figure = _bars(group, keys, f"{op} {size}: latency per data type")
-        paths = _save(figure, folder, f"latency_{op}_{batch}x{M}x{K}x{N}")
+        caption = f"{op} at {size}: median kernel time per data type."
+        image, paths = _save(figure, folder, file_names[(op, batch, M, K, N)], caption)
         written += paths
-        blocks.append(Image(paths[0], f"{op} at {size}: median kernel time per data type."))
+        blocks.append(image)
     return blocks, written
 
 
-def _other(points: list[Point], folder: Path) -> tuple[list[Block], list[Path]]:
+def _other(points: list[Point], folder: _Folder) -> tuple[list[Block], list[Path]]:
     intro = Paragraph("Points that fit none of the experiments above, drawn as compare draws them.")
     blocks, written = _generic_figures(points, folder)
     return [intro, *blocks], written
 
 
-_SECTIONS: dict[str, Callable[[list[Point], Path], tuple[list[Block], list[Path]]]] = {
+_SECTIONS: dict[str, Callable[[list[Point], _Folder], tuple[list[Block], list[Path]]]] = {
     "assignment": _assignment,
     "lab": _lab,
     "chapter": _chapter,
@@ -659,26 +782,39 @@ _SECTIONS: dict[str, Callable[[list[Point], Path], tuple[list[Block], list[Path]
 # Code equality and machines.
 
 
+_LINE_BREAKS = re.compile(r"[\r\n\v\f\x1c-\x1e\x85\u2028\u2029]+")
+
+
+def _one_line(text: str) -> str:
+    """``text`` with its line breaks as spaces: a string from the results is one line."""
+    return _LINE_BREAKS.sub(" ", text)
+
+
 def _log_line(point: Point) -> Cell:
     tile = f"T={point['tile']}" if point["tile"] else "-"
     parts = [
-        point["label"],
-        point["op"],
-        point["variant"],
+        str(point["label"]),
+        str(point["op"]),
+        str(point["variant"]),
         tile,
-        point["dtype"],
+        str(point["dtype"]),
         _size(point),
     ]
-    if point.get("max_abs_error") is not None:
-        parts.append(f"max error {point['max_abs_error']:.3g}")
-    if point.get("bound_ratio") is not None:
-        parts.append(f"({point['bound_ratio']:.3g} of the tolerance)")
-    if point.get("kernel_s"):
-        parts.append(f"kernel {format_seconds(_median(point))}")
+    max_abs_error = _number(point.get("max_abs_error"))
+    if max_abs_error is not None:
+        parts.append(f"max error {max_abs_error:.3g}")
+    bound_ratio = _number(point.get("bound_ratio"))
+    if bound_ratio is not None:
+        parts.append(f"({bound_ratio:.3g} of the tolerance)")
+    median = _kernel_median(point)
+    if median is not None:
+        parts.append(f"kernel {format_seconds(median)}")
     if point["status"] not in _MEASURED and point.get("reason"):
-        parts.append(f"— {str(point['reason']).splitlines()[0]}")
+        first, *_ = str(point["reason"]).strip().splitlines() or [""]
+        parts.append(f"— {first}")
     flag = {"mismatch": "wrong", "error": "error", "skipped": "skipped"}.get(point["status"], "")
-    return Cell(" ".join(parts), flag)
+    # One line, so that no string can forge a line of the log ("ok ..." under a wrong result).
+    return Cell(_one_line(" ".join(parts)), flag)
 
 
 def _equality(experiments: dict[str, list[Point]]) -> list[Block]:
@@ -730,10 +866,10 @@ def _equality(experiments: dict[str, list[Point]]) -> list[Block]:
 def _machines(runs: dict[str, dict[str, Any]], points: list[Point]) -> list[Block]:
     blocks: list[Block] = [Heading("Machines", 2)]
     for run_id, run in sorted(runs.items(), key=lambda item: str(item[1].get("timestamp"))):
-        env = run.get("environment") or {}
-        plan = run.get("plan") or {}
+        env = _mapping(run.get("environment"))
+        plan = _mapping(run.get("plan"))
         blocks.append(Heading(f"Run {run_id}, {run.get('timestamp', '')}", 3))
-        packages = env.get("packages") or {}
+        packages = _mapping(env.get("packages"))
         facts = [
             ("command", env.get("command")),
             ("host", env.get("host")),
@@ -744,7 +880,7 @@ def _machines(runs: dict[str, dict[str, Any]], points: list[Point]) -> list[Bloc
             ("packages", ", ".join(f"{name} {version}" for name, version in packages.items())),
             ("preset", plan.get("preset")),
             ("op", plan.get("op") or "mm"),
-            ("dtypes", ", ".join(plan.get("dtypes") or ["float32"])),
+            ("dtypes", ", ".join(_plan_dtypes(plan)) or "float32"),
             ("points", str(sum(p.get("run_id") == run_id for p in points))),
         ]
         if env.get("git_commit"):
@@ -752,18 +888,20 @@ def _machines(runs: dict[str, dict[str, Any]], points: list[Point]) -> list[Bloc
             facts.append(("git commit", f"{env['git_commit']}{dirty}"))
         rows = [[Cell(name), Cell(str(value))] for name, value in facts if value not in (None, "")]
         blocks.append(Table(["setting", "value"], rows, numeric=False))
-        devices = run.get("devices") or {}
+        devices = _mapping(run.get("devices"))
         if devices:
             device_rows = []
-            for label, device in devices.items():
-                driver = device.get("driver_version") or "—"
+            for label, found in devices.items():
+                # A device recorded as a bare string is taken for its name.
+                device = found if isinstance(found, dict) else {"name": found}
+                driver = str(device.get("driver_version") or "—")
                 if device.get("runtime_version"):
                     driver += f" / {device['runtime_version']}"
                 device_rows.append(
                     [
-                        Cell(label),
-                        Cell(str(device.get("name", "—"))),
-                        Cell(str(device.get("platform", "—"))),
+                        Cell(str(label)),
+                        Cell(str(device.get("name") or "—")),
+                        Cell(str(device.get("platform") or "—")),
                         Cell(driver),
                         Cell(_bytes(device.get("global_mem_bytes"))),
                         Cell(str(device.get("compute_units") or "—")),
@@ -832,7 +970,7 @@ def _html_block(block: Block) -> str:
         )
         return f"<table{css}>\n<tr>{header}</tr>\n{rows}\n</table>"
     if isinstance(block, Image):
-        data = base64.b64encode(block.png.read_bytes()).decode("ascii")
+        data = base64.b64encode(block.data).decode("ascii")
         caption = html.escape(block.caption)
         return (
             f'<figure><img src="data:image/png;base64,{data}" alt="{caption}">'
@@ -854,9 +992,29 @@ def _html(title: str, blocks: list[Block]) -> str:
     )
 
 
+# Escaped wherever they stand: each can open inline markup (emphasis, code, a link or an
+# image, strikethrough, GitHub's math), end a table cell, close a heading, or escape the
+# next character. Markdown reads a backslash before any ASCII punctuation as "this, as is".
+_MD_PUNCTUATION = re.compile(r"([\\`*_\[\]!#|~$])")
+
+
 def _md_text(text: str) -> str:
-    """Text from the results, shown as written: no HTML, no table breaks."""
-    return html.escape(text, quote=False).replace("|", "\\|")
+    """Text from the results, shown as written: one line, no HTML, no markup, no cell break.
+
+    ``<``, ``>`` and ``&`` become entities (no HTML, no autolink, no entity from the data);
+    the rest of what can start markup is backslash-escaped; line breaks become spaces, so
+    nothing from the data starts a line (a heading, a list, a quote, a fence).
+    """
+    escaped = html.escape(_one_line(text), quote=False)
+    return _MD_PUNCTUATION.sub(r"\\\1", escaped)
+
+
+def _md_line(text: str) -> str:
+    """Escaped text that starts a line: it cannot start a list, a break or a code block."""
+    text = text.lstrip()
+    if text[:1] in ("-", "+", "="):
+        return f"\\{text}"
+    return re.sub(r"^(\d+)([.)])", r"\1\\\2", text)
 
 
 def _md_cell(cell: Cell) -> str:
@@ -865,11 +1023,17 @@ def _md_cell(cell: Cell) -> str:
     return f"**{word}** {text}".strip() if word else text
 
 
+def _md_fence(lines: list[str]) -> str:
+    """A code fence longer than any run of backticks in ``lines``: none of them can close it."""
+    longest = max((len(run) for line in lines for run in re.findall("`+", line)), default=0)
+    return "`" * max(3, longest + 1)
+
+
 def _md_block(block: Block, out: Path) -> str:
     if isinstance(block, Heading):
         return f"{'#' * block.level} {_md_text(block.text)}"
     if isinstance(block, Paragraph):
-        return _md_text(block.text)
+        return _md_line(_md_text(block.text))
     if isinstance(block, Table):
         align = " --- |" + (" ---: |" if block.numeric else " --- |") * (len(block.header) - 1)
         lines = ["| " + " | ".join(_md_text(name) for name in block.header) + " |", "|" + align]
@@ -878,9 +1042,10 @@ def _md_block(block: Block, out: Path) -> str:
     if isinstance(block, Image):
         return f"![{_md_text(block.caption)}]({block.png.relative_to(out).as_posix()})"
     if isinstance(block, Items):
-        return "\n".join(f"- {_md_cell(cell)}" for cell in block.items)
-    lines = [_log_text(cell) for cell in block.lines]
-    return f"{_md_text(block.summary)}:\n\n```\n" + "\n".join(lines) + "\n```"
+        return "\n".join(f"- {_md_line(_md_cell(cell))}" for cell in block.items)
+    lines = [_one_line(_log_text(cell)) for cell in block.lines]
+    fence = _md_fence(lines)
+    return f"{_md_line(_md_text(block.summary))}:\n\n{fence}\n" + "\n".join(lines) + f"\n{fence}"
 
 
 def _markdown(blocks: list[Block], out: Path) -> str:
@@ -890,20 +1055,33 @@ def _markdown(blocks: list[Block], out: Path) -> str:
 # ---------------------------------------------------------------------------
 
 
+def _warn(message: str) -> None:
+    """A line of the results the loader skipped; control characters shown, not obeyed."""
+    shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
+    print(f"xbackend: warning: {shown}", file=sys.stderr)
+
+
 def write_report(paths: list[Path], out: Path) -> list[Path]:
     """Write ``report.html``, ``report.md`` and ``report_figures/`` into ``out``.
 
-    ``paths`` are results folders or ``results.jsonl`` files; a point measured
-    more than once in one experiment counts once, as last recorded. Returns the
-    files written.
+    ``paths`` are results folders or ``results.jsonl`` files; a line that cannot be
+    read is skipped with a warning on stderr. A point measured more than once in one
+    experiment counts once, as last recorded. Returns the files written.
+
+    Raises :class:`~xbackend.safeio.UnsafePath` (a ValueError) where ``out`` cannot be
+    a folder, or a symbolic link stands where a file or folder of the report goes.
     """
-    runs, raw = load(paths)
+    runs, raw = load(paths, warn=_warn)
     # De-duplicate within each experiment only: the lab and the blog may both have
     # measured 1024³, and neither may take the other's point.
     by_experiment = _group([_normalized(point) for point in raw], lambda p: experiment_of(p, runs))
     points = [point for group in by_experiment.values() for point in _latest(group)]
-    out.mkdir(parents=True, exist_ok=True)
-    figures = out / FIGURES_DIR
+    output_folder(out)
+    html_path = out / HTML_NAME
+    markdown_path = out / MARKDOWN_NAME
+    for path in (html_path, markdown_path):
+        refuse_link(path)  # before drawing anything: atomic_write would refuse it at the end
+    figures = _Folder(out, (FIGURES_DIR,))
 
     experiments = _group(points, lambda p: experiment_of(p, runs))
     experiments = {name: experiments[name] for name in EXPERIMENTS if name in experiments}
@@ -928,8 +1106,6 @@ def write_report(paths: list[Path], out: Path) -> list[Path]:
     blocks += _equality(experiments)
     blocks += _machines(runs, points)
 
-    html_path = out / HTML_NAME
-    markdown_path = out / MARKDOWN_NAME
-    html_path.write_text(_html(title, blocks), encoding="utf-8")
-    markdown_path.write_text(_markdown(blocks, out), encoding="utf-8")
+    atomic_write(html_path, _html(title, blocks))
+    atomic_write(markdown_path, _markdown(blocks, out))
     return [html_path, markdown_path, *written]

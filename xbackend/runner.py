@@ -21,16 +21,27 @@ from typing import Any, TextIO
 import numpy as np
 
 from xbackend.backends.base import Backend, UnsupportedParameter
-from xbackend.problems import Reference, Shape, check, dtype_named, flops, make_operands
+from xbackend.problems import (
+    Reference,
+    Shape,
+    check,
+    dtype_named,
+    flops,
+    make_operands,
+    output_size,
+)
 from xbackend.results import (
+    CSV_NAME,
     JSONL_NAME,
     PointRecord,
+    ResultsError,
     ResultsWriter,
     environment,
     load,
     now_iso,
     point_key,
 )
+from xbackend.safeio import output_folder, refuse_link
 from xbackend.timing import Stats, format_seconds
 
 
@@ -188,6 +199,8 @@ class Progress:
 def equality_line(record: PointRecord, index: int, total: int) -> str:
     """The log line of one point, after the assignment's "code equality" printout."""
     tile = f"T={record.tile}" if record.tile else ""
+    if not record.tile and record.params and "BM" in record.params:
+        tile = f"{record.params['BM']}×{record.params['BN']}"  # the tuned variant's choice
     batch = f"{record.batch}×" if record.op == "bmm" else ""
     kind = "" if (record.op, record.dtype) == ("mm", "float32") else f"{record.op} {record.dtype} "
     head = (
@@ -244,25 +257,29 @@ def run(
     total = len(todo) * len(plan.shapes)
     progress = Progress(total)
     done: dict[tuple[Any, ...], dict[str, Any]] = {}
+    output_folder(out)
+    for name in (JSONL_NAME, CSV_NAME):
+        refuse_link(out / name)  # before reading: a resume writes there
     if resume and (out / JSONL_NAME).exists():
-        done = {point_key(point): point for point in load([out])[1]}
-    with ResultsWriter(out) as writer:
-        writer.write_run(
-            {
-                "run_id": run_id,
-                "timestamp": now_iso(),
-                "environment": environment(),
-                "plan": plan.to_dict(),
-                "devices": {label: backend.device.to_dict() for label, backend in opened},
-            }
-        )
+        runs, points = load([out])
+        for note in resume_notes(plan, list(runs.values())):
+            log(note)
+        done = {point_key(point): point for point in points}
+    header = {
+        "run_id": run_id,
+        "timestamp": now_iso(),
+        "environment": environment(),
+        "plan": plan.to_dict(),
+        "devices": {label: backend.device.to_dict() for label, backend in opened},
+    }
+    with ResultsWriter(out, header) as writer:
         try:
             for shape in plan.shapes:
-                pending = []
+                pending: list[tuple[Config, dict[str, Any] | None]] = []
                 for config in todo:
                     prior = done.get(_key(config, shape, plan.batch))
-                    if prior is None:
-                        pending.append(config)
+                    if prior is None or prior["status"] == "skipped":
+                        pending.append((config, prior))  # a skip is looked at again
                         continue
                     progress.done += 1
                     if prior["status"] in ("ok", "mismatch"):
@@ -270,18 +287,61 @@ def run(
                     elif prior["status"] == "error":
                         failed[config] = prior["reason"].splitlines()[0]
                 inputs = _Inputs(shape, plan.seed, plan.batch)
-                for config in pending:
+                for config, prior in pending:
                     progress.show(f"{config.title} {shape}")
                     record = _measure_point(plan, config, shape, inputs, cost, failed)
+                    progress.done += 1
+                    if prior is not None and (record.status, record.reason) == (
+                        prior["status"],
+                        prior["reason"],
+                    ):
+                        continue  # skipped again for the same reason: recorded already
                     record.run_id = run_id
                     writer.append(record)
                     records.append(record)
-                    progress.done += 1
                     progress.clear()
                     log(equality_line(record, progress.done, total))
         finally:
             progress.clear()
     return records
+
+
+# What a resume must share with the recorded runs, and what it may change.
+_SAME_INPUTS = ("seed",)
+_THOROUGHNESS = ("warmup", "samples", "min_samples", "max_sample_time_s")
+
+
+def resume_notes(plan: Plan, runs: list[dict[str, Any]]) -> list[str]:
+    """Refuse a resume whose plan contradicts the recorded runs; say what it keeps.
+
+    Points made from other inputs (another seed) cannot be mixed with this plan's:
+    that is an error. Other sample counts only change how thoroughly the new
+    points are measured: the recorded points keep theirs, and a note says so.
+    Points skipped for the budget are looked at again, so a larger ``--budget``
+    measures them.
+    """
+    new = plan.to_dict()
+    notes = []
+    for run in runs:
+        recorded = run.get("plan") or {}
+        for name in _SAME_INPUTS:
+            if name in recorded and recorded[name] != new[name]:
+                raise ResultsError(
+                    f"the results being resumed were made with {name} {recorded[name]!r}, "
+                    f"this run asks for {new[name]!r}: resume with the same "
+                    f"--{name}, or choose another --out"
+                )
+        changed = [
+            f"{name} {recorded[name]!r} -> {new[name]!r}"
+            for name in _THOROUGHNESS
+            if name in recorded and recorded[name] != new[name]
+        ]
+        if changed:
+            notes.append(
+                f"resume: the recorded points keep their measurement ({', '.join(changed)} "
+                "apply to the new points only)"
+            )
+    return list(dict.fromkeys(notes))
 
 
 # A configuration's first size above this many flops is preceded by a pilot run.
@@ -301,12 +361,16 @@ def _pilot(
         return max(2, n // 8 * 2) if config.op == "rmm" else max(1, n // 4)
 
     small = Shape(quarter(shape.M), quarter(shape.K), quarter(shape.N))
-    A, B = make_operands(small, 0, dtype_named(config.dtype), batch if config.op == "bmm" else None)
     try:
+        A, B = make_operands(
+            small, 0, dtype_named(config.dtype), batch if config.op == "bmm" else None
+        )
         measured = config.backend.measure(
             A, B, config.variant, config.tile, op=config.op, warmup=0, samples=1, min_samples=1
         )
-    except Exception:
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except Exception:  # MemoryError included
         return None  # the real point will meet the same problem and record it
     cost.add(config, flops(config.op, small, batch), measured.end_to_end_s[0])
     return cost.predict(config, point_flops)
@@ -366,6 +430,10 @@ def _measure_point(
     if config in failed:
         record.reason = f"failed at a smaller size: {failed[config]}"
         return record
+    problem = _memory_problem(config, shape, batch)
+    if problem:
+        record.reason = problem
+        return record
     per_run_s = cost.predict(config, point_flops)
     if plan.budget_s > 0 and per_run_s is None and point_flops > PILOT_ABOVE_FLOPS:
         per_run_s = _pilot(config, shape, batch, cost, point_flops)
@@ -398,7 +466,9 @@ def _measure_point(
         record.reason = _describe_error(error)
         failed[config] = record.reason.splitlines()[0]
         return record
-    record.tile, record.params = measurement.tile, measurement.params
+    # The record keeps the configuration's tile (None: the variant chose), so that a
+    # resume finds it under the key it was asked for; a tuned choice is in params.
+    record.params = measurement.params
     first = check(measurement.result, reference)
     last = check(measurement.last_result, reference)
     worst = first if not first.equal or first.bound_ratio >= last.bound_ratio else last
@@ -419,6 +489,50 @@ def _measure_point(
     record.gflops = point_flops / kernel.median / 1e9 if kernel.median > 0 else float("inf")
     cost.add(config, point_flops, end_to_end.median)
     return record
+
+
+def _available_host_bytes() -> int | None:
+    """What the host can still give (MemAvailable), where the system says."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _gib(nbytes: float) -> str:
+    return f"{nbytes / 2**30:.3g} GiB"
+
+
+def _memory_problem(config: Config, shape: Shape, batch: int) -> str | None:
+    """Why this point cannot fit the device or the host, checked before anything is made.
+
+    The device holds A, B and C; the host holds A and B, their float64 copies and
+    the float64 reference, and the outputs of the first and the last run.
+    """
+    itemsize = dtype_named(config.dtype).itemsize
+    rows, columns = output_size(config.op, shape)
+    a, b, c = (batch * shape.M * shape.K, batch * shape.K * shape.N, batch * rows * columns)
+    device = config.backend.device
+    on_device = (a + b + c) * itemsize
+    if device.global_mem_bytes and on_device > device.global_mem_bytes:
+        return f"A, B and C need {_gib(on_device)}; the device has {_gib(device.global_mem_bytes)}"
+    if device.max_alloc_bytes and max(a, b, c) * itemsize > device.max_alloc_bytes:
+        return (
+            f"the largest matrix needs {_gib(max(a, b, c) * itemsize)}; one buffer of "
+            f"the device holds at most {_gib(device.max_alloc_bytes)}"
+        )
+    on_host = (a + b) * (itemsize + 8) + c * (8 + 2 * itemsize)
+    available = _available_host_bytes()
+    if available is not None and on_host > available:
+        return (
+            f"the operands, the float64 reference and the outputs need {_gib(on_host)} "
+            f"of host memory; {_gib(available)} is available"
+        )
+    return None
 
 
 def _describe_error(error: BaseException) -> str:

@@ -6,7 +6,9 @@
 //
 // One work-item computes one element of C; rows are lda, ldb and ldc elements apart.
 // The three kernels trade multiplications and memory traffic differently:
-//   rmm_naive4  4·K multiplications per element, straight from the definition
+//   rmm_naive4  4·K multiplications per element, straight from the definition;
+//               added one by one, so an Inf times products of both signs is NaN
+//               (−inf·0.75 + −inf·(−0.25)) where the pair sums give −inf·0.5 = −inf
 //   rmm_naive   K multiplications: the two rows and the two columns are added first
 //   rmm_tiled   as rmm_naive, with the pair sums made while loading local tiles
 // The ladder's top rung computes rmm too: kernels/*/mm_warp built with -DREDUCED.

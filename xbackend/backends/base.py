@@ -20,6 +20,8 @@ from __future__ import annotations
 import abc
 import dataclasses
 import importlib
+import numbers
+import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -309,6 +311,15 @@ class Backend(abc.ABC):
             if tile is not None:
                 raise UnsupportedParameter(f"{self.name} {variant} takes no tile size")
             return None
+        if tile is not None:
+            # Only integers: 16.0 would reach the compiler as -DTILE=16.0, True as 1.
+            if isinstance(tile, bool | np.bool_) or not isinstance(tile, numbers.Integral):
+                runnable = ", ".join(map(str, self.tiles(variant, op, itemsize))) or "none"
+                raise UnsupportedParameter(
+                    f"{self.name} {variant}: the tile must be an integer, not {tile!r} "
+                    f"(tiles this device can run: {runnable})"
+                )
+            tile = int(tile)
         if tile is None:
             if spec.tuned:
                 return None  # chosen per product: see _warp_config
@@ -337,7 +348,9 @@ class Backend(abc.ABC):
         """``A @ B`` computed by ``variant``: NumPy in, NumPy out, any M×K · K×N.
 
         Strided views (sub-matrices of larger arrays) go to the device as they are,
-        with their row stride as the kernels' leading dimension.
+        with their row stride as the kernels' leading dimension, unless that would
+        move more than twice their size or pass 32-bit indices: then a compact copy
+        goes (see ``row_major_span``). Masked arrays are refused: fill them first.
         """
         return self.measure(A, B, variant, tile, op="mm", warmup=0, samples=0).result
 
@@ -398,10 +411,10 @@ class Backend(abc.ABC):
         if 0 in A.shape or 0 in B.shape or 0 in shape:
             empty = np.zeros(shape, dtype=A.dtype)
             return Measurement(empty, empty, [], [], tile)
-        self._check_memory(A, B, shape)
+        self._check_memory(A, B, shape, op)
         kernel_s: list[float] = []
         end_to_end_s: list[float] = []
-        with self._active(), self._out_of_memory_named(A, B, shape):
+        with self._active(), self._out_of_memory_named(A, B, shape, op):
             execution = self._execution(op, variant, tile, A, B, params)
             if execution.tile is not None:
                 tile = execution.tile
@@ -432,42 +445,55 @@ class Backend(abc.ABC):
 
     @contextmanager
     def _out_of_memory_named(
-        self, A: np.ndarray, B: np.ndarray, shape: tuple[int, ...]
+        self, A: np.ndarray, B: np.ndarray, shape: tuple[int, ...], op: str = "mm"
     ) -> Iterator[None]:
         """Turn a driver's out-of-memory error into one that names sizes and memory."""
         try:
             yield
         except Exception as error:
             if self._is_out_of_memory(error):
-                raise DeviceOutOfMemory(self._memory_message(A, B, shape, error)) from error
+                raise DeviceOutOfMemory(self._memory_message(A, B, shape, op, error)) from error
             raise
 
-    def _check_memory(self, A: np.ndarray, B: np.ndarray, shape: tuple[int, ...]) -> None:
+    def _uploaded_nbytes(self, X: np.ndarray, op: str) -> int:
+        """Device memory the operand ``X`` takes: its span where a view goes as it is."""
+        return uploaded_nbytes(X, op)
+
+    def _check_memory(
+        self, A: np.ndarray, B: np.ndarray, shape: tuple[int, ...], op: str = "mm"
+    ) -> None:
         """Refuse, before allocating, a product that cannot fit the device."""
         device = self.device
+        a_bytes, b_bytes = self._uploaded_nbytes(A, op), self._uploaded_nbytes(B, op)
         output_bytes = int(np.prod(shape)) * A.itemsize
-        largest = max(A.nbytes, B.nbytes, output_bytes)
+        largest = max(a_bytes, b_bytes, output_bytes)
         limit = device.max_alloc_bytes
         if limit and largest > limit:
-            raise DeviceOutOfMemory(
-                self._memory_message(A, B, shape, f"one buffer may hold at most {_gib(limit)}")
-            )
-        total = A.nbytes + B.nbytes + output_bytes
+            detail = f"one buffer may hold at most {_gib(limit)}"
+            raise DeviceOutOfMemory(self._memory_message(A, B, shape, op, detail))
+        total = a_bytes + b_bytes + output_bytes
         if device.global_mem_bytes and total > device.global_mem_bytes:
-            raise DeviceOutOfMemory(self._memory_message(A, B, shape))
+            raise DeviceOutOfMemory(self._memory_message(A, B, shape, op))
 
     def _memory_message(
-        self, A: np.ndarray, B: np.ndarray, C: tuple[int, ...], detail: object = None
+        self,
+        A: np.ndarray,
+        B: np.ndarray,
+        C: tuple[int, ...],
+        op: str = "mm",
+        detail: object = None,
     ) -> str:
         def dims(shape: tuple[int, ...]) -> str:
             return "×".join(map(str, shape))
 
-        need = (A.size + B.size + int(np.prod(C))) * A.itemsize
+        uploaded = self._uploaded_nbytes(A, op) + self._uploaded_nbytes(B, op)
+        need = uploaded + int(np.prod(C)) * A.itemsize
         memory = self.device.global_mem_bytes
         has = f"{_gib(memory)} in all" if memory else "an unknown amount of memory"
+        gaps = " with the gaps between a view's rows" if uploaded > A.nbytes + B.nbytes else ""
         text = (
             f"out of memory on {self.device.name}: A {dims(A.shape)}, B {dims(B.shape)} "
-            f"and C {dims(C)} ({A.dtype}) need {_gib(need)}; the device has {has}"
+            f"and C {dims(C)} ({A.dtype}) need {_gib(need)}{gaps}; the device has {has}"
         )
         return f"{text} ({detail})" if detail else text
 
@@ -532,8 +558,13 @@ class Backend(abc.ABC):
         if op != "bmm":
             from xbackend.tuning import lookup
 
+            def device_problem(config: warp.WarpConfig) -> str | None:
+                return self.tile_problem(spec.name, config.BM, A.itemsize, op, config)
+
             shape_class = warp.shape_class(M, N, units)
-            tuned = lookup(self, spec.name, A.dtype, shape_class, op, size=(M, N, K))
+            tuned = lookup(
+                self, spec.name, A.dtype, shape_class, op, size=(M, N, K), check=device_problem
+            )
             if tuned is not None and tile in (None, tuned.BM):
                 return tuned
         config = warp.default_config(spec.layout, tile or 128)
@@ -587,6 +618,13 @@ def check_operands(A: Any, B: Any, op: str = "mm") -> tuple[np.ndarray, np.ndarr
     """
     if op not in OPS:
         raise UnsupportedParameter(f"unknown operation {op!r}; operations: {', '.join(OPS)}")
+    for label, X in (("A", A), ("B", B)):
+        if isinstance(X, np.ma.MaskedArray):
+            # np.asarray would drop the mask and compute with whatever lies under it.
+            raise UnsupportedParameter(
+                f"{label} is a masked array, whose mask the kernels cannot honour; "
+                f"fill it first, e.g. {label}.filled(0)"
+            )
     A = np.asarray(A)
     B = np.asarray(B)
     ndim = 3 if op == "bmm" else 2
@@ -633,29 +671,61 @@ def poison_value(dtype: np.dtype) -> Any:
     return np.iinfo(dtype).min if dtype.kind in "iu" else np.nan
 
 
-def row_major_span(X: np.ndarray) -> tuple[np.ndarray, int]:
-    """A matrix as one contiguous run of memory and its leading dimension.
+# A view goes to the device as it is only while its span (first to last element) is at
+# most this many times its own size: beyond, most of the upload would be the gaps between
+# its rows (a 3×4 view of a 3×2**30 array spans 8 GiB), and a compact copy moves less.
+MAX_SPAN_RATIO = 2
 
-    A view whose rows are contiguous (``A[:, 5:37]``, ``A[3:20]``) is returned as
-    the span of its base's memory from its first to its last element, without a
-    copy, with its row stride as the leading dimension. Other layouts (Fortran
-    order, column steps, reversed rows) are copied to C order first.
-    """
+
+def passed_as_is(X: np.ndarray) -> int | None:
+    """The leading dimension with which the matrix view ``X`` goes to the device as it
+    is, or None where it is copied compactly first (see ``row_major_span``)."""
     rows, columns = X.shape
     item = X.itemsize
     row_stride = X.strides[0]
-    if (
+    if not (
         rows > 1
         and X.strides[1] == item
         and row_stride % item == 0
         and row_stride >= columns * item
     ):
-        ld = row_stride // item
+        return None
+    ld = row_stride // item
+    span = (rows - 1) * ld + columns
+    # The kernels index the span with 32-bit ints: lda itself and every offset must fit.
+    if span > MAX_ELEMENTS or span > MAX_SPAN_RATIO * X.size:
+        return None
+    return ld
+
+
+def row_major_span(X: np.ndarray) -> tuple[np.ndarray, int]:
+    """A matrix as one contiguous run of memory and its leading dimension.
+
+    A view whose rows are contiguous (``A[:, 5:37]``, ``A[3:20]``) is returned as
+    the span of its base's memory from its first to its last element, without a
+    copy, with its row stride as the leading dimension, where that span is at most
+    ``MAX_SPAN_RATIO`` times the view's size and fits 32-bit indices. Other views
+    (huge strides, Fortran order, column steps, reversed rows) are copied to compact
+    C order first: only their elements are read, never the gaps between them.
+    """
+    ld = passed_as_is(X)
+    if ld is not None:
+        rows, columns = X.shape
         span = np.lib.stride_tricks.as_strided(
-            X, shape=((rows - 1) * ld + columns,), strides=(item,), writeable=False
+            X, shape=((rows - 1) * ld + columns,), strides=(X.itemsize,), writeable=False
         )
         return span, ld
-    return np.ascontiguousarray(X).reshape(-1), columns
+    return np.ascontiguousarray(X).reshape(-1), X.shape[1]
+
+
+def uploaded_nbytes(X: np.ndarray, op: str) -> int:
+    """Bytes of the operand ``X`` that ``plan_launch`` puts on the device: a view's
+    whole span where it goes as it is, gaps included."""
+    ld = passed_as_is(X) if op != "bmm" else None
+    if ld is None:
+        return X.nbytes
+    rows, columns = X.shape
+    return ((rows - 1) * ld + columns) * X.itemsize
 
 
 @dataclasses.dataclass(frozen=True)
@@ -852,9 +922,13 @@ def compiled_variants(worker: str, memory: str) -> VariantTable:
         ),
     }
     rmm = {
+        # Its 4·K products are added one by one, as the definition reads: an infinity
+        # times products of both signs (−inf·0.75 + −inf·(−0.25)) is NaN where NumPy,
+        # summing the pairs first, gives ±inf. The chapter's kernel keeps its arithmetic.
         "naive4": VariantSpec(
             "naive4",
-            "4·K multiplications per element, from the definition",
+            "4·K multiplications per element, from the definition "
+            "(an Inf can give NaN where NumPy gives ±Inf)",
             kernel="rmm_naive4",
             **tiles,
         ),
@@ -947,10 +1021,35 @@ def build_options(tile: int, dtype: np.dtype, spec: VariantSpec) -> list[str]:
 
 
 def read_kernel(family: str, language: str) -> tuple[Path, str]:
-    """The path and text of a kernel file, e.g. ``read_kernel("mm", "opencl")``."""
+    """The path and text of a kernel file, e.g. ``read_kernel("mm", "opencl")``.
+
+    A file that is not UTF-8 text (a folder, a binary, NUL bytes) is an
+    ``XBackendError`` naming it, never a driver's confusion.
+    """
     suffix = {"cuda": ".cu", "opencl": ".cl"}[language]
     path = kernel_file(language, f"{family}{suffix}")
-    return path, path.read_text(encoding="utf-8")
+    try:
+        if not path.is_file():
+            what = "a folder" if path.is_dir() else "missing or not a regular file"
+            raise XBackendError(f"the kernel file {path} is {what}")
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise XBackendError(f"cannot read the kernel file {path} as UTF-8 text: {error}") from error
+    if "\x00" in text:
+        raise XBackendError(f"the kernel file {path} holds NUL bytes: it is not source text")
+    return path, text
+
+
+def user_cache_dir() -> Path:
+    """xbackend's folder in the user's cache: ``$XDG_CACHE_HOME/xbackend``.
+
+    An unset, empty or relative ``XDG_CACHE_HOME`` means ``~/.cache``, as the XDG
+    base directory specification says (a relative path is to be ignored): an empty
+    one must not put an ``xbackend`` folder into whatever the current directory is.
+    """
+    chosen = os.environ.get("XDG_CACHE_HOME", "")
+    base = Path(chosen) if chosen and os.path.isabs(chosen) else Path.home() / ".cache"
+    return base / "xbackend"
 
 
 # -- the registry -----------------------------------------------------------------------

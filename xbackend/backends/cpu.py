@@ -181,6 +181,9 @@ class CpuBackend(Backend):
     def device(self) -> DeviceInfo:
         return self._device
 
+    def _uploaded_nbytes(self, X: np.ndarray, op: str) -> int:
+        return X.nbytes  # every operand is copied into a compact working array
+
     def _execution(
         self,
         op: str,

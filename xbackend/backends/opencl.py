@@ -17,8 +17,12 @@ points the ICD loader at it (see there).
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import os
+import shlex
+import shutil
 import sysconfig
+import tempfile
 import time
 import warnings
 from collections.abc import Mapping
@@ -42,6 +46,7 @@ from xbackend.backends.base import (
     plan_launch,
     poison_value,
     read_kernel,
+    user_cache_dir,
     with_vendor,
 )
 
@@ -61,6 +66,9 @@ NO_PIP_RUNTIME_ENV = "XBACKEND_NO_PIP_OPENCL"
 # Libraries of intel-cmplr-lib-rt that libintelocl.so needs but cannot find by itself
 # (pip installs them next to it, in a folder the dynamic loader does not search).
 _INTEL_DEPENDENCIES = ("libintlc.so.5", "libimf.so", "libsvml.so", "libirng.so")
+_PIP_ICD = "xbackend-pip-intel-cpu.icd"
+# What _extra_options builds to try the options of BUILD_OPTIONS_ENV.
+_PROBE_KERNEL = "__kernel void xbackend_probe(__global int* out) { out[0] = 1; }"
 _registered = False
 
 
@@ -71,18 +79,16 @@ def _register_pip_runtimes() -> None:
     and an ICD file whose path is a placeholder, so the loader never finds it.
     If that library is here, we preload its dependencies (so that ``dlopen``
     resolves them by name) and point ``OCL_ICD_VENDORS`` at a folder with the
-    system's own ICD files plus one for the pip runtime. This must run before
-    the loader's first ``clGetPlatformIDs``; it runs once, when the backend is
-    first asked anything. Drivers installed system-wide (NVIDIA, PoCL, ...) stay
-    visible.
+    system's own ICD files plus one for the pip runtime (see ``_vendors_folder``).
+    This must run before the loader's first ``clGetPlatformIDs``; it runs once,
+    when the backend is first asked anything. Drivers installed system-wide
+    (NVIDIA, PoCL, ...) stay visible.
     """
     global _registered
     if _registered or os.environ.get(NO_PIP_RUNTIME_ENV):
         return
     _registered = True
-    prefixes = {sysconfig.get_path("data"), sysconfig.get_config_var("base") or ""}
-    libraries = [Path(p) / "lib" / "libintelocl.so" for p in prefixes if p]
-    library = next((lib for lib in libraries if lib.exists()), None)
+    library = _pip_runtime_library()
     if library is None:
         return
     try:
@@ -91,19 +97,51 @@ def _register_pip_runtimes() -> None:
     except OSError:
         return  # a broken install: leave the loader's configuration as it was
     system_vendors = Path(os.environ.get("OCL_ICD_VENDORS", "/etc/OpenCL/vendors"))
-    vendors = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-    vendors = vendors / "xbackend" / "OpenCL" / "vendors"
     try:
-        vendors.mkdir(parents=True, exist_ok=True)
-        for stale in vendors.glob("*.icd"):
-            stale.unlink()
+        icds = {}
         if system_vendors.is_dir():
-            for icd in sorted(system_vendors.glob("*.icd")):
-                (vendors / icd.name).write_text(icd.read_text())
-        (vendors / "xbackend-pip-intel-cpu.icd").write_text(f"{library}\n")
+            icds = {icd.name: icd.read_text() for icd in sorted(system_vendors.glob("*.icd"))}
+        icds[_PIP_ICD] = f"{library}\n"
+        vendors = _vendors_folder(icds)
     except OSError:
         return
     os.environ["OCL_ICD_VENDORS"] = str(vendors)
+
+
+def _pip_runtime_library() -> Path | None:
+    """Intel's CPU runtime where pip installed it, or None."""
+    prefixes = {sysconfig.get_path("data"), sysconfig.get_config_var("base") or ""}
+    libraries = [Path(p) / "lib" / "libintelocl.so" for p in prefixes if p]
+    return next((lib for lib in libraries if lib.exists()), None)
+
+
+def _vendors_folder(icds: Mapping[str, str]) -> Path:
+    """A folder of the cache holding exactly the ICD files ``icds`` (name -> text).
+
+    Processes started together each register the runtime while the others' loaders
+    may be reading the folder, so a folder is never changed once made: it is named
+    by a hash of its files, built under a temporary name and renamed into place
+    whole. Of processes racing to make the same one, the first rename wins and the
+    others throw their copies away.
+    """
+    digest = hashlib.sha256()
+    for name, text in sorted(icds.items()):
+        digest.update(f"{len(name)}:{name}{len(text)}:{text}".encode())
+    parent = user_cache_dir() / "OpenCL"
+    folder = parent / f"vendors-{digest.hexdigest()[:16]}"
+    if folder.is_dir():
+        return folder
+    parent.mkdir(parents=True, exist_ok=True)
+    building = Path(tempfile.mkdtemp(prefix=".vendors-", dir=parent))
+    try:
+        for name, text in icds.items():
+            (building / name).write_text(text)
+        os.rename(building, folder)
+    except OSError:
+        shutil.rmtree(building, ignore_errors=True)
+        if not folder.is_dir():  # not another process's rename first: a real failure
+            raise
+    return folder
 
 
 def _all_devices() -> list[tuple[Any, Any]]:
@@ -285,6 +323,7 @@ class OpenCLBackend(Backend):
             self._context, properties=cl.command_queue_properties.PROFILING_ENABLE
         )
         self._programs: dict[tuple[str, tuple[str, ...]], Any] = {}  # (family, options)
+        self._accepted_options: set[tuple[str, ...]] = set()  # see _extra_options
         self._kernels: dict[tuple[str, tuple[str, ...], str], Any] = {}
 
     @classmethod
@@ -322,7 +361,9 @@ class OpenCLBackend(Backend):
         return None
 
     def _kernel(self, family: str, options: tuple[str, ...], kernel: str, dtype: np.dtype) -> Any:
-        """A kernel of a family's file built with ``options``: compiled once, reused."""
+        """A kernel of a family's file built with ``options`` (and those of
+        ``XBACKEND_OPENCL_OPTIONS``, as they are now): compiled once, reused."""
+        options = (*options, *self._extra_options())
         key = (family, options, kernel)
         if key not in self._kernels:
             if (family, options) not in self._programs:
@@ -334,11 +375,40 @@ class OpenCLBackend(Backend):
             self._kernels[key] = cl.Kernel(self._programs[family, options], kernel)
         return self._kernels[key]
 
+    def _extra_options(self) -> tuple[str, ...]:
+        """The build options of ``XBACKEND_OPENCL_OPTIONS``, split as a shell would.
+
+        Each new value is first tried on an empty kernel, so that options the driver
+        refuses are an error naming the variable. That trial bypasses PyOpenCL's binary
+        cache, whose handling of a refused option fails with a ``KeyError`` of its own
+        (``PYOPENCL_CACHE_FAILURE_FATAL``, pyopencl 2026.1).
+        """
+        text = os.environ.get(BUILD_OPTIONS_ENV, "")
+        try:
+            extra = tuple(shlex.split(text))
+        except ValueError as error:
+            raise XBackendError(
+                f"{BUILD_OPTIONS_ENV}={text!r} is not a list of build options: {error}"
+            ) from error
+        if extra and extra not in self._accepted_options:
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", cl.CompilerWarning)
+                    program = cl.Program(self._context, _PROBE_KERNEL)
+                    # False: no binary cache (pyopencl/cache.py takes it; its hint says str).
+                    program.build(options=list(extra), cache_dir=False)  # type: ignore[arg-type]
+            except cl.Error as error:
+                raise XBackendError(
+                    f"{self._device.name} refuses the OpenCL build options of "
+                    f"{BUILD_OPTIONS_ENV}={text!r}: {error}"
+                ) from error
+            self._accepted_options.add(extra)
+        return extra
+
     def _build(self, family: str, options: list[str], dtype: np.dtype) -> Any:
         path, source = read_kernel(family, "opencl")
         if dtype == np.float64:
             options.append("-DXB_FP64")
-        options += os.environ.get(BUILD_OPTIONS_ENV, "").split()
         try:
             with warnings.catch_warnings():
                 # Some runtimes (Intel's) log every successful build; a
@@ -346,13 +416,15 @@ class OpenCLBackend(Backend):
                 warnings.simplefilter("ignore", cl.CompilerWarning)
                 return cl.Program(self._context, source).build(options=options)
         except cl.RuntimeError as error:
+            extra = os.environ.get(BUILD_OPTIONS_ENV, "")
+            note = f"\n(the options include {BUILD_OPTIONS_ENV}={extra!r})" if extra else ""
             raise KernelCompileError(
                 backend=self.name,
                 path=path,
                 source=source,
                 options=options,
                 device=self._device.name,
-                log=str(error),
+                log=str(error) + note,
             ) from error
 
     def variant_problem(self, variant: str, dtype: np.dtype, op: str = "mm") -> str | None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -88,10 +89,16 @@ class WarpConfig:
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> WarpConfig:
+        """A configuration from its parameters, each a Python or NumPy integer (never a
+        float, a string or a bool: 16.5 must not become 16, nor True 1)."""
         names = [field.name for field in dataclasses.fields(cls)]
         unknown = set(values) - set(names)
         if unknown:
             raise ValueError(f"unknown mm_warp parameters {sorted(unknown)}; known: {names}")
+        for name in names:
+            value = values.get(name, 0)
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+                raise ValueError(f"mm_warp parameter {name} must be an integer, not {value!r}")
         return cls(**{name: int(values[name]) for name in names if name in values})
 
     def with_slices(self, slices: int) -> WarpConfig:

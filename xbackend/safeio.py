@@ -1,0 +1,73 @@
+"""Writing files safely: whole or not at all, never through a link, names never from data.
+
+Every file xbackend writes whole (figures, reports, the CSV it derives, the tune cache)
+goes through :func:`atomic_write`: the bytes go to a fresh temporary file in the same
+folder, which is then renamed over the target. A reader sees the old file or the new one,
+never half of one, and a symbolic link at the target is refused rather than followed (a
+rename would replace the link itself, but a link there is not something xbackend made,
+so it says so instead of silently dropping it).
+
+:func:`safe_name` turns text from a results file (a dtype, an operation, a label) into a
+file name that stays in its folder.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from pathlib import Path
+
+
+class UnsafePath(ValueError):
+    """A path xbackend will not write through: a link, or something that is not a file."""
+
+
+def refuse_link(path: Path) -> None:
+    """Raise :class:`UnsafePath` if ``path`` is a symbolic link or exists as a non-file."""
+    if path.is_symlink():
+        raise UnsafePath(f"{path} is a symbolic link; xbackend does not write through links")
+    if path.exists() and not path.is_file():
+        raise UnsafePath(f"{path} exists and is not a regular file")
+
+
+def atomic_write(path: Path, data: bytes | str) -> None:
+    """Replace ``path`` with ``data`` in one rename; refuse a link at ``path``."""
+    path = Path(path)
+    refuse_link(path)
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as file:
+            file.write(payload)
+            file.flush()
+            os.fsync(file.fileno())
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def output_folder(path: Path) -> Path:
+    """Create ``path`` as a folder to write into, or say in one line why it cannot be one."""
+    path = Path(path)
+    for parent in (path, *path.parents):
+        if parent.exists() and not parent.is_dir():
+            raise UnsafePath(f"cannot use {path} as a folder: {parent} is not a folder")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise UnsafePath(f"cannot create the folder {path}: {error.strerror or error}") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise UnsafePath(f"cannot write into {path}: permission denied")
+    return path
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.+-]+")
+
+
+def safe_name(text: object, limit: int = 60) -> str:
+    """``text`` as one file-name component: letters, digits and ``_.+-`` only, no leading dot."""
+    name = _UNSAFE.sub("_", str(text)).lstrip(".")[:limit]
+    return name or "_"
