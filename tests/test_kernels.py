@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import xbackend
-from xbackend.backends.base import KernelCompileError
+from xbackend.errors import KernelCompileError
 
 ROOT = Path(__file__).resolve().parent.parent
 CUDA = sorted((ROOT / "kernels" / "cuda").glob("*.cu"))

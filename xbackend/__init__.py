@@ -13,16 +13,18 @@ Importing xbackend starts no driver; a backend's driver starts when
 from xbackend.backends.base import (
     Backend,
     BackendInfo,
-    BackendUnavailable,
     DeviceInfo,
-    DeviceOutOfMemory,
-    KernelCompileError,
     Measurement,
-    UnsupportedParameter,
-    XBackendError,
     backend_names,
     backends,
     get_backend,
+)
+from xbackend.errors import (
+    BackendUnavailable,
+    DeviceOutOfMemory,
+    KernelCompileError,
+    UnsupportedParameter,
+    XBackendError,
 )
 from xbackend.resources import kernels_path
 

@@ -12,14 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from xbackend import results as results_io
-from xbackend.backends.base import (
-    Backend,
-    BackendUnavailable,
-    XBackendError,
-    backend_names,
-    backends,
-    get_backend,
-)
+from xbackend.backends.base import Backend, backend_names, backends, get_backend
+from xbackend.errors import BackendUnavailable, XBackendError
 from xbackend.problems import DTYPES, OPS, Reference, Shape, check, dtype_named, make_operands
 from xbackend.runner import Plan, Target, equality_line, run
 from xbackend.safeio import output_folder

@@ -1,12 +1,7 @@
-"""The operations: shapes, operation counts, seeded inputs, the reference and the check.
+"""Element types, the float64 reference and the check ("code equality").
 
-Three operations, each on int32, float32 or float64 operands:
-
-* ``mm``:  C = A · B, A M×K, B K×N;
-* ``bmm``: a batch of them, A b×M×K, B b×K×N;
-* ``rmm``: the reduced product, for even M and N: C is (M/2)×(N/2) and
-  ``C[i, j] = (A[2i] + A[2i+1]) · (B[:, 2j] + B[:, 2j+1])``, the sum of a 2×2
-  block of A · B.
+The operations themselves (mm, bmm, rmm: shapes, counts, operands) are data in
+``xbackend.operations``; their names are re-exported here for older callers.
 
 The check ("code equality") compares a result with a float64 NumPy reference,
 element by element, against a tolerance scaled by the element's own magnitude
@@ -38,7 +33,22 @@ import math
 
 import numpy as np
 
-OPS = ("mm", "bmm", "rmm")
+from xbackend.operations import OPS, Operation, Shape, make_operands, operation
+
+__all__ = [
+    "DTYPES",
+    "OPS",
+    "Check",
+    "Reference",
+    "Shape",
+    "check",
+    "dtype_named",
+    "flops",
+    "make_operands",
+    "output_size",
+    "tolerance_factor",
+]
+
 DTYPES: dict[str, np.dtype] = {
     "int32": np.dtype(np.int32),
     "float32": np.dtype(np.float32),
@@ -46,78 +56,21 @@ DTYPES: dict[str, np.dtype] = {
 }
 
 
+def output_size(op: str | Operation, shape: Shape) -> tuple[int, int]:
+    """Rows and columns of one product's result: for rmm, (M/2)×(N/2)."""
+    return operation(op).output_size(shape)
+
+
+def flops(op: str | Operation, shape: Shape, batch: int = 1) -> int:
+    """Nominal operation count of one point (see ``Operation.flops``)."""
+    return operation(op).flops(shape, batch)
+
+
 def dtype_named(name: str) -> np.dtype:
     """The NumPy dtype for a name xbackend supports, or an error listing them."""
     if name not in DTYPES:
         raise ValueError(f"unsupported dtype {name!r}; supported: {', '.join(DTYPES)}")
     return DTYPES[name]
-
-
-@dataclasses.dataclass(frozen=True, order=True)
-class Shape:
-    """A product A (M×K) · B (K×N) = C (M×N)."""
-
-    M: int
-    K: int
-    N: int
-
-    def __post_init__(self) -> None:
-        if min(self.M, self.K, self.N) < 1:
-            raise ValueError(f"every dimension must be at least 1: {self}")
-
-    @property
-    def flops(self) -> int:
-        """Floating-point operations of the product: one multiply and one add per term."""
-        return 2 * self.M * self.N * self.K
-
-    @property
-    def outputs(self) -> int:
-        return self.M * self.N
-
-    def min_bytes(self, itemsize: int = 4) -> int:
-        """Fewest bytes a device must move: each input read once, the output written once."""
-        return itemsize * (self.M * self.K + self.K * self.N + self.M * self.N)
-
-    def __str__(self) -> str:
-        return f"{self.M}×{self.K} · {self.K}×{self.N}"
-
-
-def output_size(op: str, shape: Shape) -> tuple[int, int]:
-    """Rows and columns of one product's result: for rmm, (M/2)×(N/2)."""
-    return (shape.M // 2, shape.N // 2) if op == "rmm" else (shape.M, shape.N)
-
-
-def flops(op: str, shape: Shape, batch: int = 1) -> int:
-    """Nominal operation count: 2·M·N·K per product; for rmm, of the half-size product.
-
-    The rmm count is the same for every variant (naive4 multiplies four times as
-    often), so its GFLOP/s compare like its times.
-    """
-    rows, columns = output_size(op, shape)
-    return (batch if op == "bmm" else 1) * 2 * rows * columns * shape.K
-
-
-def make_operands(
-    shape: Shape, seed: int, dtype: np.dtype | type = np.float32, batch: int | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    """Fresh random operands, the same for the same seed, shape, dtype and batch.
-
-    Floats are uniform in [-1, 1); integers uniform in [-8, 8], small enough that
-    no sum of up to 2**20 products overflows int32. With ``batch`` the operands
-    are b×M×K and b×K×N.
-    """
-    dtype = np.dtype(dtype)
-    rng = np.random.default_rng([seed, shape.M, shape.K, shape.N, batch or 0, dtype.num])
-    lead = () if batch is None else (batch,)
-    a_shape, b_shape = (*lead, shape.M, shape.K), (*lead, shape.K, shape.N)
-    if dtype.kind == "i":
-        return (
-            rng.integers(-8, 9, a_shape).astype(dtype),
-            rng.integers(-8, 9, b_shape).astype(dtype),
-        )
-    A = rng.uniform(-1.0, 1.0, a_shape).astype(dtype)
-    B = rng.uniform(-1.0, 1.0, b_shape).astype(dtype)
-    return A, B
 
 
 @dataclasses.dataclass(frozen=True)
@@ -130,18 +83,11 @@ class Reference:
     exact: bool = False  # integer operands: the result must be equal
 
     @classmethod
-    def of(cls, A: np.ndarray, B: np.ndarray, op: str = "mm") -> Reference:
-        A64 = A.astype(np.float64)
-        B64 = B.astype(np.float64)
-        exact = A.dtype.kind in "iu"
-        K = A.shape[-1]
-        if op == "rmm":
-            # Pair sums of absolute values bound every one of the 4·K products.
-            rows, columns = A64[0::2] + A64[1::2], B64[:, 0::2] + B64[:, 1::2]
-            rows_abs = np.abs(A64[0::2]) + np.abs(A64[1::2])
-            columns_abs = np.abs(B64[:, 0::2]) + np.abs(B64[:, 1::2])
-            return cls(rows @ columns, rows_abs @ columns_abs, 4 * K, exact)
-        return cls(A64 @ B64, np.abs(A64) @ np.abs(B64), K, exact)
+    def of(cls, A: np.ndarray, B: np.ndarray, op: str | Operation = "mm") -> Reference:
+        product, magnitude, terms = operation(op).reference(
+            A.astype(np.float64), B.astype(np.float64)
+        )
+        return cls(product, magnitude, terms, A.dtype.kind in "iu")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -26,15 +26,10 @@ import io
 import json
 import math
 import os
-import platform
-import subprocess
-import sys
 from collections.abc import Callable, Iterable, Iterator
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from xbackend.backends.cpu import cpu_name
 from xbackend.safeio import atomic_write, output_folder, refuse_link
 
 JSONL_NAME = "results.jsonl"
@@ -107,56 +102,6 @@ CSV_FIELDS = [
 
 def now_iso() -> str:
     return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-
-
-def _git_commit() -> dict[str, Any]:
-    """The commit of the source tree xbackend runs from, if it is a git checkout."""
-    root = Path(__file__).resolve().parent.parent
-    if not (root / ".git").exists():
-        return {}
-    try:
-        commit = subprocess.run(
-            ["git", "-C", str(root), "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return {}
-    return {"git_commit": commit, "git_dirty": bool(dirty)}
-
-
-def _version_of(package: str) -> str | None:
-    try:
-        return metadata.version(package)
-    except metadata.PackageNotFoundError:
-        return None
-
-
-def environment() -> dict[str, Any]:
-    """The machine and software a run happened on."""
-    from xbackend import __version__
-
-    packages = ("numpy", "pyopencl", "pycuda", "matplotlib", "intel-opencl-rt")
-    return {
-        "xbackend": __version__,
-        **_git_commit(),
-        "host": platform.node(),
-        "os": platform.platform(),
-        "cpu": cpu_name(),
-        "cpu_count": os.cpu_count(),
-        "python": sys.version.split()[0],
-        "packages": {name: _version_of(name) for name in packages if _version_of(name)},
-        "command": _command(),
-    }
 
 
 # -- reading: every line checked, one clear message per bad line ---------------------------
@@ -384,14 +329,6 @@ def write_csv(folder: Path) -> Path:
     path = folder / CSV_NAME
     atomic_write(path, _csv_text((_csv_row(point) for point in points), header=True))
     return path
-
-
-def _command() -> str:
-    """The command line as typed: ``python -m xbackend ...`` rather than a path to __main__."""
-    argv = list(sys.argv)
-    if argv and Path(argv[0]).name == "__main__.py" and Path(argv[0]).parent.name == "xbackend":
-        argv[0] = "python -m xbackend"
-    return " ".join(argv)
 
 
 def _drop_partial_tail(path: Path) -> None:

@@ -20,7 +20,9 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from xbackend.backends.base import Backend, UnsupportedParameter
+from xbackend.backends.base import Backend
+from xbackend.errors import UnsupportedParameter
+from xbackend.machine import environment
 from xbackend.problems import (
     Reference,
     Shape,
@@ -36,7 +38,6 @@ from xbackend.results import (
     PointRecord,
     ResultsError,
     ResultsWriter,
-    environment,
     load,
     now_iso,
     point_key,

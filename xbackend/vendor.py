@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from xbackend.backends.base import XBackendError
+from xbackend.errors import XBackendError
 
 if TYPE_CHECKING:
     import pyopencl as cl

@@ -23,7 +23,7 @@ import importlib
 import numbers
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from importlib import metadata
 from pathlib import Path
@@ -32,66 +32,14 @@ from typing import Any, ClassVar
 import numpy as np
 
 from xbackend.backends import warp
+from xbackend.errors import (
+    BackendUnavailable,
+    DeviceOutOfMemory,
+    UnsupportedParameter,
+    XBackendError,
+)
 from xbackend.problems import DTYPES, OPS
 from xbackend.resources import kernel_file
-
-# -- errors -------------------------------------------------------------------
-
-
-class XBackendError(Exception):
-    """Base class of every error xbackend raises on purpose."""
-
-
-class BackendUnavailable(XBackendError):
-    """The backend cannot run here; ``reason`` says what to install or configure."""
-
-    def __init__(self, name: str, reason: str):
-        super().__init__(f"backend '{name}' is unavailable: {reason}")
-        self.name = name
-        self.reason = reason
-
-
-class UnsupportedParameter(XBackendError, ValueError):
-    """A variant, tile size or operand that this backend or device cannot run."""
-
-
-class DeviceOutOfMemory(XBackendError, MemoryError):
-    """The operands and result do not fit the device; the message names sizes and memory."""
-
-
-class KernelCompileError(XBackendError):
-    """A kernel failed to compile, with the same report on every backend.
-
-    The message holds the compiler's log, the kernel source with line numbers,
-    the build options and the device, so the error can be read without a
-    debugger. The driver's own exception is chained as ``__cause__``.
-    """
-
-    def __init__(
-        self,
-        *,
-        backend: str,
-        path: Path,
-        source: str,
-        options: Sequence[str],
-        device: str,
-        log: str,
-    ):
-        numbered = "\n".join(
-            f"{number:4d} | {line}" for number, line in enumerate(source.splitlines(), start=1)
-        )
-        super().__init__(
-            f"{backend}: {path.name} failed to compile for {device}\n"
-            f"options: {' '.join(options) or '(none)'}\n"
-            f"--- compiler log ---\n{log.strip()}\n"
-            f"--- {path} ---\n{numbered}"
-        )
-        self.backend = backend
-        self.path = path
-        self.options = list(options)
-        self.device = device
-        self.log = log
-
 
 # -- descriptions ---------------------------------------------------------------
 

@@ -38,19 +38,8 @@ from xbackend.backends.base import (
     output_shape,
     poison_value,
 )
+from xbackend.machine import cpu_name
 from xbackend.vendor import numpy_blas_name
-
-
-def cpu_name() -> str:
-    """The processor's model name, as the OS reports it."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
-            for line in cpuinfo:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def _naive(A: np.ndarray, B: np.ndarray, C: np.ndarray) -> None:

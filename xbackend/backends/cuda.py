@@ -26,17 +26,15 @@ from xbackend.backends.base import (
     Backend,
     DeviceInfo,
     Execution,
-    KernelCompileError,
     Launch,
-    UnsupportedParameter,
     VariantTable,
-    XBackendError,
     compiled_variants,
     kernel_family,
     plan_launch,
     read_kernel,
     with_vendor,
 )
+from xbackend.errors import KernelCompileError, UnsupportedParameter, XBackendError
 
 try:
     import pycuda

@@ -36,11 +36,8 @@ from xbackend.backends.base import (
     Backend,
     DeviceInfo,
     Execution,
-    KernelCompileError,
     Launch,
-    UnsupportedParameter,
     VariantTable,
-    XBackendError,
     compiled_variants,
     kernel_family,
     plan_launch,
@@ -49,6 +46,7 @@ from xbackend.backends.base import (
     user_cache_dir,
     with_vendor,
 )
+from xbackend.errors import KernelCompileError, UnsupportedParameter, XBackendError
 
 try:
     import pyopencl as cl

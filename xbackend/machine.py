@@ -1,0 +1,81 @@
+"""The machine and software a run happens on, for the results' run header."""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+
+def cpu_name() -> str:
+    """The processor's model name, as the OS reports it."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _git_commit() -> dict[str, Any]:
+    """The commit of the source tree xbackend runs from, if it is a git checkout."""
+    root = Path(__file__).resolve().parent.parent
+    if not (root / ".git").exists():
+        return {}
+    try:
+        commit = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    return {"git_commit": commit, "git_dirty": bool(dirty)}
+
+
+def _version_of(package: str) -> str | None:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def environment() -> dict[str, Any]:
+    """The machine and software a run happened on."""
+    from xbackend import __version__
+
+    packages = ("numpy", "pyopencl", "pycuda", "matplotlib", "intel-opencl-rt")
+    return {
+        "xbackend": __version__,
+        **_git_commit(),
+        "host": platform.node(),
+        "os": platform.platform(),
+        "cpu": cpu_name(),
+        "cpu_count": os.cpu_count(),
+        "python": sys.version.split()[0],
+        "packages": {name: _version_of(name) for name in packages if _version_of(name)},
+        "command": _command(),
+    }
+
+
+def _command() -> str:
+    """The command line as typed: ``python -m xbackend ...`` rather than a path to __main__."""
+    argv = list(sys.argv)
+    if argv and Path(argv[0]).name == "__main__.py" and Path(argv[0]).parent.name == "xbackend":
+        argv[0] = "python -m xbackend"
+    return " ".join(argv)
