@@ -48,7 +48,7 @@ def torch_seconds(A, B, repeat: int) -> float | None:
     dA, dB = torch.from_numpy(A).cuda(), torch.from_numpy(B).cuda()
     for _ in range(3):
         torch.matmul(dA, dB)
-    times = []
+    times: list[float] = []
     for _ in range(repeat):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()

@@ -53,8 +53,8 @@ def main() -> int:
         names = list(best)[::-1]
         axis.barh(names, [best[name][0] for name in names], color="tab:blue")
         for y, name in enumerate(names):
-            speed, share = best[name]
-            axis.text(speed, y, f" {speed:.1f} ({share})", va="center", fontsize=8)
+            tflops, share = best[name]
+            axis.text(tflops, y, f" {tflops:.1f} ({share})", va="center", fontsize=8)
         reference = "pair sums + cuBLAS" if args.op == "rmm" else "the cuBLAS line"
         axis.set_title(f"{backend} {args.op}: {args.size}")
         axis.set_xlabel(f"TFLOP/s (float32; share of {reference})")

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import xbackend
-from xbackend.backends import base
+from xbackend.backends import registry
 from xbackend.backends.cpu import CpuBackend
 
 
@@ -61,11 +61,11 @@ def test_plugin_backends_from_entry_points(monkeypatch):
         "entry_points",
         lambda group: (
             [_EntryPoint("nowhere", f"{__name__}:_Unavailable")]
-            if group == base.ENTRY_POINT_GROUP
+            if group == registry.ENTRY_POINT_GROUP
             else []
         ),
     )
-    monkeypatch.setattr(base, "_classes", {})
+    monkeypatch.setattr(registry, "_classes", {})
     assert "nowhere" in xbackend.backend_names()
     info = {i.name: i for i in xbackend.backends()}["nowhere"]
     assert not info.available and info.reason == "install the nowhere driver"

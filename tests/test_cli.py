@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import csv
 import json
 import os
 import subprocess
@@ -252,6 +254,49 @@ def test_tune_keeps_the_untuned_choice_where_it_beats_every_candidate():
         "warp_db", "rmm", Shape(1000, 3001, 1000), "small", trials,
         tuning.Trial(config.with_slices(8), 4.0, "ok"),
     )  # fmt: skip
+    assert result.best is not None
     assert result.best.config.slices == 8 and result.untuned_tflops == 4.0
     result.untuned = tuning.Trial(config.with_slices(8), None, "wrong")
+    assert result.best is not None
     assert result.best.config.slices == 3
+
+
+def test_compare_csv_tells_operations_and_batches_apart(tmp_path):
+    out = tmp_path / "run"
+    done = xb("compare", "--op", "mm,bmm", "--sizes", "16x16", "--backends", "cpu",
+              "--variants", "tiled", "--samples", "2", "--out", str(out),
+              "--no-plots")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    with (out / "results.csv").open(newline="") as file:
+        rows = list(csv.DictReader(file))
+    assert sorted((row["op"], row["batch"]) for row in rows) == [("bmm", "8"), ("mm", "1")]
+    host = json.loads((out / "results.jsonl").read_text().splitlines()[0])["environment"]["host"]
+    assert all(row["host"] == host and row["step"] == "1" for row in rows)
+    assert all(row["tile"].isdigit() for row in rows)  # an integer column
+
+
+def test_compare_draws_each_figure_once_and_the_report_shows_them(tmp_path):
+    out = tmp_path / "run"
+    done = xb("compare", "--backends", "cpu", "--variants", "naive,tiled", "--steps", "2",
+              "--samples", "2", "--out", str(out))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    markdown = (out / "report.md").read_text()
+    for name in ("runtime_by_backend", "runtime_all", "gflops"):
+        assert f"]({name}.png)" in markdown  # the run folder's own figure
+        assert not list(out.rglob(f"report_figures/**/{name}.png"))
+    page = (out / "report.html").read_text()
+    png = base64.b64encode((out / "runtime_all.png").read_bytes()).decode()
+    assert f"data:image/png;base64,{png}" in page
+
+
+def test_the_run_header_keeps_the_xbackend_settings(tmp_path):
+    out = tmp_path / "run"
+    env = {**os.environ, "XBACKEND_EXAMPLE_SETTING": "on", "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-m", "xbackend", "compare", "--backends", "cpu", "--variants",
+         "vendor", "--sizes", "8x8", "--no-plots", "--out", str(out)],
+        capture_output=True, text=True, env=env, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    header = json.loads((out / "results.jsonl").read_text().splitlines()[0])
+    assert header["environment"]["settings"]["XBACKEND_EXAMPLE_SETTING"] == "on"

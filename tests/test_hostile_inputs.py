@@ -54,7 +54,7 @@ def _pip_runtime_platforms() -> list[str]:
     from xbackend.backends import opencl
 
     library = Path(sysconfig.get_path("data")) / "lib" / "libintelocl.so"
-    if opencl.cl is None or not library.exists():
+    if opencl._IMPORT_ERROR is not None or not library.exists():  # no pyopencl
         pytest.skip("no OpenCL runtime installed by pip here")
     return sorted({device.platform for device in opencl.OpenCLBackend.list_devices()})
 
@@ -160,7 +160,7 @@ def test_a_view_of_a_huge_array_is_computed_not_crashed(backend, case):
 
 
 def test_views_passed_as_they_are_stay_within_32_bit_indices_and_twice_their_size():
-    from xbackend.backends.base import MAX_ELEMENTS, row_major_span
+    from xbackend.backends.operands import MAX_ELEMENTS, row_major_span
 
     big = np.empty((3, 2**30 + 16), np.float32)
     span, ld = row_major_span(big[:, :4])
@@ -176,7 +176,7 @@ def test_the_memory_check_counts_a_views_whole_span(backend, monkeypatch):
     """A view passed as it is puts its span on the device, gaps included."""
     import dataclasses
 
-    from xbackend.backends.base import row_major_span
+    from xbackend.backends.operands import row_major_span
 
     if backend.name == "cpu":
         pytest.skip("the cpu backend copies views compactly")
@@ -234,6 +234,7 @@ def test_a_masked_array_is_refused_not_unmasked(backend):
         if op == "rmm":
             A2, B2 = _operands(8, 7, 10)
             args = (A2, np.ma.masked_array(B2, mask=B2 < 0))
+        assert args is not None
         with pytest.raises(xbackend.UnsupportedParameter, match=r"masked.*filled\(0\)"):
             backend.measure(*args, backend.runnable_variants(op)[0], op=op, samples=0)
 
@@ -263,7 +264,7 @@ def test_unusable_opencl_build_options_name_the_variable(backend, monkeypatch):
 
 @pytest.mark.parametrize("content", ["folder", "binary", "nul bytes"])
 def test_a_kernel_file_that_is_not_text_is_named(backend, tmp_path, monkeypatch, content):
-    from xbackend.backends.base import read_kernel
+    from xbackend.backends.kernels import read_kernel
 
     if backend.name == "cpu":
         pytest.skip("the cpu backend reads no kernel files")

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from xbackend import results
 from xbackend.results import PointRecord, ResultsWriter
@@ -43,7 +44,7 @@ def _interrupt_after(process: subprocess.Popen[str], points: int, sig: int) -> l
     return seen
 
 
-def _valid_points(out: Path) -> list[dict]:
+def _valid_points(out: Path) -> list[dict[str, Any]]:
     lines = (out / "results.jsonl").read_text().splitlines()
     parsed = [json.loads(line) for line in lines]  # every line whole
     with (out / "results.csv").open() as file:
@@ -58,6 +59,7 @@ def test_ctrl_c_keeps_finished_points_and_resume_finishes(tmp_path):
     process = _start(out)
     seen = _interrupt_after(process, 3, signal.SIGINT)
     assert process.returncode == 130
+    assert process.stderr is not None
     assert "--resume" in process.stderr.read()
     kept = _valid_points(out)
     assert len(seen) >= 3 and len(kept) >= len(seen)
@@ -74,7 +76,7 @@ def test_ctrl_c_keeps_finished_points_and_resume_finishes(tmp_path):
     stdout, _ = resumed.communicate(timeout=600)
     assert resumed.returncode == 0
     points = _valid_points(out)
-    keys = [results.point_key(p) for p in points]
+    keys = [results.PointRecord.from_dict(p).key for p in points]
     assert len(keys) == len(set(keys)) == 12  # every size once, none measured twice
     assert stdout.count("code equality: True") == 12 - len(kept)
     assert "code equality: 12/12" in stdout
@@ -119,6 +121,6 @@ def test_a_line_cut_short_is_dropped_before_appending(tmp_path):
     with ResultsWriter(tmp_path) as writer:
         writer.append(_record(2))
     _, points = results.load([tmp_path])
-    assert [p["M"] for p in points] == [1, 2]
+    assert [p.M for p in points] == [1, 2]
     with (tmp_path / "results.csv").open() as file:
         assert [row["M"] for row in csv.DictReader(file)] == ["1", "2"]

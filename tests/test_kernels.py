@@ -36,6 +36,37 @@ def test_every_cuda_kernel_has_an_opencl_twin():
         assert _kernel_names(cu) == _kernel_names(cl) != []
 
 
+def _parameters(path: Path) -> dict[str, tuple[str, ...]]:
+    """Each kernel's parameter names, as its file declares them."""
+    kernel = r'^(?:extern "C" __global__ )?void\s+(\w+)\s*\(([^)]*)\)'
+    found = re.findall(kernel, path.read_text(), flags=re.MULTILINE)
+    return {
+        name: tuple(re.findall(r"(\w+)\s*$", param)[0] for param in params.split(","))
+        for name, params in found
+    }
+
+
+@pytest.mark.parametrize("path", CUDA + OPENCL, ids=lambda p: p.name)
+def test_launches_name_the_parameters_the_kernels_declare(path):
+    """Launches give their arguments by name, ordered by ``kernels.parameters``, which reads
+    the OpenCL twin: every file must declare the same, CUDA's included."""
+    from xbackend.backends.kernels import parameters
+
+    declared = _parameters(path)
+    assert declared
+    for kernel, names in declared.items():
+        assert parameters(path.stem, kernel) == names, kernel
+
+
+def test_a_launch_missing_an_argument_is_named():
+    from xbackend.backends.launch import KernelLaunch
+    from xbackend.errors import XBackendError
+
+    with pytest.raises(XBackendError, match="mm_naive needs the arguments ldc"):
+        KernelLaunch.of("mm_naive", "mm", (), (1, 1, 1), (1, 1, 1), A=0, B=0, C=0, M=1, N=1,
+                        K=1, lda=1, ldb=1, strideA=0, strideB=0, strideC=0)  # fmt: skip
+
+
 # The API words of each language, mapped to common ones: what is left must be the same.
 _CUDA_WORDS = [
     (r'extern "C" __global__ __launch_bounds__\([^()]*(\([^()]*\))?[^()]*\)', "KERNEL"),
@@ -152,7 +183,7 @@ def test_kernels_ship_in_a_non_editable_install(tmp_path):
     pip("install", "--target", str(target), str(wheel))
     code = (
         "import xbackend, pathlib\n"
-        "from xbackend.backends.base import read_kernel\n"
+        "from xbackend.backends.kernels import read_kernel\n"
         "root = xbackend.kernels_path()\n"
         "print(root)\n"
         "for path in sorted(root.rglob('*.c[lu]')):\n"

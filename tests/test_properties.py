@@ -6,7 +6,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import xbackend
-from xbackend.backends.base import SUPPORTED_DTYPES
+from xbackend.backends.operands import SUPPORTED_DTYPES
 from xbackend.problems import OPS, Reference, Shape, check, make_operands
 
 dimensions = st.integers(min_value=1, max_value=70)

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -40,7 +41,7 @@ def xb(*args: str, **kwargs) -> subprocess.CompletedProcess[str]:
     )
 
 
-def _jsonl_points(out: Path) -> list[dict]:
+def _jsonl_points(out: Path) -> list[dict[str, Any]]:
     lines = (out / "results.jsonl").read_text().splitlines()
     return [item for item in map(json.loads, lines) if item["type"] == "point"]
 
@@ -150,7 +151,11 @@ def test_runs_started_together_into_one_folder(tmp_path):
             subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env())
             for _ in range(3)
         ]
-        outcomes = [(p.wait(timeout=300), p.stderr.read().decode()) for p in started]
+        outcomes: list[tuple[int, str]] = []
+        for p in started:
+            code = p.wait(timeout=300)
+            assert p.stderr is not None
+            outcomes.append((code, p.stderr.read().decode()))
         codes = sorted(code for code, _ in outcomes)
         assert codes == [0, 2, 2], outcomes
         for code, stderr in outcomes:
@@ -205,7 +210,7 @@ def test_a_closed_stdout_ends_the_sweep_quietly_and_resume_finishes(tmp_path):
     _same_points(out)
     done = xb("compare", *SMALL, *sizes, "--out", str(out), "--resume")
     assert done.returncode == 0, done.stderr
-    keys = [results.point_key(p) for p in results.load([out])[1]]
+    keys = [p.key for p in results.load([out]).points]
     assert len(keys) == len(set(keys)) == 24
     _same_points(out)
 
@@ -239,8 +244,8 @@ def test_a_file_size_limit_is_one_line(tmp_path):
         preexec_fn=limit,
     )
     _one_line_error(done, "results.")
-    for point in results.load([out])[1]:  # what was written still reads
-        assert point["status"] in results.STATUSES
+    for point in results.load([out]).points:  # what was written still reads
+        assert point.status in results.STATUSES
 
 
 def test_plot_and_report_refuse_an_out_that_is_a_file(tmp_path):
@@ -266,7 +271,7 @@ def test_undecodable_bytes_name_the_file_and_line_and_a_torn_tail_is_dropped(tmp
     path = tmp_path / "results.jsonl"
     good = path.read_bytes()
     path.write_bytes(good + b'{"type": "point", "M": \xff\xfe')  # a torn, undecodable tail
-    assert [p["M"] for p in results.load([tmp_path])[1]] == [1, 2]
+    assert [p.M for p in results.load([tmp_path]).points] == [1, 2]
     lines = good.splitlines(keepends=True)
     path.write_bytes(lines[0] + b"\xff\xfe garbage\n" + b"".join(lines[1:]))
     with pytest.raises(results.ResultsError, match=r"results\.jsonl:2: .*not a JSON line"):
@@ -314,7 +319,7 @@ def test_a_wrong_line_is_named_and_plot_skips_it(tmp_path, name):
         results.load([folder])
     warnings: list[str] = []
     _, points = results.load([folder], warn=warnings.append)
-    assert [p["M"] for p in points] == [8, 16]
+    assert [p.M for p in points] == [8, 16]
     assert len(warnings) == 1 and "results.jsonl:2:" in warnings[0]
 
 
@@ -379,8 +384,8 @@ def test_resume_with_a_larger_budget_measures_what_the_budget_skipped(tmp_path):
     assert again.returncode == 0 and len(_jsonl_points(out)) == 3  # same budget: as it was
     done = xb(*base, "--budget", "60", "--out", str(out), "--resume")
     assert done.returncode == 0, done.stderr
-    latest = results.latest(results.load([out])[1])
-    assert [p["status"] for p in latest] == ["ok", "ok", "ok"]
+    latest = results.latest(results.load([out]).points)
+    assert [p.status for p in latest] == ["ok", "ok", "ok"]
     _same_points(out)
 
 
@@ -411,7 +416,7 @@ def test_ctrl_c_while_drawing_keeps_the_results_and_says_how_to_draw_again(
     def interrupted(points, folder):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli, "_draw", interrupted)
+    monkeypatch.setattr(cli.compare, "draw", interrupted)
     out = tmp_path / "run"
     code = cli.main(["compare", "--backends", "cpu", "--variants", "naive", "--samples", "2",
                      "--sizes", "8x8,16x16", "--out", str(out)])  # fmt: skip
@@ -419,3 +424,11 @@ def test_ctrl_c_while_drawing_keeps_the_results_and_says_how_to_draw_again(
     assert "xbackend report" in capsys.readouterr().err
     assert len(_jsonl_points(out)) == 2
     _same_points(out)
+
+
+def test_a_refused_run_leaves_no_folder(tmp_path):
+    out = tmp_path / "run"
+    done = xb("compare", "--backends", "cpu", "--variants", "nosuch", "--sizes", "8x8",
+              "--out", str(out))  # fmt: skip
+    _one_line_error(done, "nosuch")
+    assert not out.exists()

@@ -15,7 +15,9 @@ from typing import Any
 
 import pytest
 
+from xbackend.plan import Plan
 from xbackend.report import FIGURES_DIR, experiment_of, write_report
+from xbackend.results import PointRecord, RunHeader
 from xbackend.timing import format_seconds
 
 # Flops per second of each (variant, tile) in the synthetic results.
@@ -176,14 +178,13 @@ def _new_runs(folder: Path) -> Path:
         )
     # Blog: mm and bmm at one size, three data types, on a device with an unsafe name.
     blog = (64, 64, 64)
-    lines.append(
-        _run("blog", [blog], {"cuda": WRONG_DEVICE}, preset="blog", dtypes=list(BLOG_DTYPES))
-    )
+    blog_plan = {"preset": "blog", "dtypes": list(BLOG_DTYPES), "ops": ["mm", "bmm"], "batch": 4}
+    lines.append(_run("blog", [blog], {"cuda": WRONG_DEVICE}, **blog_plan))
     for op, batch in (("mm", 1), ("bmm", 4)):
         for dtype in BLOG_DTYPES:
             for variant in ("naive", "tiled"):
                 status = BLOG_FLAGGED.get((op, dtype, variant), "ok")
-                kind = {"op": op, "batch": batch, "dtype": dtype, "status": status}
+                kind: dict[str, Any] = {"op": op, "batch": batch, "dtype": dtype, "status": status}
                 lines.append(_point("blog", "cuda", WRONG_DEVICE, variant, 16, blog, **kind))
     # Other: sizes no experiment has; measured twice, the second time counts.
     lines.append(_run("other", [(100, 60, 30)], {"cpu": "Test CPU"}, preset=None, op="mm"))
@@ -380,6 +381,17 @@ def test_machines_name_every_run_and_device(report):
     assert devices[1][1] == lab
 
 
+def test_machines_name_the_operations_each_run_ran(report):
+    """Plans name their operations ``ops`` (older ones ``op``, older still none: mm)."""
+    section = _section(report["md"], "Machines")
+    runs = section.split("\n### Run ")[1:]
+    expected = {"old": "mm", "lab": "mm", "chapter": "rmm", "blog": "mm, bmm ×4", "other": "mm"}
+    for run in runs:
+        run_id = run.split(",")[0]
+        settings = dict(row[:2] for row in _table(run, "setting", "value")[1:])
+        assert settings["operations"] == expected[run_id], run_id
+
+
 @pytest.mark.parametrize(
     ("plan", "point", "expected"),
     [
@@ -396,25 +408,26 @@ def test_machines_name_every_run_and_device(report):
     ],
 )
 def test_experiment_from_preset_or_op_and_sizes(plan, point, expected):
-    runs = {"r": {"plan": plan}}
+    runs = {"r": RunHeader.from_dict({"run_id": "r", "plan": plan})}
     shape = plan["shapes"][0]
-    base = {"run_id": "r", "op": "mm", "dtype": "float32", "M": shape[0], "K": shape[1]}
-    assert experiment_of({**base, "N": shape[2], **point}, runs) == expected
+    fields = {"run_id": "r", "status": "skipped", **point}
+    found = PointRecord.from_dict(_point("r", "cpu", "CPU", "naive", None, tuple(shape)) | fields)
+    assert experiment_of(found, runs) == expected
 
 
 def test_a_point_without_its_run_header_is_classified_by_its_own_size():
-    point = {"run_id": "gone", "op": "mm", "dtype": "float32", "M": 48, "K": 42, "N": 48}
-    assert experiment_of(point, {}) == "assignment"
+    point = _point("gone", "cpu", "CPU", "naive", None, (48, 42, 48), status="skipped")
+    assert experiment_of(PointRecord.from_dict(point), {}) == "assignment"
 
 
 def test_experiments_do_not_replace_each_others_points(tmp_path):
     """The lab and the blog both measure 1024³ mm: each keeps its own point."""
-    from xbackend.results import PointRecord, ResultsWriter
+    from xbackend.results import ResultsWriter
 
     def write(folder: Path, preset: str, median_s: float) -> None:
         folder.mkdir()  # the writer writes into a folder, it does not make one
         with ResultsWriter(folder) as writer:
-            writer.write_run({"run_id": preset, "plan": {"preset": preset, "ops": ["mm"]}})
+            writer.write_run(RunHeader(preset, plan=Plan(shapes=[], preset=preset, ops=["mm"])))
             for variant in ("naive", "tiled"):
                 stats = {key: median_s * (2 if variant == "naive" else 1)
                          for key in ("median", "q1", "q3", "min", "max", "mean")}  # fmt: skip

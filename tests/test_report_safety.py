@@ -21,7 +21,7 @@ import pytest
 
 from xbackend import plots, report
 from xbackend.report import FIGURES_DIR, write_report
-from xbackend.results import load
+from xbackend.results import PointRecord, load
 from xbackend.safeio import UnsafePath
 
 
@@ -276,7 +276,7 @@ def _hostile_results(folder: Path) -> Path:
     ]
     lines[0]["devices"] = {HOSTILE: {"name": HOSTILE, "platform": HOSTILE}}
     lines[0]["environment"]["command"] = HOSTILE
-    hostile = {"label": HOSTILE, "device": HOSTILE, "variant": HOSTILE}
+    hostile: dict[str, Any] = {"label": HOSTILE, "device": HOSTILE, "variant": HOSTILE}
     lines += [
         _point(HOSTILE, shape=NOT_SQUARE, **hostile),
         _point(HOSTILE, shape=(100, 60, 31), dtype=HOSTILE, status="mismatch", **hostile),
@@ -397,7 +397,7 @@ def test_the_log_of_a_hostile_point_is_one_line(hostile_report):
 # ---------------------------------------------------------------------------
 # 4. A dollar sign in a label is a dollar sign.
 
-MATH = {"label": "a$x^{", "device": "b$x^{", "variant": "$\\frac{1}{0}$"}
+MATH: dict[str, Any] = {"label": "a$x^{", "device": "b$x^{", "variant": "$\\frac{1}{0}$"}
 
 
 def _svg_texts(folder: Path) -> str:
@@ -471,8 +471,8 @@ def test_a_bad_line_in_the_middle_is_skipped_with_a_warning(tmp_path, capsys):
 
 
 def test_odd_runs_and_points_are_shown_not_a_traceback(tmp_path):
-    bare = {"type": "run", "run_id": "bare"}  # no plan, no environment, no devices
-    odd = {
+    bare: dict[str, Any] = {"type": "run", "run_id": "bare"}  # no plan, no environment, no devices
+    odd: dict[str, Any] = {
         "type": "run",
         "run_id": "odd",
         "timestamp": 5,
@@ -505,5 +505,6 @@ def test_plots_draw_points_of_older_files_without_op_or_dtype(tmp_path):
     point = _point("old")
     for field in ("op", "dtype", "batch", "gflops"):
         del point[field]
-    written = plots.draw([point, {**point, "M": 128, "N": 128}], tmp_path / "figures")
+    points = [PointRecord.from_dict(point), PointRecord.from_dict({**point, "M": 128, "N": 128})]
+    written = plots.draw(points, tmp_path / "figures")
     assert {path.name for path in written} >= {"runtime_all.png", "gflops.svg"}

@@ -29,7 +29,8 @@ def _device_free_bytes(backend: xbackend.Backend) -> int | None:
     import pycuda.driver as drv
 
     with backend._active():
-        return drv.mem_get_info()[0]
+        free: int = drv.mem_get_info()[0]
+    return free
 
 
 def test_thousands_of_products_do_not_grow_memory(backend):
@@ -47,7 +48,9 @@ def test_thousands_of_products_do_not_grow_memory(backend):
     print(f"{backend.name}: RSS grew {rss_growth / 2**20:.2f} MiB over {PRODUCTS} products")
     assert rss_growth < 8 * 2**20
     if free_before is not None:
-        assert abs(_device_free_bytes(backend) - free_before) < 2**20
+        free_after = _device_free_bytes(backend)
+        assert free_after is not None
+        assert abs(free_after - free_before) < 2**20
 
 
 def test_every_available_backend_in_one_process():

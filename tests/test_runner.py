@@ -10,8 +10,9 @@ import pytest
 
 from xbackend import results
 from xbackend.backends.cpu import CpuBackend, _HostExecution
+from xbackend.cost import CostModel
 from xbackend.problems import Shape
-from xbackend.runner import Plan, Target, _CostModel, configs, run
+from xbackend.runner import Plan, Target, configs, run
 
 SHAPES = [Shape(8, 7, 8), Shape(16, 14, 16), Shape(24, 21, 24)]
 
@@ -81,7 +82,7 @@ def test_a_failing_point_is_recorded_and_the_sweep_goes_on(tmp_path):
 
 
 def test_budget_skips_points_predicted_too_slow(tmp_path):
-    model = _CostModel()
+    model = CostModel()
     config = configs(Plan(shapes=SHAPES), [("cpu", CpuBackend())])[0]
     model.add(config, 1_000, 0.5)
     model.add(config, 2_000, 1.0)

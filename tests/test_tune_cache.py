@@ -1,5 +1,7 @@
 """The tune cache (tuned.json) against hostile contents: a bad entry is ignored with a
-warning naming the file, and the variant's default is used."""
+warning naming the file, and the variant's default is used. A choice made for another
+build (driver, kernel source, xbackend) is stale; writers running together lose nothing;
+and a backend takes the cache's choices only when handed them."""
 
 from __future__ import annotations
 
@@ -14,8 +16,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from xbackend import tuning
+from xbackend import tune_cache, tuning
 from xbackend.backends import warp
+from xbackend.backends.choices import ChoiceRequest
+from xbackend.operations import operation
 from xbackend.problems import Reference, Shape, check, make_operands
 
 SEED = 21
@@ -109,7 +113,16 @@ def _tuned_backend(backend):
     tuned = [v for v in backend.variants("mm") if backend.variant_spec(v).tuned]
     if not tuned:
         pytest.skip(f"{backend.name} has no tuned variants")
+    tuning.attach(backend)  # as xbackend.get_backend does
     return tuned[0]
+
+
+def _key_for(backend, variant: str, shape: Shape) -> str:
+    units = backend.device.compute_units or 0
+    return "|".join(
+        (backend.name, backend.device.name, variant, "mm", "float32",
+         warp.shape_class(shape.M, shape.N, units))
+    )  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -159,7 +172,40 @@ def test_saves_from_many_threads_leave_a_whole_file(tmp_path):
         thread.join()
     assert failures == []
     assert len(json.loads(path.read_text())["entries"]) == 1
-    assert [p.name for p in tmp_path.iterdir()] == ["tuned.json"]  # no temporary left
+    # No temporary left; the lock file stays (removing it would race another locker).
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tuned.json", "tuned.json.lock"]
+
+
+_UPDATER = """
+import sys
+from xbackend import tuning
+path, name = sys.argv[1], sys.argv[2]
+for round_ in range(25):
+    tuning.update_entries({f"{name} {round_}": %r}, tuning.Path(path))
+"""
+
+
+def test_updates_from_two_processes_and_threads_all_survive(tmp_path):
+    """Read-modify-write under the lock: no writer's entries are lost to another's."""
+    path = tmp_path / "tuned.json"
+    code = _UPDATER % (_entry(),)
+    processes = [
+        subprocess.Popen([sys.executable, "-c", code, str(path), f"process {n}"]) for n in range(2)
+    ]
+
+    def update(number: int) -> None:
+        for round_ in range(25):
+            tuning.update_entries({f"thread {number} {round_}": _entry()}, path)
+
+    threads = [threading.Thread(target=update, args=(n,)) for n in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert [process.wait(timeout=120) for process in processes] == [0, 0]
+    entries = tuning.load_entries(path)
+    writers = [f"process {n}" for n in range(2)] + [f"thread {n}" for n in range(2)]
+    assert set(entries) == {f"{writer} {r}" for writer in writers for r in range(25)}
 
 
 def test_finite_random_products_through_a_good_entry(backend, tmp_path, monkeypatch):
@@ -181,3 +227,104 @@ def test_finite_random_products_through_a_good_entry(backend, tmp_path, monkeypa
     assert messages == [] and measured.params == config.to_dict()
     assert check(measured.result, Reference.of(A, B)).equal
     assert np.isfinite(measured.result).all()
+
+
+def test_a_choice_for_another_build_is_stale(backend, tmp_path, monkeypatch):
+    """An entry tuned for another driver, kernel source or xbackend version is ignored
+    with a warning; the same entry for this build is used."""
+    variant = _tuned_backend(backend)
+    config = warp.WarpConfig(64, 64, 8, 64, 64, 8, 4)
+    if backend.tile_problem(variant, 64, 4, "mm", config):
+        pytest.skip("this device cannot run the entry")
+    shape = Shape(66, 40, 70)
+    A, B = make_operands(shape, SEED)
+    key = _key_for(backend, variant, shape)
+    build = tuning.current_build(backend, variant)
+    assert set(build) == {"driver", "kernel", "xbackend"}
+    monkeypatch.setenv(tuning.CACHE_ENV, str(tmp_path / "tuned.json"))
+    for changed in ("driver", "kernel", "xbackend"):
+        entry = {"params": config.to_dict(), "blocks": 2, "build": {**build, changed: "old"}}
+        path = _write(tmp_path / "tuned.json", {key: entry})
+        measured, messages = _warnings_of(lambda: backend.measure(A, B, variant, samples=0))
+        assert measured.params != config.to_dict()
+        assert any(str(path) in m and changed in m for m in messages), messages
+    _write(
+        tmp_path / "tuned.json", {key: {"params": config.to_dict(), "blocks": 2, "build": build}}
+    )
+    measured = backend.measure(A, B, variant, warmup=0, samples=0)
+    assert measured.params == config.to_dict()
+    assert check(measured.result, Reference.of(A, B)).equal
+
+
+def test_the_kernel_digest_follows_the_kernel_file(backend, tmp_path, monkeypatch):
+    variant = _tuned_backend(backend)
+    before = tuning.current_build(backend, variant)["kernel"]
+    language = {"cuda": "cuda", "opencl": "opencl"}[backend.name]
+    family = backend.variant_spec(variant).family
+    from xbackend.backends.kernels import SUFFIXES, read_kernel
+
+    _, text = read_kernel(family, language)
+    edited = tmp_path / language / f"{family}{SUFFIXES[language]}"
+    edited.parent.mkdir()
+    edited.write_text(text + "\n// an edit\n")
+    monkeypatch.setenv("XBACKEND_KERNELS", str(tmp_path))
+    assert tuning.current_build(backend, variant)["kernel"] != before
+
+
+def test_cached_choices_read_the_file_once_and_again_when_it_changes(tmp_path, monkeypatch):
+    path = tmp_path / "tuned.json"
+    monkeypatch.setenv(tuning.CACHE_ENV, str(path))
+    choices = tuning.CachedChoices()
+    request = ChoiceRequest("cuda", "GPU", "vec4", operation("mm"), "float32", "large", None)
+    assert choices.choice(request) is None
+    first, second = warp.WarpConfig(128, 128, 8, 128, 128, 8, 8), warp.default_config("block", 64)
+    tuning.save_entries({"cuda|GPU|vec4|mm|float32|large": {"params": first.to_dict()}})
+    assert choices.choice(request) == first
+    reads = []
+
+    def load_entries(p):
+        reads.append(p)
+        return {}
+
+    monkeypatch.setattr(tune_cache, "load_entries", load_entries)
+    assert choices.choice(request) == first and reads == []  # unchanged: not read again
+    monkeypatch.undo()
+    monkeypatch.setenv(tuning.CACHE_ENV, str(path))
+    tuning.save_entries({"cuda|GPU|vec4|mm|float32|large": {"params": second.to_dict()}})
+    assert choices.choice(request) == second
+
+
+class _Always:
+    """A stand-in for the tune cache: one configuration for every product."""
+
+    def __init__(self, config: warp.WarpConfig):
+        self.config = config
+        self.requests: list[ChoiceRequest] = []
+
+    def choice(self, request):
+        self.requests.append(request)
+        return self.config
+
+
+def test_a_backend_takes_the_choices_it_is_handed_and_no_others(backend):
+    variant = next((v for v in backend.variants("mm") if backend.variant_spec(v).tuned), None)
+    if variant is None:
+        pytest.skip(f"{backend.name} has no tuned variants")
+    config = warp.WarpConfig(64, 64, 8, 64, 64, 8, 4)
+    shape = Shape(66, 40, 70)
+    A, B = make_operands(shape, SEED)
+    held = backend.choices
+    try:
+        chooser = _Always(config)
+        backend.use_choices(chooser)
+        measured = backend.measure(A, B, variant, warmup=0, samples=0)
+        assert measured.params == config.to_dict()
+        (request,) = chooser.requests
+        assert (request.variant, request.op.name, request.dtype) == (variant, "mm", "float32")
+        assert request.build == backend.kernel_build(variant)
+        backend.use_choices(None)
+        assert backend.measure(A, B, variant, warmup=0, samples=0).params != config.to_dict()
+        bmm = backend.measure(A[None], B[None], variant, op="bmm", warmup=0, samples=0)
+        assert bmm.params is not None and chooser.requests == [request]  # bmm asks nobody
+    finally:
+        backend.use_choices(held)

@@ -18,15 +18,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from xbackend import vendor
+from xbackend.backends import cublas as vendor
+from xbackend.backends.cublas import CUBLAS_OP_N, _colmajor_args, _decode_version
 from xbackend.vendor import (
-    CUBLAS_OP_N,
     Clblast,
     Cublas,
     VendorError,
     VendorUnavailable,
-    _colmajor_args,
-    _decode_version,
     cublas_status_name,
     numpy_blas_name,
 )
@@ -255,7 +253,7 @@ GEMM(cublasDgemm_v2, double)
 
 
 @pytest.fixture(scope="module")
-def fake_cublas(tmp_path_factory) -> Path:
+def fake_cublas(tmp_path_factory: pytest.TempPathFactory) -> Path:
     compiler = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
     if compiler is None:
         pytest.skip("no C compiler to build the stand-in libcublas")

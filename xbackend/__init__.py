@@ -10,6 +10,9 @@ Importing xbackend starts no driver; a backend's driver starts when
 ``get_backend`` builds it and stops at ``close()``.
 """
 
+__version__ = "0.1.0"
+
+from xbackend.backends import registry
 from xbackend.backends.base import (
     Backend,
     BackendInfo,
@@ -17,7 +20,6 @@ from xbackend.backends.base import (
     Measurement,
     backend_names,
     backends,
-    get_backend,
 )
 from xbackend.errors import (
     BackendUnavailable,
@@ -28,7 +30,17 @@ from xbackend.errors import (
 )
 from xbackend.resources import kernels_path
 
-__version__ = "0.1.0"
+
+def get_backend(name: str, device: str | int | None = None) -> Backend:
+    """Open backend ``name`` on ``device`` (an index or a piece of its name; default the
+    first), with the tune cache's choices for its tuned variants.
+
+    Raises ``BackendUnavailable`` with the reason if it cannot run here.
+    """
+    from xbackend.tune_cache import cached_choices
+
+    return registry.get_backend(name, device, choices=cached_choices())
+
 
 __all__ = [
     "Backend",

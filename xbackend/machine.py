@@ -70,6 +70,15 @@ def environment() -> dict[str, Any]:
         "python": sys.version.split()[0],
         "packages": {name: _version_of(name) for name in packages if _version_of(name)},
         "command": _command(),
+        "settings": settings(),
+    }
+
+
+def settings() -> dict[str, str]:
+    """The ``XBACKEND_*`` environment variables set for this run: each can change what
+    a run does (a tune cache, build options, required backends), so the record keeps them."""
+    return {
+        name: value for name, value in sorted(os.environ.items()) if name.startswith("XBACKEND_")
     }
 
 

@@ -1,4 +1,5 @@
-"""Where the kernel files are, installed or in a source checkout."""
+"""Where xbackend's files are: the kernel files (installed or in a source checkout) and
+the user's cache folder."""
 
 from __future__ import annotations
 
@@ -38,3 +39,15 @@ def shipped_kernels_path() -> Path:
     if spec is not None and spec.submodule_search_locations:
         return Path(next(iter(spec.submodule_search_locations)))
     return Path(__file__).resolve().parent.parent / "kernels"
+
+
+def user_cache_dir() -> Path:
+    """xbackend's folder in the user's cache: ``$XDG_CACHE_HOME/xbackend``.
+
+    An unset, empty or relative ``XDG_CACHE_HOME`` means ``~/.cache``, as the XDG
+    base directory specification says (a relative path is to be ignored): an empty
+    one must not put an ``xbackend`` folder into whatever the current directory is.
+    """
+    chosen = os.environ.get("XDG_CACHE_HOME", "")
+    base = Path(chosen) if chosen and os.path.isabs(chosen) else Path.home() / ".cache"
+    return base / "xbackend"

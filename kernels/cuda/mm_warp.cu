@@ -30,7 +30,10 @@
 // LOCAL4 (4-byte types only: LOCAL4 reads the slabs as 4-element vectors, 16-byte
 // reads that ptxas also finds in the scalar code); DOUBLE_BUFFER; MIN_BLOCKS
 // (CUDA's launch bounds); REAL (float, double, int); REDUCED (the reduced product,
-// op rmm, with its pair sums made on the way to the slabs: see load_a).
+// op rmm, with its pair sums made on the way to the slabs: see load_a); PAD (see
+// above) and SUM_BLOCK (the block of mm_sum_slices). Python owns every value and
+// the rules they must keep (backends/warp.py, WarpConfig.problem); the defaults
+// below are there so that the file compiles on its own.
 // The OpenCL twin, kernels/opencl/mm_warp.cl, has the same kernels line for line.
 
 #ifndef BM
@@ -57,6 +60,12 @@
 #ifndef REAL
 #define REAL float
 #endif
+#ifndef PAD
+#define PAD 4
+#endif
+#ifndef SUM_BLOCK
+#define SUM_BLOCK 256
+#endif
 #ifndef MIN_BLOCKS
 #define MIN_BLOCKS 1  // blocks per multiprocessor that CUDA must leave registers for
 #endif
@@ -66,7 +75,6 @@
 
 #define GROUP_THREADS ((WM / TM) * (WN / TN))
 #define THREADS ((BM / WM) * (BN / WN) * GROUP_THREADS)
-#define PAD 4
 #define LDA_S (BM + PAD)  // row length of the transposed A slab in shared memory
 #define A_LOADS (BM * BK / 4 / THREADS)  // 4-element pieces of the A slab per thread
 #define B_LOADS (BK * BN / 4 / THREADS)
@@ -74,13 +82,6 @@
 #define STAGES 2
 #else
 #define STAGES 1
-#endif
-
-#if TM % 4 || TN % 4 || WM % TM || WN % TN || BM % WM || BN % WN || BK % 4
-#error "TM, TN, BK must be multiples of 4, WM of TM, WN of TN, BM of WM, BN of WN"
-#endif
-#if (BM * BK / 4) % THREADS || (BK * BN / 4) % THREADS
-#error "every thread must load whole 4-element pieces of both slabs"
 #endif
 
 // Elements col .. col + 3 of row `row` of X (rows × cols, leading dimension ld)
@@ -373,12 +374,12 @@ void mm_warp(const REAL* __restrict__ A,
 
 // C = the sum of the `slices` partial products of a split launch: W holds them as
 // M×N matrices one after another. One thread per element of C.
-extern "C" __global__ __launch_bounds__(256)
+extern "C" __global__ __launch_bounds__(SUM_BLOCK)
 void mm_sum_slices(const REAL* __restrict__ W,
                    REAL* __restrict__ C,
                    const int M, const int N, const int ldc, const int slices)
 {
-    const int element = blockIdx.x * 256 + threadIdx.x;
+    const int element = blockIdx.x * SUM_BLOCK + threadIdx.x;
     if (element >= M * N)
         return;
     REAL sum = 0;

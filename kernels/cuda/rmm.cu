@@ -14,7 +14,9 @@
 // The ladder's top rung computes rmm too: kernels/*/mm_warp built with -DREDUCED.
 //
 // Compile-time parameters (-D options): TILE, the edge of the square thread block
-// and of the shared tiles; REAL, the element type (float, double or int).
+// and of the shared tiles; REAL, the element type (float, double or int); SUM_BLOCK,
+// the block of rmm_pair_sums. Python passes each (the defaults let the file compile
+// on its own).
 //
 // The OpenCL twin, kernels/opencl/rmm.cl, has the same kernels line for line.
 
@@ -23,6 +25,9 @@
 #endif
 #ifndef REAL
 #define REAL float
+#endif
+#ifndef SUM_BLOCK
+#define SUM_BLOCK 256
 #endif
 
 extern "C" __global__ __launch_bounds__(TILE * TILE)
@@ -111,14 +116,14 @@ void rmm_tiled(const REAL* __restrict__ A,
 // S (rows × cols, contiguous) gets S[r][c] = X[e] + X[e + partner], where
 // e = r·row_step + c·col_step: A's row pairs with row_step = 2·lda, col_step = 1 and
 // partner = lda; B's column pairs with row_step = ldb, col_step = 2 and partner = 1.
-// One thread per element of S, in blocks of 256.
-extern "C" __global__ __launch_bounds__(256)
+// One thread per element of S, in blocks of SUM_BLOCK.
+extern "C" __global__ __launch_bounds__(SUM_BLOCK)
 void rmm_pair_sums(const REAL* __restrict__ X,
                    REAL* __restrict__ S,
                    const int rows, const int cols,
                    const int row_step, const int col_step, const int partner)
 {
-    const int element = blockIdx.x * 256 + threadIdx.x;
+    const int element = blockIdx.x * SUM_BLOCK + threadIdx.x;
     if (element >= rows * cols)
         return;
     const int e = element / cols * row_step + element % cols * col_step;

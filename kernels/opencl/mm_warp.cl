@@ -30,7 +30,10 @@
 // LOCAL4 (4-byte types only: LOCAL4 reads the slabs as 4-element vectors, 16-byte
 // reads that ptxas also finds in the scalar code); DOUBLE_BUFFER; MIN_BLOCKS
 // (CUDA's launch bounds); REAL (float, double, int); REDUCED (the reduced product,
-// op rmm, with its pair sums made on the way to the slabs: see load_a).
+// op rmm, with its pair sums made on the way to the slabs: see load_a); PAD (see
+// above) and SUM_BLOCK (the block of mm_sum_slices). Python owns every value and
+// the rules they must keep (backends/warp.py, WarpConfig.problem); the defaults
+// below are there so that the file compiles on its own.
 // The CUDA twin, kernels/cuda/mm_warp.cu, has the same kernels line for line.
 // XB_FP64 is defined when REAL is double, to enable cl_khr_fp64.
 
@@ -62,6 +65,12 @@
 #ifndef REAL
 #define REAL float
 #endif
+#ifndef PAD
+#define PAD 4
+#endif
+#ifndef SUM_BLOCK
+#define SUM_BLOCK 256
+#endif
 #ifndef MIN_BLOCKS
 #define MIN_BLOCKS 1  // blocks per multiprocessor that CUDA must leave registers for
 #endif
@@ -71,7 +80,6 @@
 
 #define GROUP_THREADS ((WM / TM) * (WN / TN))
 #define THREADS ((BM / WM) * (BN / WN) * GROUP_THREADS)
-#define PAD 4
 #define LDA_S (BM + PAD)  // row length of the transposed A slab in local memory
 #define A_LOADS (BM * BK / 4 / THREADS)  // 4-element pieces of the A slab per thread
 #define B_LOADS (BK * BN / 4 / THREADS)
@@ -79,13 +87,6 @@
 #define STAGES 2
 #else
 #define STAGES 1
-#endif
-
-#if TM % 4 || TN % 4 || WM % TM || WN % TN || BM % WM || BN % WN || BK % 4
-#error "TM, TN, BK must be multiples of 4, WM of TM, WN of TN, BM of WM, BN of WN"
-#endif
-#if (BM * BK / 4) % THREADS || (BK * BN / 4) % THREADS
-#error "every thread must load whole 4-element pieces of both slabs"
 #endif
 
 // Elements col .. col + 3 of row `row` of X (rows × cols, leading dimension ld)
@@ -378,12 +379,12 @@ void mm_warp(__global const REAL* restrict A,
 
 // C = the sum of the `slices` partial products of a split launch: W holds them as
 // M×N matrices one after another. One thread per element of C.
-__kernel __attribute__((reqd_work_group_size(256, 1, 1)))
+__kernel __attribute__((reqd_work_group_size(SUM_BLOCK, 1, 1)))
 void mm_sum_slices(__global const REAL* restrict W,
                    __global REAL* restrict C,
                    const int M, const int N, const int ldc, const int slices)
 {
-    const int element = get_group_id(0) * 256 + get_local_id(0);
+    const int element = get_group_id(0) * SUM_BLOCK + get_local_id(0);
     if (element >= M * N)
         return;
     REAL sum = 0;

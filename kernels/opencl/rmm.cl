@@ -14,8 +14,9 @@
 // The ladder's top rung computes rmm too: kernels/*/mm_warp built with -DREDUCED.
 //
 // Compile-time parameters (-D options): TILE, the edge of the square work-group
-// and of the local tiles; REAL, the element type (float, double or int); XB_FP64,
-// defined when REAL is double, to enable cl_khr_fp64.
+// and of the local tiles; REAL, the element type (float, double or int); SUM_BLOCK,
+// the work-group of rmm_pair_sums; XB_FP64, defined when REAL is double, to enable
+// cl_khr_fp64. Python passes each (the defaults let the file compile on its own).
 //
 // The CUDA twin, kernels/cuda/rmm.cu, has the same kernels line for line.
 
@@ -27,6 +28,9 @@
 #endif
 #ifndef REAL
 #define REAL float
+#endif
+#ifndef SUM_BLOCK
+#define SUM_BLOCK 256
 #endif
 
 __kernel __attribute__((reqd_work_group_size(TILE, TILE, 1)))
@@ -115,14 +119,14 @@ void rmm_tiled(__global const REAL* restrict A,
 // S (rows × cols, contiguous) gets S[r][c] = X[e] + X[e + partner], where
 // e = r·row_step + c·col_step: A's row pairs with row_step = 2·lda, col_step = 1 and
 // partner = lda; B's column pairs with row_step = ldb, col_step = 2 and partner = 1.
-// One work-item per element of S, in work-groups of 256.
-__kernel __attribute__((reqd_work_group_size(256, 1, 1)))
+// One work-item per element of S, in work-groups of SUM_BLOCK.
+__kernel __attribute__((reqd_work_group_size(SUM_BLOCK, 1, 1)))
 void rmm_pair_sums(__global const REAL* restrict X,
                    __global REAL* restrict S,
                    const int rows, const int cols,
                    const int row_step, const int col_step, const int partner)
 {
-    const int element = get_group_id(0) * 256 + get_local_id(0);
+    const int element = get_group_id(0) * SUM_BLOCK + get_local_id(0);
     if (element >= rows * cols)
         return;
     const int e = element / cols * row_step + element % cols * col_step;

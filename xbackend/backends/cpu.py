@@ -29,17 +29,12 @@ from typing import ClassVar
 
 import numpy as np
 
-from xbackend.backends.base import (
-    Backend,
-    DeviceInfo,
-    Execution,
-    VariantSpec,
-    VariantTable,
-    output_shape,
-    poison_value,
-)
+from xbackend.backends.interface import Backend, Execution
+from xbackend.backends.numpy_blas import numpy_blas_name
+from xbackend.backends.operands import poison_value
+from xbackend.backends.specs import DeviceInfo, VariantSpec, VariantTable
 from xbackend.machine import cpu_name
-from xbackend.vendor import numpy_blas_name
+from xbackend.operations import operation
 
 
 def _naive(A: np.ndarray, B: np.ndarray, C: np.ndarray) -> None:
@@ -88,13 +83,13 @@ def _compute(variant: str, tile: int | None, A: np.ndarray, B: np.ndarray, C: np
 
 class _HostExecution(Execution):
     def __init__(self, op: str, variant: str, tile: int | None, A: np.ndarray, B: np.ndarray):
-        self._op = op
+        self._op = operation(op)
         self._variant = variant
         self._tile = tile
         self._source = (A, B)
         self._A = np.empty(A.shape, A.dtype)  # C order, whatever the caller's layout
         self._B = np.empty(B.shape, B.dtype)
-        self._C = np.empty(output_shape(op, A, B), dtype=A.dtype)
+        self._C = np.empty(self._op.output_shape(A, B), dtype=A.dtype)
 
     def upload(self) -> None:
         np.copyto(self._A, self._source[0])
@@ -107,10 +102,10 @@ class _HostExecution(Execution):
         # Like a device kernel, and unlike NumPy, NaN and Inf pass through without warnings.
         with np.errstate(all="ignore"):
             start = time.perf_counter()
-            if self._op == "bmm":
+            if self._op.batched:
                 for A, B, C in zip(self._A, self._B, self._C, strict=True):
                     _compute(self._variant, self._tile, A, B, C)
-            elif self._op == "rmm":
+            elif self._op.reduced:
                 reduced = _reduced_naive if self._variant == "naive" else _reduced_blas
                 reduced(self._A, self._B, self._C)
             else:

@@ -13,40 +13,32 @@ PyCUDA caches each compiled module by source and options.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from types import TracebackType
 from typing import Any, ClassVar
 
 import numpy as np
 
-from xbackend.backends import warp
-from xbackend.backends.base import (
-    C_TYPES,
-    Backend,
-    DeviceInfo,
-    Execution,
-    Launch,
-    VariantTable,
-    compiled_variants,
-    kernel_family,
-    plan_launch,
-    read_kernel,
-    with_vendor,
-)
+from xbackend.backends.compiled import CompiledBackend
+from xbackend.backends.cublas import cublas_math_environment, cublas_math_note
+from xbackend.backends.execution import Device, Queued, Timer
+from xbackend.backends.kernels import read_kernel
+from xbackend.backends.launch import Buffer, KernelLaunch, LibraryCall, Product, Step
+from xbackend.backends.specs import DeviceInfo, VariantTable
+from xbackend.backends.variants import compiled_variants, with_vendor
 from xbackend.errors import KernelCompileError, UnsupportedParameter, XBackendError
 
 try:
     import pycuda
     import pycuda.driver as drv
 except ImportError as error:
-    drv = None  # type: ignore[assignment]
+    drv = None  # type: ignore[assignment, unused-ignore]
     _IMPORT_ERROR: ImportError | None = error
 else:
     _IMPORT_ERROR = None
 
 _MAX_GRID_Y = 65535
-_PAIR_BLOCK = 256  # threads per block of rmm_pair_sums (fixed there)
 # The bit pattern of a float32 quiet NaN, for cuMemsetD32.
 _NAN_BITS_F32 = 0x7FC00000
 
@@ -74,6 +66,17 @@ def _describe(index: int) -> DeviceInfo:
     device = drv.Device(index)
     attributes = drv.device_attribute
     major, minor = device.compute_capability()
+    extra: dict[str, Any] = {
+        "compute_capability": f"{major}.{minor}",
+        "pycuda": pycuda.VERSION_TEXT,
+        "pycuda_built_for_cuda": ".".join(map(str, drv.get_version())),
+    }
+    # The variables that override the vendor line's arithmetic (NVIDIA_TF32_OVERRIDE=1
+    # makes cuBLAS's float32 GEMMs use TF32), recorded with every result where set.
+    environment = cublas_math_environment()
+    if environment:
+        extra["cublas_math_environment"] = environment
+        extra["cublas_math_note"] = cublas_math_note(environment)
     return DeviceInfo(
         name=device.name(),
         vendor="NVIDIA",
@@ -86,11 +89,7 @@ def _describe(index: int) -> DeviceInfo:
         local_mem_bytes=device.get_attribute(attributes.MAX_SHARED_MEMORY_PER_BLOCK),
         cache_bytes=device.get_attribute(attributes.L2_CACHE_SIZE),
         max_work_group_size=device.get_attribute(attributes.MAX_THREADS_PER_BLOCK),
-        extra={
-            "compute_capability": f"{major}.{minor}",
-            "pycuda": pycuda.VERSION_TEXT,
-            "pycuda_built_for_cuda": ".".join(map(str, drv.get_version())),
-        },
+        extra=extra,
     )
 
 
@@ -133,53 +132,70 @@ class _Gate:
         self._words.base.free()
 
 
-class _CudaExecution(Execution):
-    def __init__(self, gate: _Gate, function: Any, launch: Launch, sum_function: Any = None):
-        self._inputs = launch.inputs
-        self._C = np.empty(launch.output_shape, dtype=launch.inputs[0].dtype)
-        self._buffers = [drv.mem_alloc(X.nbytes) for X in (*launch.inputs, self._C)]
-        self._function = function
-        self._grid = launch.groups
-        self._block = launch.block
-        self._sum = None
-        target = self._buffers[2]
-        self._outputs = [(target, self._C.nbytes)]  # what poison() fills
-        if launch.slices > 1:
-            # A split product: partial products into a workspace, then their sum into C.
-            target = drv.mem_alloc(self._C.nbytes * launch.slices)
-            self._buffers.append(target)
-            self._outputs.append((target, self._C.nbytes * launch.slices))
-            M, N = self._C.shape[-2:]
-            blocks = -(-(M * N) // warp.SUM_BLOCK)
-            self._sum = (
-                sum_function,
-                (blocks, 1, 1),
-                (warp.SUM_BLOCK, 1, 1),
-                (target, self._buffers[2], *map(np.int32, (M, N, N, launch.slices))),
-            )
-        self._args = (*self._buffers[:2], target, *(np.int32(value) for value in launch.scalars))
-        self._start, self._end = drv.Event(), drv.Event()
-        self._gate = gate
-        self._warned = False
-        self._runs = 0
-        self.tile, self.params = launch.tile, launch.params
+class _CudaDevice(Device):
+    """A CUDA context's default stream, as executions need it: memory, copies, the
+    timing gate, and the cuBLAS handle where the vendor line runs."""
 
-    def upload(self) -> None:
-        drv.memcpy_htod(self._buffers[0], self._inputs[0])
-        drv.memcpy_htod(self._buffers[1], self._inputs[1])
+    def __init__(self, gate: _Gate, cublas: Any = None):
+        self._gate, self._cublas = gate, cublas
 
-    def poison(self) -> None:
+    def allocate(self, nbytes: int, access: str) -> Any:
+        return drv.mem_alloc(nbytes)
+
+    def free(self, buffer: Any) -> None:
+        buffer.free()
+
+    def upload(self, copies: Sequence[tuple[Any, np.ndarray[Any, Any]]]) -> None:
+        for buffer, array in copies:
+            drv.memcpy_htod(buffer, array)
+
+    def download(self, target: np.ndarray[Any, Any], buffer: Any) -> None:
+        drv.memcpy_dtoh(target, buffer)
+
+    def fill(self, targets: Sequence[tuple[Any, int]], dtype: np.dtype[Any]) -> None:
         # NaN for floats (0x7FC00000 in every 32-bit word is a NaN in float64
-        # too), the most negative int for integers; the workspace of a split too.
-        pattern = _NAN_BITS_F32 if self._C.dtype.kind == "f" else 0x80000000
-        for buffer, nbytes in self._outputs:
+        # too), the most negative int for integers; the workspaces too.
+        pattern = _NAN_BITS_F32 if dtype.kind == "f" else 0x80000000
+        for buffer, nbytes in targets:
             drv.memset_d32(buffer, pattern, nbytes // 4)
         drv.Context.synchronize()
 
-    def run(self) -> float:
+    def bind(
+        self, step: Step, kernel: Any, buffers: Mapping[str, Any], dtype: np.dtype[Any]
+    ) -> Queued:
+        if isinstance(step, LibraryCall):
+            # cuBLAS takes raw device pointers, in the order of GEMM_PARAMETERS.
+            values = [
+                int(buffers[value.name]) if isinstance(value, Buffer) else value
+                for value in step.args.values()
+            ]
+            cublas = self._cublas
+            return lambda: cublas.gemm(dtype, *values)
+        args = [
+            buffers[value.name] if isinstance(value, Buffer) else np.int32(value)
+            for value in step.args.values()
+        ]
+        grid, block = step.grid, step.block
+        return lambda: kernel.prepared_call(grid, block, *args)
+
+    def timer(self, product: Product) -> Timer:
+        return _EventTimer(self._gate)
+
+
+class _EventTimer:
+    """CUDA events around one execution's steps, queued behind the gate (see _Gate)."""
+
+    def __init__(self, gate: _Gate):
+        self._gate = gate
+        self._start, self._end = drv.Event(), drv.Event()
+        self._warned = False
+        self._runs = 0
+
+    def __call__(self, steps: Sequence[Queued]) -> float:
         with self._gate:
             self._start.record()
-            self._launch()
+            for queue in steps:
+                queue()
             self._end.record()
         self._end.synchronize()
         self._runs += 1
@@ -190,69 +206,13 @@ class _CudaExecution(Execution):
                 "the GPU waited for the host over 17 ms: this kernel time may include the "
                 "launch (normal under compute-sanitizer or Nsight Compute)",
                 RuntimeWarning,
-                stacklevel=2,
+                stacklevel=3,
             )
             self._warned = True
-        return self._start.time_till(self._end) * 1e-3
-
-    def _launch(self) -> None:
-        """Queue the product's kernels (no waiting)."""
-        self._function.prepared_call(self._grid, self._block, *self._args)
-        if self._sum is not None:
-            function, grid, block, args = self._sum
-            function.prepared_call(grid, block, *args)
-
-    def download(self) -> np.ndarray:
-        drv.memcpy_dtoh(self._C, self._buffers[2])
-        return self._C.copy()
-
-    def release(self) -> None:
-        for buffer in self._buffers:
-            buffer.free()
-        self._buffers = []
+        return float(self._start.time_till(self._end)) * 1e-3
 
 
-class _CublasExecution(_CudaExecution):
-    """The vendor line: cuBLAS on buffers laid out as for the kernels, timed alike.
-
-    For rmm, kernels/cuda/rmm.cu first writes the pair sums into matrices of their
-    own, and cuBLAS multiplies those: the time covers both steps.
-    """
-
-    def __init__(self, backend: CudaBackend, op: str, launch: Launch):
-        super().__init__(backend._gate(), None, launch)
-        self._cublas = backend._cublas
-        M, N, K, lda, ldb = launch.scalars[:5]
-        A, B, C = self._buffers[:3]
-        self._steps: list[tuple[Any, tuple[int, int, int], tuple[Any, ...]]] = []
-        if op != "rmm":
-            self._gemm = (M, N, K, A, lda, B, ldb, C, launch.scalars[5])
-            return
-        rows, columns = M // 2, N // 2
-        item = self._C.itemsize
-        summed_rows = drv.mem_alloc(rows * K * item)
-        summed_columns = drv.mem_alloc(K * columns * item)
-        self._buffers += [summed_rows, summed_columns]
-        self._outputs += [(summed_rows, rows * K * item), (summed_columns, K * columns * item)]
-        pair_sums = backend._pair_sums(self._C.dtype)
-        steps = (  # (source, target, rows, columns, row step, column step, partner)
-            (A, summed_rows, rows, K, 2 * lda, 1, lda),
-            (B, summed_columns, K, columns, ldb, 2, 1),
-        )
-        for source, target, height, width, *steps_and_partner in steps:
-            grid = (-(-(height * width) // _PAIR_BLOCK), 1, 1)
-            args = (source, target, *map(np.int32, (height, width, *steps_and_partner)))
-            self._steps.append((pair_sums, grid, args))
-        self._gemm = (rows, columns, K, summed_rows, K, summed_columns, columns, C, columns)
-
-    def _launch(self) -> None:
-        for function, grid, args in self._steps:
-            function.prepared_call(grid, (_PAIR_BLOCK, 1, 1), *args)
-        M, N, K, A, lda, B, ldb, C, ldc = self._gemm
-        self._cublas.gemm(self._C.dtype, M, N, K, int(A), lda, int(B), ldb, int(C), ldc)
-
-
-class CudaBackend(Backend):
+class CudaBackend(CompiledBackend):
     name = "cuda"
     description = "PyCUDA kernels from kernels/cuda on an NVIDIA GPU"
     VARIANTS: ClassVar[VariantTable] = with_vendor(
@@ -261,6 +221,7 @@ class CudaBackend(Backend):
         "the pair sums by a kernel, then cuBLAS on the half-size product",
     )
     GROUP_WORDS = ("threads", "shared")
+    LANGUAGE = "cuda"
 
     def __init__(self, device: str | int | None = None):
         available, reason = self.available()
@@ -359,14 +320,11 @@ class CudaBackend(Backend):
             self._held = _Gate(hold)
         return self._held
 
-    def _pair_sums(self, dtype: np.dtype) -> Any:
-        """rmm_pair_sums of kernels/cuda/rmm.cu, for ``dtype``."""
-        return self._function("rmm", (f"-DREAL={C_TYPES[dtype.name]}",), "rmm_pair_sums", "PPiiiii")
-
-    def variant_problem(self, variant: str, dtype: np.dtype, op: str = "mm") -> str | None:
+    def variant_problem(self, variant: str, dtype: np.dtype[Any], op: str = "mm") -> str | None:
         if variant != "vendor":
             return None
-        from xbackend.vendor import Cublas, VendorUnavailable
+        from xbackend.backends.cublas import Cublas
+        from xbackend.backends.vendor import VendorUnavailable
 
         if self._cublas is None and self._cublas_problem is None:
             with self._active():
@@ -376,32 +334,21 @@ class CudaBackend(Backend):
                     self._cublas_problem = str(error)
         return self._cublas_problem or Cublas.dtype_problem(dtype)
 
-    def _execution(
-        self,
-        op: str,
-        variant: str,
-        tile: int | None,
-        A: np.ndarray,
-        B: np.ndarray,
-        params: Mapping[str, int] | None = None,
-    ) -> Execution:
-        if variant == "vendor":
-            return _CublasExecution(self, op, plan_launch(op, A, B, 1))
-        launch = self._plan(op, variant, tile, A, B, params)
-        if launch.groups[1] > _MAX_GRID_Y or launch.groups[2] > _MAX_GRID_Y:
-            raise UnsupportedParameter(
-                f"cuda: {launch.output_shape} needs more than {_MAX_GRID_Y} blocks "
-                f"along y or z with tile {launch.tile or tile}"
-            )
-        family = kernel_family(op, self.variant_spec(variant, op))
-        # Three pointers, then the integer arguments of the family (see plan_launch).
-        function = self._function(
-            family, launch.options, launch.kernel, "PPP" + "i" * len(launch.scalars)
-        )
-        summing = None
-        if launch.slices > 1:
-            summing = self._function(family, launch.options, warp.SUM_KERNEL, "PPiiii")
-        return _CudaExecution(self._gate(), function, launch, summing)
+    def _compile(self, launch: KernelLaunch, dtype: np.dtype[Any]) -> Any:
+        # PyCUDA's signature of the arguments: "P" a pointer, "i" an int.
+        signature = "".join("P" if isinstance(v, Buffer) else "i" for v in launch.args.values())
+        return self._function(launch.family, launch.options, launch.kernel, signature)
+
+    def _device_handle(self) -> Device:
+        return _CudaDevice(self._gate(), self._cublas)
+
+    def _check_product(self, product: Product) -> None:
+        for launch in product.launches:
+            if launch.grid[1] > _MAX_GRID_Y or launch.grid[2] > _MAX_GRID_Y:
+                raise UnsupportedParameter(
+                    f"cuda: {product.output_shape} needs more than {_MAX_GRID_Y} blocks "
+                    f"along y or z with tile {product.tile}"
+                )
 
     def _is_out_of_memory(self, error: BaseException) -> bool:
         return isinstance(error, drv.MemoryError) or super()._is_out_of_memory(error)

@@ -25,28 +25,21 @@ import sysconfig
 import tempfile
 import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 
-from xbackend.backends import warp
-from xbackend.backends.base import (
-    Backend,
-    DeviceInfo,
-    Execution,
-    Launch,
-    VariantTable,
-    compiled_variants,
-    kernel_family,
-    plan_launch,
-    poison_value,
-    read_kernel,
-    user_cache_dir,
-    with_vendor,
-)
+from xbackend.backends.compiled import CompiledBackend
+from xbackend.backends.execution import Device, Queued, Timer
+from xbackend.backends.kernels import read_kernel
+from xbackend.backends.launch import Buffer, KernelLaunch, LibraryCall, Product, Step
+from xbackend.backends.operands import poison_value
+from xbackend.backends.specs import DeviceInfo, VariantTable
+from xbackend.backends.variants import compiled_variants, with_vendor
 from xbackend.errors import KernelCompileError, UnsupportedParameter, XBackendError
+from xbackend.resources import user_cache_dir
 
 try:
     import pyopencl as cl
@@ -206,101 +199,107 @@ def select_device(selector: str | int | None, pairs: list[tuple[Any, Any]]) -> t
     raise UnsupportedParameter(f"no OpenCL device matches {selector!r}; devices: {listing}")
 
 
-class _ClExecution(Execution):
-    def __init__(self, backend: OpenCLBackend, kernel: Any, launch: Launch, sum_kernel: Any = None):
-        self._queue = backend._queue
-        self._inputs = launch.inputs
-        dtype = launch.inputs[0].dtype
-        self._C = np.empty(launch.output_shape, dtype=dtype)
-        flags = cl.mem_flags
-        context = backend._context
-        self._buffers = [
-            cl.Buffer(context, flags.READ_ONLY, launch.inputs[0].nbytes),
-            cl.Buffer(context, flags.READ_ONLY, launch.inputs[1].nbytes),
-            cl.Buffer(context, flags.WRITE_ONLY, self._C.nbytes),
-        ]
-        target = self._buffers[2]
-        self._outputs = [(target, self._C.nbytes)]  # what poison() fills
-        self._sum = None
-        if launch.slices > 1:
-            # A split product: partial products into a workspace, then their sum into C.
-            nbytes = self._C.nbytes * launch.slices
-            target = cl.Buffer(context, flags.READ_WRITE, nbytes)
-            self._buffers.append(target)
-            self._outputs.append((target, nbytes))
-            M, N = self._C.shape[-2:]
-            sum_kernel.set_args(target, self._buffers[2], *map(np.int32, (M, N, N, launch.slices)))
-            blocks = -(-(M * N) // warp.SUM_BLOCK)
-            self._sum = (sum_kernel, (blocks * warp.SUM_BLOCK,), (warp.SUM_BLOCK,))
-        self._kernel = kernel
-        if kernel is not None:  # None: a library computes the product (vendor)
-            self._kernel.set_args(
-                *self._buffers[:2], target, *(np.int32(value) for value in launch.scalars)
-            )
-        self._local = launch.block
-        self._global = tuple(g * b for g, b in zip(launch.groups, launch.block, strict=True))
-        self.tile, self.params = launch.tile, launch.params
+class _ClDevice(Device):
+    """An OpenCL context and its profiling queue, as executions need them."""
 
-    def upload(self) -> None:
-        cl.enqueue_copy(self._queue, self._buffers[0], self._inputs[0], is_blocking=False)
-        cl.enqueue_copy(self._queue, self._buffers[1], self._inputs[1], is_blocking=True)
+    _ACCESS: ClassVar[dict[str, str]] = {
+        "read": "READ_ONLY",
+        "write": "WRITE_ONLY",
+        "read_write": "READ_WRITE",
+    }
 
-    def poison(self) -> None:
-        pattern = np.array(poison_value(self._C.dtype), dtype=self._C.dtype)
-        for buffer, nbytes in self._outputs:
+    def __init__(self, context: Any, queue: Any):
+        self._context, self._queue = context, queue
+        self._clblast: Any = None  # made on first use of the vendor variant
+        # Which step last set each kernel's arguments: a kernel bound by two steps (or
+        # two executions) gets its own arguments again before each launch.
+        self._arguments_of: dict[int, object] = {}
+
+    def allocate(self, nbytes: int, access: str) -> Any:
+        return cl.Buffer(self._context, getattr(cl.mem_flags, self._ACCESS[access]), nbytes)
+
+    def free(self, buffer: Any) -> None:
+        buffer.release()
+
+    def upload(self, copies: Sequence[tuple[Any, np.ndarray[Any, Any]]]) -> None:
+        for number, (buffer, array) in enumerate(copies, 1):
+            last = number == len(copies)  # the in-order queue: waiting for the last waits all
+            cl.enqueue_copy(self._queue, buffer, array, is_blocking=last)
+
+    def download(self, target: np.ndarray[Any, Any], buffer: Any) -> None:
+        cl.enqueue_copy(self._queue, target, buffer, is_blocking=True)
+
+    def fill(self, targets: Sequence[tuple[Any, int]], dtype: np.dtype[Any]) -> None:
+        pattern = np.array(poison_value(dtype), dtype=dtype)
+        for buffer, nbytes in targets:
             cl.enqueue_fill_buffer(self._queue, buffer, pattern, 0, nbytes).wait()
 
-    def run(self) -> float:
+    def bind(
+        self, step: Step, kernel: Any, buffers: Mapping[str, Any], dtype: np.dtype[Any]
+    ) -> Queued:
+        args = {
+            name: buffers[value.name] if isinstance(value, Buffer) else value
+            for name, value in step.args.items()
+        }
+        if isinstance(step, LibraryCall):
+            if self._clblast is None:
+                from xbackend.backends.clblast import Clblast
+
+                self._clblast = Clblast()
+            return lambda: self._gemm(args, dtype)
+        values = [_cl_arg(value) for value in args.values()]
+        sizes = step.global_size, step.local_size
+        return lambda: self._launch(kernel, values, *sizes)
+
+    def _gemm(self, args: Mapping[str, Any], dtype: np.dtype[Any]) -> None:
+        self._clblast.gemm(
+            self._queue, args["A"], args["B"], args["C"], args["M"], args["N"], args["K"],
+            args["lda"], args["ldb"], args["ldc"], dtype,
+        )  # fmt: skip
+
+    def _launch(
+        self, kernel: Any, values: list[Any], size: tuple[int, ...], local: tuple[int, ...]
+    ) -> Any:
+        if self._arguments_of.get(id(kernel)) is not values:
+            kernel.set_args(*values)
+            self._arguments_of[id(kernel)] = values
         try:
-            event = cl.enqueue_nd_range_kernel(self._queue, self._kernel, self._global, self._local)
+            return cl.enqueue_nd_range_kernel(self._queue, kernel, size, local)
         except cl.LogicError as error:
             if error.code == cl.status_code.INVALID_WORK_GROUP_SIZE:
+                groups = "×".join(map(str, local[:2]))
                 raise UnsupportedParameter(
-                    f"the device refused work-groups of {self._local[0]}×{self._local[1]} "
-                    f"for this kernel: {error}"
+                    f"the device refused work-groups of {groups} for this kernel: {error}"
                 ) from error
             raise
-        last = event
-        if self._sum is not None:
-            kernel, size, local = self._sum
-            last = cl.enqueue_nd_range_kernel(self._queue, kernel, size, local)
-        last.wait()
-        # An in-order queue: the sum starts after the product ends.
-        return (last.profile.end - event.profile.start) * 1e-9
 
-    def download(self) -> np.ndarray:
-        cl.enqueue_copy(self._queue, self._C, self._buffers[2], is_blocking=True)
-        return self._C.copy()
+    def timer(self, product: Product) -> Timer:
+        return self._host_timed if product.calls_library else self._event_timed
 
-    def release(self) -> None:
-        for buffer in self._buffers:
-            buffer.release()
-        self._buffers = []
+    @staticmethod
+    def _event_timed(steps: Sequence[Queued]) -> float:
+        events = [queue() for queue in steps]
+        events[-1].wait()
+        # An in-order queue: each launch starts after the one before ends.
+        return float(events[-1].profile.end - events[0].profile.start) * 1e-9
 
-
-class _ClblastExecution(_ClExecution):
-    """The vendor line: CLBlast on buffers laid out as for the kernels.
-
-    CLBlast may run helper kernels before its GEMM and its event covers only the
-    last one, so the whole call is timed by the host clock around a finished queue.
-    """
-
-    def __init__(self, backend: OpenCLBackend, clblast: Any, launch: Launch):
-        self._clblast = clblast
-        self._sizes = launch.scalars[:6]  # M, N, K, lda, ldb, ldc
-        super().__init__(backend, None, launch)
-
-    def run(self) -> float:
-        M, N, K, lda, ldb, ldc = self._sizes
-        A, B, C = self._buffers[:3]
+    def _host_timed(self, steps: Sequence[Queued]) -> float:
+        """A library may run helper kernels and its event covers only the last one
+        (CLBlast), so the whole call is timed by the host clock around a finished queue."""
         self._queue.finish()
         start = time.perf_counter()
-        self._clblast.gemm(self._queue, A, B, C, M, N, K, lda, ldb, ldc, self._C.dtype)
+        for queue in steps:
+            queue()
         self._queue.finish()
         return time.perf_counter() - start
 
 
-class OpenCLBackend(Backend):
+def _cl_arg(value: Any) -> Any:
+    """A kernel argument as PyOpenCL takes it: buffers as they are, sizes as int32."""
+    return np.int32(value) if isinstance(value, int) else value
+
+
+class OpenCLBackend(CompiledBackend):
     name = "opencl"
     description = "PyOpenCL kernels from kernels/opencl on any OpenCL device"
     VARIANTS: ClassVar[VariantTable] = with_vendor(
@@ -308,6 +307,7 @@ class OpenCLBackend(Backend):
         "CLBlast's GEMM (through pyclblast) on the same buffers, timed by the host clock",
     )
     GROUP_WORDS = ("work-items", "local")
+    LANGUAGE = "opencl"
 
     def __init__(self, device: str | int | None = None):
         available, reason = self.available()
@@ -320,6 +320,7 @@ class OpenCLBackend(Backend):
         self._queue = cl.CommandQueue(
             self._context, properties=cl.command_queue_properties.PROFILING_ENABLE
         )
+        self._handle = _ClDevice(self._context, self._queue)
         self._programs: dict[tuple[str, tuple[str, ...]], Any] = {}  # (family, options)
         self._accepted_options: set[tuple[str, ...]] = set()  # see _extra_options
         self._kernels: dict[tuple[str, tuple[str, ...], str], Any] = {}
@@ -428,33 +429,18 @@ class OpenCLBackend(Backend):
     def variant_problem(self, variant: str, dtype: np.dtype, op: str = "mm") -> str | None:
         if variant != "vendor":
             return None
-        from xbackend.vendor import Clblast
+        from xbackend.backends.clblast import Clblast
 
         available, reason = Clblast.available()
         if not available:
             return reason
         return Clblast.dtype_problem(dtype, self._cl_device)
 
-    def _execution(
-        self,
-        op: str,
-        variant: str,
-        tile: int | None,
-        A: np.ndarray,
-        B: np.ndarray,
-        params: Mapping[str, int] | None = None,
-    ) -> Execution:
-        if variant == "vendor":
-            from xbackend.vendor import Clblast
+    def _compile(self, launch: KernelLaunch, dtype: np.dtype[Any]) -> Any:
+        return self._kernel(launch.family, launch.options, launch.kernel, dtype)
 
-            return _ClblastExecution(self, Clblast(), plan_launch(op, A, B, 1))
-        launch = self._plan(op, variant, tile, A, B, params)
-        family = kernel_family(op, self.variant_spec(variant, op))
-        kernel = self._kernel(family, launch.options, launch.kernel, A.dtype)
-        summing = None
-        if launch.slices > 1:
-            summing = self._kernel(family, launch.options, warp.SUM_KERNEL, A.dtype)
-        return _ClExecution(self, kernel, launch, summing)
+    def _device_handle(self) -> Device:
+        return self._handle
 
     def _is_out_of_memory(self, error: BaseException) -> bool:
         codes = (
@@ -475,5 +461,5 @@ class OpenCLBackend(Backend):
         if queue is not None:
             queue.finish()
             # The queue and context go with their last reference: ours.
-            del self._queue, self._context
+            del self._queue, self._context, self._handle
         super().close()

@@ -21,9 +21,10 @@ from typing import Any
 
 import numpy as np
 
+from xbackend.backends.kernels import SUM_BLOCK
+
 FAMILY = "mm_warp"
 SUM_KERNEL = "mm_sum_slices"
-SUM_BLOCK = 256  # threads per block of mm_sum_slices (fixed in the kernel files)
 TILE_NAMES = ("BM", "BN", "BK", "WM", "WN", "TM", "TN")
 WARP = 32  # threads per warp, and per group of a warp-tiled configuration
 PAD = 4  # the kernels' padding of the transposed A slab
@@ -207,8 +208,10 @@ def vec4_ok(itemsize: int, *elements: int) -> bool:
     return itemsize == 4 and all(value % 4 == 0 for value in elements)
 
 
-def defines(config: WarpConfig, dtype: np.dtype, vec4: bool, double_buffer: bool) -> list[str]:
+def defines(config: WarpConfig, dtype: np.dtype[Any], vec4: bool, double_buffer: bool) -> list[str]:
+    """The -D options of a configuration: its tiles, the constants, the switches."""
     options = [f"-D{name}={getattr(config, name)}" for name in TILE_NAMES]
+    options += [f"-DPAD={PAD}", f"-DSUM_BLOCK={SUM_BLOCK}"]
     if dtype.itemsize == 4:
         options.append("-DLOCAL4")
     if vec4:

@@ -1,0 +1,186 @@
+"""The package's shape, checked: no import cycle, layers respected, modules and functions
+of a readable size, and operations asked of the registry rather than compared by name.
+
+Each check reads the source with ``ast``; ``test_the_checks_see_what_they_check`` feeds
+them small made-up modules, so a check that could never fail would fail there.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "xbackend"
+
+MAX_MODULE_LINES = 500
+MAX_FUNCTION_LINES = 60
+# Functions that are data tables (one entry a line), exempt from the length limit.
+DATA_TABLES = {"xbackend.backends.variants.compiled_variants"}
+# Where operation names may be compared: the registry itself.
+REGISTRY = {"xbackend.operations"}
+# A lower layer must not import a higher one.
+LOWER_LAYERS = {
+    "xbackend.backends": (
+        "xbackend.tuning",
+        "xbackend.runner",
+        "xbackend.cli",
+        "xbackend.report",
+        "xbackend.plots",
+        "xbackend.results",
+        "xbackend.sweep",
+    ),
+    "xbackend.results": ("xbackend.backends",),
+    "xbackend.plots": ("xbackend.backends",),
+    "xbackend.report": ("xbackend.backends",),
+    "xbackend.operations": ("xbackend.backends", "xbackend.problems"),
+}
+_OP_COMPARISON = re.compile(
+    r"""(==|!=)\s*["'](mm|bmm|rmm)["']|["'](mm|bmm|rmm)["']\s*(==|!=)"""
+    r"""|\bin\s*[(\[{]\s*["'](mm|bmm|rmm)["']"""
+)
+
+
+def _modules(root: Path = PACKAGE) -> dict[str, Path]:
+    modules = {}
+    for path in sorted(root.rglob("*.py")):
+        parts = (root.name, *path.relative_to(root).with_suffix("").parts)
+        name = ".".join(parts).removesuffix(".__init__")
+        modules[name] = path
+    return modules
+
+
+def _type_checking_imports(tree: ast.AST) -> set[int]:
+    """Line numbers of imports under ``if TYPE_CHECKING:`` (no import at run time)."""
+    lines = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            lines |= {sub.lineno for sub in ast.walk(node) if isinstance(sub, ast.ImportFrom)}
+    return lines
+
+
+def imports(modules: dict[str, Path]) -> dict[str, set[str]]:
+    """Which package modules each module imports at run time."""
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        skipped = _type_checking_imports(tree)
+        found: set[str] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                found |= {alias.name for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.lineno not in skipped:
+                base = node.module or ""
+                if node.level:
+                    package = name.split(".")
+                    if path.name != "__init__.py":
+                        package = package[:-1]
+                    package = package[: len(package) - node.level + 1]
+                    base = ".".join([*package, *filter(None, [node.module])])
+                found |= {base} | {f"{base}.{alias.name}" for alias in node.names}
+        graph[name] = {target for target in found if target in modules and target != name}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every import cycle, each once, found by a depth-first search from each module.
+
+    A package's ``__init__`` re-exporting its modules is not counted: importing
+    ``xbackend.x`` runs ``xbackend/__init__`` first whatever it imports.
+    """
+    packages = {name for name in graph if (PACKAGE.parent / name.replace(".", "/")).is_dir()}
+    found: set[tuple[str, ...]] = set()
+
+    def visit(start: str, node: str, path: list[str]) -> None:
+        for target in graph[node] - packages:
+            if target == start:
+                rotation = path.index(min(path))
+                found.add(tuple(path[rotation:] + path[:rotation]))
+            elif target not in path and len(path) < 8:
+                visit(start, target, [*path, target])
+
+    for name in graph:
+        if name not in packages:
+            visit(name, name, [name])
+    return [list(cycle) for cycle in sorted(found)]
+
+
+def layer_breaches(graph: dict[str, set[str]]) -> list[str]:
+    breaches = []
+    for name, targets in graph.items():
+        for lower, higher in LOWER_LAYERS.items():
+            if name == lower or name.startswith(lower + "."):
+                breaches += [
+                    f"{name} imports {target}"
+                    for target in sorted(targets)
+                    if any(target == up or target.startswith(up + ".") for up in higher)
+                ]
+    return breaches
+
+
+def long_functions(modules: dict[str, Path]) -> list[str]:
+    found = []
+    for name, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                length = (node.end_lineno or node.lineno) - node.lineno + 1
+                qualified = f"{name}.{node.name}"
+                if length > MAX_FUNCTION_LINES and qualified not in DATA_TABLES:
+                    found.append(f"{qualified}: {length} lines")
+    return found
+
+
+def op_comparisons(modules: dict[str, Path]) -> list[str]:
+    found = []
+    for name, path in modules.items():
+        if name in REGISTRY:
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if _OP_COMPARISON.search(line) and not line.lstrip().startswith("#"):
+                found.append(f"{name}:{number}: {line.strip()}")
+    return found
+
+
+def test_no_import_cycle():
+    assert cycles(imports(_modules())) == []
+
+
+def test_no_lower_layer_imports_a_higher_one():
+    assert layer_breaches(imports(_modules())) == []
+
+
+def test_no_module_over_500_lines():
+    sizes = {name: len(path.read_text().splitlines()) for name, path in _modules().items()}
+    assert {name: n for name, n in sizes.items() if n > MAX_MODULE_LINES} == {}
+
+
+def test_no_function_over_60_lines():
+    assert long_functions(_modules()) == []
+
+
+def test_operations_are_asked_not_compared_by_name():
+    assert op_comparisons(_modules()) == []
+
+
+def test_the_checks_see_what_they_check(tmp_path):
+    root = tmp_path / "xbackend"
+    (root / "backends").mkdir(parents=True)
+    (root / "__init__.py").write_text("")
+    (root / "backends" / "__init__.py").write_text("")
+    (root / "a.py").write_text("from xbackend import b\n")
+    (root / "b.py").write_text("import xbackend.a\nif op == 'rmm':\n    pass\n")
+    (root / "tuning.py").write_text("")
+    body = "".join(f"    x{i} = {i}\n" for i in range(MAX_FUNCTION_LINES))
+    (root / "backends" / "base.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from xbackend import a\n"
+        f"from xbackend import tuning\n\ndef long():\n{body}"
+    )
+    modules = _modules(root)
+    graph = imports(modules)
+    assert cycles(graph) == [["xbackend.a", "xbackend.b"]]
+    assert layer_breaches(graph) == ["xbackend.backends.base imports xbackend.tuning"]
+    assert "xbackend.a" not in graph["xbackend.backends.base"]  # TYPE_CHECKING only
+    assert long_functions(modules) == [
+        f"xbackend.backends.base.long: {MAX_FUNCTION_LINES + 1} lines"
+    ]
+    assert op_comparisons(modules) == ["xbackend.b:2: if op == 'rmm':"]

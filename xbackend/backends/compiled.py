@@ -1,0 +1,171 @@
+"""What the two compiled backends (CUDA, OpenCL) share: plan, compile, run.
+
+A product is planned as launches (``plans.py``), each launch's kernel is compiled
+once per file and options and reused, and the product runs on the backend's
+device handle (``execution.py``). A tuned variant's configuration comes from the
+call's parameters, else from the backend's ``choices``, else from the default.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+
+from xbackend.backends import warp
+from xbackend.backends.choices import ChoiceRequest
+from xbackend.backends.execution import Device, LaunchExecution
+from xbackend.backends.groups import group_problem
+from xbackend.backends.interface import Backend, Execution
+from xbackend.backends.kernels import SUM_BLOCK, source_digest
+from xbackend.backends.launch import KernelLaunch, Product
+from xbackend.backends.plans import plan_tiled, plan_vendor, plan_warp
+from xbackend.backends.specs import VariantSpec
+from xbackend.errors import UnsupportedParameter
+from xbackend.operations import Operation, operation
+
+Array = np.ndarray[Any, Any]
+
+
+class CompiledBackend(Backend):
+    """A backend that runs the kernel files of ``LANGUAGE`` ("cuda", "opencl")."""
+
+    LANGUAGE: ClassVar[str]
+    # Its words for the workers of a group and for the memory the group stages tiles
+    # in; tile_problem checks a group against the device's limits (groups.py).
+    GROUP_WORDS: ClassVar[tuple[str, str]]
+
+    def tile_problem(
+        self,
+        variant: str,
+        tile: int,
+        itemsize: int = 4,
+        op: str = "mm",
+        config: warp.WarpConfig | None = None,
+    ) -> str | None:
+        problem = super().tile_problem(variant, tile, itemsize, op, config)
+        if problem is not None:
+            return problem
+        workers, memory = self.GROUP_WORDS
+        spec = self.variant_spec(variant, op)
+        return group_problem(self.device, spec, tile, itemsize, workers, memory, config)
+
+    def kernel_build(self, variant: str, op: str = "mm") -> dict[str, str]:
+        spec = self.variant_spec(variant, op)
+        build = super().kernel_build(variant, op)
+        if spec.family:
+            fixed = (f"-DPAD={warp.PAD}", f"-DSUM_BLOCK={SUM_BLOCK}", *self._extra_options())
+            build["kernel"] = source_digest(spec.family, self.LANGUAGE, fixed)
+        return build
+
+    # -- what each compiled backend supplies -------------------------------------------
+
+    @abc.abstractmethod
+    def _compile(self, launch: KernelLaunch, dtype: np.dtype[Any]) -> Any:
+        """The launch's kernel, compiled once per file and options and then reused."""
+
+    @abc.abstractmethod
+    def _device_handle(self) -> Device:
+        """What executions need of this backend's device (see execution.Device)."""
+
+    def _extra_options(self) -> tuple[str, ...]:
+        """Build options every kernel gets beyond those of its launch."""
+        return ()
+
+    def _check_product(self, product: Product) -> None:
+        """Refuse a product this device cannot launch (CUDA's grid limits)."""
+
+    # -- planning and running --------------------------------------------------------------
+
+    def _execution(
+        self,
+        op: str,
+        variant: str,
+        tile: int | None,
+        A: Array,
+        B: Array,
+        params: Mapping[str, int] | None = None,
+    ) -> Execution:
+        product = self._plan(op, variant, tile, A, B, params)
+        self._check_product(product)
+        kernels = [
+            self._compile(step, A.dtype) if isinstance(step, KernelLaunch) else None
+            for step in product.steps
+        ]
+        return LaunchExecution(self._device_handle(), product, kernels)
+
+    def _plan(
+        self,
+        op: str,
+        variant: str,
+        tile: int | None,
+        A: Array,
+        B: Array,
+        params: Mapping[str, int] | None = None,
+    ) -> Product:
+        """The launches of one product: kernels, options, geometry, buffers."""
+        spec = self.variant_spec(variant, op)
+        if not spec.kernel:  # the vendor's library
+            return plan_vendor(op, A, B)
+        if not spec.tuned:
+            assert tile is not None
+            return plan_tiled(op, spec, A, B, tile)
+        config = self._warp_config(operation(op), spec, tile, A, B, params)
+        problem = config.problem() or self.tile_problem(variant, config.BM, A.itemsize, op, config)
+        if problem:
+            raise UnsupportedParameter(f"{self.name} {variant}: {problem}")
+        return plan_warp(op, spec, config, A, B)
+
+    def _warp_config(
+        self,
+        op: Operation,
+        spec: VariantSpec,
+        tile: int | None,
+        A: Array,
+        B: Array,
+        params: Mapping[str, int] | None,
+    ) -> warp.WarpConfig:
+        """Explicit parameters, else the tuned ones, else the size-aware default."""
+        if params is not None:
+            try:
+                return warp.WarpConfig.from_dict(
+                    {**warp.default_config(spec.layout, 128).to_dict(), **params}
+                )
+            except ValueError as error:
+                raise UnsupportedParameter(str(error)) from error
+        M, N = op.output_shape(A, B)[-2:]
+        K = A.shape[-1]
+        units = self.device.compute_units or 0
+        tuned = self._tuned_config(op, spec, A.dtype, (M, N, K))
+        if tuned is not None and tile in (None, tuned.BM):
+            return tuned
+        config = warp.default_config(spec.layout, tile or 128)
+        if not op.batched:  # a batch is z already: no split along K
+            config = config.with_slices(warp.auto_slices(config, M, N, K, units))
+        return config
+
+    def _tuned_config(
+        self, op: Operation, spec: VariantSpec, dtype: np.dtype[Any], size: tuple[int, int, int]
+    ) -> warp.WarpConfig | None:
+        """The choice of this backend's ``choices`` for the product, if it has one."""
+        if self.choices is None or not op.tuned_as:
+            return None
+
+        def device_problem(config: warp.WarpConfig) -> str | None:
+            return self.tile_problem(spec.name, config.BM, dtype.itemsize, op.name, config)
+
+        M, N, _ = size
+        request = ChoiceRequest(
+            backend=self.name,
+            device=self.device.name,
+            variant=spec.name,
+            op=op,
+            dtype=dtype.name,
+            shape_class=warp.shape_class(M, N, self.device.compute_units or 0),
+            size=size,
+            build=self.kernel_build(spec.name, op.name),
+            check=device_problem,
+        )
+        return self.choices.choice(request)

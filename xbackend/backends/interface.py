@@ -1,0 +1,409 @@
+"""The backend plugin interface: ``Backend`` and ``Execution``.
+
+A backend turns NumPy operands into a product computed on some device. It is
+split in two layers:
+
+* ``Backend`` checks operands and parameters, and runs the one measurement loop
+  that every backend shares (upload, kernel, download, timed with the device's
+  own clock), so that numbers from different backends mean the same thing;
+* each backend supplies an ``Execution``: buffers for one product on its
+  device, with the primitive steps (upload, poison, run, download).
+
+The compiled backends share more (``compiled.CompiledBackend``); the registry of
+backends is ``registry.py``.
+"""
+
+from __future__ import annotations
+
+import abc
+import numbers
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from typing import Any, ClassVar
+
+import numpy as np
+
+from xbackend.backends import warp
+from xbackend.backends.choices import Choices
+from xbackend.backends.operands import check_operands, uploaded_nbytes
+from xbackend.backends.specs import DeviceInfo, Measurement, VariantSpec, VariantTable
+from xbackend.errors import DeviceOutOfMemory, UnsupportedParameter, XBackendError
+from xbackend.operations import operation
+
+Array = np.ndarray[Any, Any]
+
+
+class Execution(abc.ABC):
+    """Device buffers for one product ``A (M×K) · B (K×N)`` and the steps to compute it."""
+
+    # What the launch chose, where the variant chooses per product (tuned variants).
+    tile: int | None = None
+    params: dict[str, int] | None = None
+
+    @abc.abstractmethod
+    def upload(self) -> None:
+        """Copy A and B from the host to the device and wait for the copies."""
+
+    @abc.abstractmethod
+    def poison(self) -> None:
+        """Fill the output with NaN, so that an element the kernel misses fails the check."""
+
+    @abc.abstractmethod
+    def run(self) -> float:
+        """Run the kernel once, wait for it, and return its duration in seconds.
+
+        The duration comes from the device's own clock (CUDA events, OpenCL
+        profiling events); on the host it is ``time.perf_counter``.
+        """
+
+    @abc.abstractmethod
+    def download(self) -> Array:
+        """Copy the output to a new host array and wait for the copy."""
+
+    def release(self) -> None:  # noqa: B027 - optional hook, nothing to free by default
+        """Free the device buffers."""
+
+
+class Backend(abc.ABC):
+    """A way of running matrix products: one per programming model.
+
+    Subclasses set ``name`` and ``VARIANTS`` and implement ``available``,
+    ``list_devices``, ``device`` and ``_execution``. Constructing a backend
+    starts its driver on the chosen device; ``close`` (or a ``with`` block)
+    gives it back.
+    """
+
+    name: ClassVar[str]
+    description: ClassVar[str] = ""
+    VARIANTS: ClassVar[VariantTable]
+    # The tuner's choices for the tuned variants (see choices.py); None: their defaults.
+    choices: Choices | None = None
+
+    @abc.abstractmethod
+    def __init__(self, device: str | int | None = None) -> None:
+        """Open the backend on ``device`` (an index or a piece of its name; None: default)."""
+
+    def use_choices(self, choices: Choices | None) -> None:
+        """Take the tuned variants' configurations from ``choices`` (None: the defaults)."""
+        self.choices = choices
+
+    # -- what can run -----------------------------------------------------------------
+
+    @classmethod
+    @abc.abstractmethod
+    def available(cls) -> tuple[bool, str]:
+        """Whether this backend can run here, and if not, what to do about it.
+
+        Never raises: a missing package, a missing driver and a machine with no
+        device each come back as ``(False, reason)``.
+        """
+
+    @classmethod
+    @abc.abstractmethod
+    def list_devices(cls) -> list[DeviceInfo]:
+        """The devices this backend could run on (an empty list if unavailable)."""
+
+    @property
+    @abc.abstractmethod
+    def device(self) -> DeviceInfo:
+        """The device this instance runs on."""
+
+    def variants(self, op: str = "mm") -> list[str]:
+        """Names of the variants of ``op`` this backend has."""
+        return list(self._specs(op))
+
+    def runnable_variants(self, op: str = "mm", dtype: Any = np.float32) -> list[str]:
+        """The variants of ``op`` that can run here: those without a ``variant_problem``
+        (such as a vendor library that is not installed)."""
+        dtype = np.dtype(dtype)
+        return [v for v in self.variants(op) if self.variant_problem(v, dtype, op) is None]
+
+    def variant_spec(self, variant: str, op: str = "mm") -> VariantSpec:
+        specs = self._specs(op)
+        if variant not in specs:
+            raise UnsupportedParameter(
+                f"{self.name} has no variant '{variant}' for {op}; it has: {', '.join(specs)}"
+            )
+        return specs[variant]
+
+    def tiles(self, variant: str, op: str = "mm", itemsize: int = 4) -> tuple[int, ...]:
+        """The tile sizes of ``variant`` that this device can run (empty: takes no tile)."""
+        spec = self.variant_spec(variant, op)
+        return tuple(t for t in spec.tiles if self.tile_problem(variant, t, itemsize, op) is None)
+
+    def tile_problem(
+        self,
+        variant: str,
+        tile: int,
+        itemsize: int = 4,
+        op: str = "mm",
+        config: warp.WarpConfig | None = None,
+    ) -> str | None:
+        """Why ``tile`` (or, for tuned variants, ``config``) cannot run on this device."""
+        if tile < 1:
+            return f"tile must be a positive integer, not {tile}"
+        return None
+
+    def dtype_problem(self, dtype: np.dtype[Any]) -> str | None:
+        """Why this device cannot compute in ``dtype``, or None if it can."""
+        return None
+
+    def variant_problem(self, variant: str, dtype: np.dtype[Any], op: str = "mm") -> str | None:
+        """Why ``variant`` cannot run here at all (a missing vendor library), or None."""
+        return None
+
+    def kernel_build(self, variant: str, op: str = "mm") -> dict[str, str]:
+        """What ``variant``'s code is built from, as far as a tuned choice depends on it:
+        the driver, and (compiled backends) a digest of the kernel file and its options."""
+        return {"driver": self.device.driver_version}
+
+    def resolve_tile(
+        self, variant: str, tile: int | None, op: str = "mm", itemsize: int = 4
+    ) -> int | None:
+        """The tile to use: the one asked for if the device can run it, else an error."""
+        spec = self.variant_spec(variant, op)
+        if not spec.takes_tile:
+            if tile is not None:
+                raise UnsupportedParameter(f"{self.name} {variant} takes no tile size")
+            return None
+        if tile is not None:
+            # Only integers: 16.0 would reach the compiler as -DTILE=16.0, True as 1.
+            if isinstance(tile, bool | np.bool_) or not isinstance(tile, numbers.Integral):
+                runnable = ", ".join(map(str, self.tiles(variant, op, itemsize))) or "none"
+                raise UnsupportedParameter(
+                    f"{self.name} {variant}: the tile must be an integer, not {tile!r} "
+                    f"(tiles this device can run: {runnable})"
+                )
+            tile = int(tile)
+        if tile is None:
+            if spec.tuned:
+                return None  # chosen per product: see CompiledBackend._warp_config
+            tile = spec.default_tile or spec.tiles[0]
+        problem = self.tile_problem(variant, tile, itemsize, op)
+        if problem is not None:
+            runnable = ", ".join(map(str, self.tiles(variant, op, itemsize))) or "none"
+            raise UnsupportedParameter(
+                f"{self.name} {variant}: tile {tile} cannot run on {self.device.name}: "
+                f"{problem} (tiles this device can run: {runnable})"
+            )
+        return tile
+
+    def _specs(self, op: str) -> dict[str, VariantSpec]:
+        if op not in self.VARIANTS:
+            raise UnsupportedParameter(
+                f"{self.name} has no operation '{op}'; it has: {', '.join(self.VARIANTS)}"
+            )
+        return self.VARIANTS[op]
+
+    # -- computing ------------------------------------------------------------------------
+
+    def matmul(self, A: Array, B: Array, variant: str = "tiled", tile: int | None = None) -> Array:
+        """``A @ B`` computed by ``variant``: NumPy in, NumPy out, any M×K · K×N.
+
+        Strided views (sub-matrices of larger arrays) go to the device as they are,
+        with their row stride as the kernels' leading dimension, unless that would
+        move more than twice their size or pass 32-bit indices: then a compact copy
+        goes (see ``row_major_span``). Masked arrays are refused: fill them first.
+        """
+        return self.measure(A, B, variant, tile, op="mm", warmup=0, samples=0).result
+
+    def bmm(self, A: Array, B: Array, variant: str = "tiled", tile: int | None = None) -> Array:
+        """A batch of products: b×M×K · b×K×N -> b×M×N, the batch on the launch's z axis."""
+        return self.measure(A, B, variant, tile, op="bmm", warmup=0, samples=0).result
+
+    def rmm(self, A: Array, B: Array, variant: str = "tiled", tile: int | None = None) -> Array:
+        """The reduced product of ``problems``: M×K · K×N -> (M/2)×(N/2), M and N even."""
+        return self.measure(A, B, variant, tile, op="rmm", warmup=0, samples=0).result
+
+    def measure(
+        self,
+        A: Array,
+        B: Array,
+        variant: str = "tiled",
+        tile: int | None = None,
+        *,
+        op: str = "mm",
+        params: Mapping[str, int] | None = None,
+        warmup: int = 1,
+        samples: int = 10,
+        min_samples: int = 3,
+        max_sample_time_s: float = 1.0,
+    ) -> Measurement:
+        """Compute ``op`` of A and B (``A @ B`` by default) and time it.
+
+        The first run (which also absorbs compilation and first-touch costs)
+        gives ``result``; then ``warmup`` untimed runs; then timed samples, each
+        one upload + kernel + download. Sampling stops after ``samples`` runs,
+        or earlier once ``min_samples`` runs together took ``max_sample_time_s``.
+        ``params`` sets every launch parameter of a tuned variant (see
+        ``backends/warp.py``); without it the variant chooses them per product.
+        Before every run the output is poisoned (NaN; for integers the most
+        negative value), so an element the kernel misses fails the check.
+
+        A product with a zero dimension is what NumPy gives (an empty matrix, or
+        zeros when K is 0) and runs nothing, so it has no samples.
+        """
+        A, B, tile = self._checked(A, B, variant, tile, op, params)
+        shape = operation(op).output_shape(A, B)
+        if 0 in A.shape or 0 in B.shape or 0 in shape:
+            empty = np.zeros(shape, dtype=A.dtype)
+            return Measurement(empty, empty, [], [], tile)
+        self._check_memory(A, B, shape, op)
+        with self._active(), self._out_of_memory_named(A, B, shape, op):
+            execution = self._execution(op, variant, tile, A, B, params)
+            try:
+                result, last, kernel_s, end_to_end_s = _sampled(
+                    execution, warmup, samples, min_samples, max_sample_time_s
+                )
+            finally:
+                execution.release()
+        chosen = execution.tile if execution.tile is not None else tile
+        return Measurement(result, last, kernel_s, end_to_end_s, chosen, execution.params)
+
+    def _checked(
+        self,
+        A: Any,
+        B: Any,
+        variant: str,
+        tile: int | None,
+        op: str,
+        params: Mapping[str, int] | None,
+    ) -> tuple[Array, Array, int | None]:
+        """The operands and the tile, once everything about them is known to be runnable."""
+        if self._closed:
+            raise XBackendError(f"the {self.name} backend is closed")
+        A, B = check_operands(A, B, op)
+        spec = self.variant_spec(variant, op)
+        if params is not None and not spec.tuned:
+            raise UnsupportedParameter(f"{self.name} {variant} takes no launch parameters")
+        problem = self.dtype_problem(A.dtype)
+        if problem:
+            raise UnsupportedParameter(f"{self.name} cannot compute in {A.dtype}: {problem}")
+        problem = self.variant_problem(variant, A.dtype, op)
+        if problem:
+            raise UnsupportedParameter(f"{self.name} {variant} cannot run here: {problem}")
+        return A, B, self.resolve_tile(variant, tile, op, A.itemsize)
+
+    @contextmanager
+    def _out_of_memory_named(
+        self, A: Array, B: Array, shape: tuple[int, ...], op: str = "mm"
+    ) -> Iterator[None]:
+        """Turn a driver's out-of-memory error into one that names sizes and memory."""
+        try:
+            yield
+        except Exception as error:
+            if self._is_out_of_memory(error):
+                raise DeviceOutOfMemory(self._memory_message(A, B, shape, op, error)) from error
+            raise
+
+    def _uploaded_nbytes(self, X: Array, op: str) -> int:
+        """Device memory the operand ``X`` takes: its span where a view goes as it is."""
+        return uploaded_nbytes(X, op)
+
+    def _check_memory(self, A: Array, B: Array, shape: tuple[int, ...], op: str = "mm") -> None:
+        """Refuse, before allocating, a product that cannot fit the device."""
+        device = self.device
+        a_bytes, b_bytes = self._uploaded_nbytes(A, op), self._uploaded_nbytes(B, op)
+        output_bytes = int(np.prod(shape)) * A.itemsize
+        largest = max(a_bytes, b_bytes, output_bytes)
+        limit = device.max_alloc_bytes
+        if limit and largest > limit:
+            detail = f"one buffer may hold at most {_gib(limit)}"
+            raise DeviceOutOfMemory(self._memory_message(A, B, shape, op, detail))
+        total = a_bytes + b_bytes + output_bytes
+        if device.global_mem_bytes and total > device.global_mem_bytes:
+            raise DeviceOutOfMemory(self._memory_message(A, B, shape, op))
+
+    def _memory_message(
+        self, A: Array, B: Array, C: tuple[int, ...], op: str = "mm", detail: object = None
+    ) -> str:
+        def dims(shape: tuple[int, ...]) -> str:
+            return "×".join(map(str, shape))
+
+        uploaded = self._uploaded_nbytes(A, op) + self._uploaded_nbytes(B, op)
+        need = uploaded + int(np.prod(C)) * A.itemsize
+        memory = self.device.global_mem_bytes
+        has = f"{_gib(memory)} in all" if memory else "an unknown amount of memory"
+        gaps = " with the gaps between a view's rows" if uploaded > A.nbytes + B.nbytes else ""
+        text = (
+            f"out of memory on {self.device.name}: A {dims(A.shape)}, B {dims(B.shape)} "
+            f"and C {dims(C)} ({A.dtype}) need {_gib(need)}{gaps}; the device has {has}"
+        )
+        return f"{text} ({detail})" if detail else text
+
+    def _is_out_of_memory(self, error: BaseException) -> bool:
+        """Whether a driver's error means it ran out of memory (host MemoryError here)."""
+        return isinstance(error, MemoryError)
+
+    @abc.abstractmethod
+    def _execution(
+        self,
+        op: str,
+        variant: str,
+        tile: int | None,
+        A: Array,
+        B: Array,
+        params: Mapping[str, int] | None = None,
+    ) -> Execution:
+        """Compile what is needed and allocate the buffers for one product of ``op``."""
+
+    def _active(self) -> AbstractContextManager[None]:
+        """Make this backend's device current for the calling thread (CUDA needs it)."""
+        return nullcontext()
+
+    # -- lifetime ---------------------------------------------------------------------------
+
+    _closed = False
+
+    def close(self) -> None:
+        """Release the context and everything it holds. Safe to call twice.
+
+        Subclasses release their own resources, then call this.
+        """
+        self._closed = True
+
+    def __enter__(self) -> Backend:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} on {self.device.name}>"
+
+
+def _sampled(
+    execution: Execution, warmup: int, samples: int, min_samples: int, max_sample_time_s: float
+) -> tuple[Array, Array, list[float], list[float]]:
+    """The measurement loop every backend shares: the first result, then ``warmup``
+    untimed runs, then timed samples (see ``Backend.measure``)."""
+    execution.poison()
+    execution.upload()
+    execution.run()
+    result = last_result = execution.download()
+    for _ in range(warmup):
+        execution.upload()
+        execution.run()
+        execution.download()
+    kernel_s: list[float] = []
+    end_to_end_s: list[float] = []
+    spent_s = 0.0
+    while len(kernel_s) < samples and not (
+        len(kernel_s) >= min_samples and spent_s >= max_sample_time_s
+    ):
+        execution.poison()
+        start = time.perf_counter()
+        execution.upload()
+        kernel_s.append(execution.run())
+        last_result = execution.download()
+        end_to_end_s.append(time.perf_counter() - start)
+        spent_s += end_to_end_s[-1]
+    return result, last_result, kernel_s, end_to_end_s
+
+
+def _gib(nbytes: int) -> str:
+    """Bytes in the unit that reads best: GiB, MiB or bytes."""
+    if nbytes >= 2**30:
+        return f"{nbytes / 2**30:.3g} GiB"
+    return f"{nbytes / 2**20:.3g} MiB" if nbytes >= 2**20 else f"{nbytes} bytes"

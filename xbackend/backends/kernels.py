@@ -1,0 +1,80 @@
+"""What Python knows of the kernel files: where they are, their kernels' parameters,
+the constants it passes them, and a digest of what a kernel is built from.
+
+Every constant a kernel needs reaches it as a ``-D`` option from here or from
+``warp.py``; the files keep ``#ifndef`` defaults only so that each compiles alone.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+from xbackend.errors import XBackendError
+from xbackend.resources import kernel_file
+
+# The C type each dtype becomes in the kernels (-DREAL=...).
+C_TYPES = {"int32": "int", "float32": "float", "float64": "double"}
+SUM_BLOCK = 256  # threads per block of the sums: mm_sum_slices and rmm_pair_sums
+REG_BK = 8  # depth of mm_reg's slabs along K
+SUFFIXES = {"cuda": ".cu", "opencl": ".cl"}
+
+# The vendor's GEMM takes its arguments in this order: row-major C (M×N) = A (M×K) · B (K×N).
+# A kernel's parameters are read from its file (``parameters``).
+GEMM_PARAMETERS = ("M", "N", "K", "A", "lda", "B", "ldb", "C", "ldc")
+# A kernel's declaration in either language: its name, then its parameter list.
+_DECLARATION = re.compile(r'^(?:extern "C" __global__ )?void\s+(\w+)\s*\(([^)]*)\)', re.MULTILINE)
+
+
+@functools.cache
+def declared(family: str, language: str) -> dict[str, tuple[str, ...]]:
+    """Each kernel of a file with its parameter names, in order, as the file declares them."""
+    _, text = read_kernel(family, language)
+    return {
+        name: tuple(param.split()[-1].lstrip("*") for param in params.split(","))
+        for name, params in _DECLARATION.findall(text)
+    }
+
+
+def parameters(family: str, kernel: str) -> tuple[str, ...]:
+    """The parameter names of ``kernel`` in ``kernels/*/family``: a launch names its
+    arguments, and these order them. The twins declare the same (tests/test_kernels.py);
+    the OpenCL file is read, or the CUDA one for a kernel that has no twin."""
+    for language in ("opencl", "cuda"):
+        if kernel_file(language, f"{family}{SUFFIXES[language]}").is_file():
+            found = declared(family, language).get(kernel)
+            if found is not None:
+                return found
+    raise XBackendError(f"no kernel {kernel} is declared in the {family} kernel files")
+
+
+def read_kernel(family: str, language: str) -> tuple[Path, str]:
+    """The path and text of a kernel file, e.g. ``read_kernel("mm", "opencl")``.
+
+    A file that is not UTF-8 text (a folder, a binary, NUL bytes) is an
+    ``XBackendError`` naming it, never a driver's confusion.
+    """
+    path = kernel_file(language, f"{family}{SUFFIXES[language]}")
+    try:
+        if not path.is_file():
+            what = "a folder" if path.is_dir() else "missing or not a regular file"
+            raise XBackendError(f"the kernel file {path} is {what}")
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise XBackendError(f"cannot read the kernel file {path} as UTF-8 text: {error}") from error
+    if "\x00" in text:
+        raise XBackendError(f"the kernel file {path} holds NUL bytes: it is not source text")
+    return path, text
+
+
+def source_digest(family: str, language: str, options: Iterable[str] = ()) -> str:
+    """A digest of a kernel file's text and of build options: a choice tuned for one
+    kernel is stale once either changes (see ``Backend.kernel_build``)."""
+    _, text = read_kernel(family, language)
+    digest = hashlib.sha256(text.encode())
+    for option in options:
+        digest.update(b"\x00" + option.encode())
+    return digest.hexdigest()[:16]

@@ -1,0 +1,115 @@
+"""Launches as data: a product is a list of steps on named buffers.
+
+A step is a kernel launch (its kernel, the file and build options it comes from,
+its grid and block, and its arguments by name) or a call of the vendor's GEMM.
+A product names its inputs (host arrays to upload), its output ``C`` and its
+workspaces (the partial products of a split, the pair sums of rmm's vendor line),
+which are poisoned like the output. The CUDA and OpenCL backends run products the
+same way (``execution.LaunchExecution``); the runtime never knows the algorithm.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from xbackend.backends.kernels import GEMM_PARAMETERS, parameters
+from xbackend.errors import XBackendError
+
+Array = np.ndarray[Any, Any]
+OUTPUT = "C"  # the buffer a product's result is downloaded from
+
+
+@dataclasses.dataclass(frozen=True)
+class Buffer:
+    """An argument that is one of the product's device buffers, by name."""
+
+    name: str
+
+
+Arg = Buffer | int
+
+
+def _named(routine: str, names: tuple[str, ...], values: dict[str, Arg]) -> dict[str, Arg]:
+    """``values`` in the order of ``names``, ``routine``'s parameters; each must be given."""
+    missing = [name for name in names if name not in values]
+    if missing:
+        raise XBackendError(f"{routine} needs the arguments {', '.join(missing)}")
+    return {name: values[name] for name in names}
+
+
+@dataclasses.dataclass(frozen=True)
+class KernelLaunch:
+    """One kernel launch: ``grid`` groups (blocks) of ``block`` workers each."""
+
+    kernel: str  # the kernel function
+    family: str  # the kernel file it lives in
+    options: tuple[str, ...]  # build options (-D...)
+    grid: tuple[int, int, int]  # groups along x, y, z
+    block: tuple[int, int, int]  # workers (threads, work-items) per group along x, y, z
+    args: dict[str, Arg]  # in the kernel's parameter order
+    dims: int = 3  # the axes an OpenCL launch names (1: x alone; CUDA's grids are 3-D)
+
+    @classmethod
+    def of(
+        cls,
+        kernel: str,
+        family: str,
+        options: tuple[str, ...],
+        grid: tuple[int, int, int],
+        block: tuple[int, int, int],
+        dims: int = 3,
+        **args: Arg,
+    ) -> KernelLaunch:
+        """A launch whose arguments are given by name (those it does not take are left)."""
+        named = _named(kernel, parameters(family, kernel), args)
+        return cls(kernel, family, options, grid, block, named, dims)
+
+    @property
+    def global_size(self) -> tuple[int, ...]:
+        """Workers along each of the ``dims`` axes in all: OpenCL's global size."""
+        return tuple(g * b for g, b in zip(self.grid, self.block, strict=True))[: self.dims]
+
+    @property
+    def local_size(self) -> tuple[int, ...]:
+        """Workers per group along each of the ``dims`` axes: OpenCL's local size."""
+        return self.block[: self.dims]
+
+
+@dataclasses.dataclass(frozen=True)
+class LibraryCall:
+    """The vendor library's GEMM on the product's buffers, arguments by name."""
+
+    routine: str
+    args: dict[str, Arg]
+
+    @classmethod
+    def gemm(cls, **args: Arg) -> LibraryCall:
+        """Row-major C (M×N) = A (M×K) · B (K×N), leading dimensions in elements."""
+        return cls("gemm", _named("gemm", GEMM_PARAMETERS, args))
+
+
+Step = KernelLaunch | LibraryCall
+
+
+@dataclasses.dataclass(frozen=True)
+class Product:
+    """Everything one product needs on a device, and what it chose."""
+
+    inputs: dict[str, Array]  # buffer name -> contiguous host array to upload
+    output_shape: tuple[int, ...]
+    dtype: np.dtype[Any]
+    steps: tuple[Step, ...]
+    workspaces: dict[str, int] = dataclasses.field(default_factory=dict)  # name -> bytes
+    tile: int | None = None  # for tuned variants: what they chose
+    params: dict[str, int] | None = None
+
+    @property
+    def launches(self) -> tuple[KernelLaunch, ...]:
+        return tuple(step for step in self.steps if isinstance(step, KernelLaunch))
+
+    @property
+    def calls_library(self) -> bool:
+        return any(isinstance(step, LibraryCall) for step in self.steps)

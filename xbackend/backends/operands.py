@@ -1,0 +1,156 @@
+"""Operands as the kernels take them: checked, poisoned, and laid out as spans of memory.
+
+A matrix goes to a device as one contiguous run of elements and a leading dimension
+(its row stride): a view whose rows are contiguous goes as it is, other views are
+copied compactly first (``row_major_span``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from xbackend.errors import UnsupportedParameter
+from xbackend.operations import OPS, Operation, operation
+from xbackend.problems import DTYPES
+
+Array = np.ndarray[Any, Any]
+
+SUPPORTED_DTYPES = tuple(DTYPES.values())
+# Kernels index with 32-bit ints: every matrix must have fewer elements than this.
+MAX_ELEMENTS = 2**31 - 1
+# A view goes to the device as it is only while its span (first to last element) is at
+# most this many times its own size: beyond, most of the upload would be the gaps between
+# its rows (a 3×4 view of a 3×2**30 array spans 8 GiB), and a compact copy moves less.
+MAX_SPAN_RATIO = 2
+
+
+def output_shape(op: str | Operation, A: Array, B: Array) -> tuple[int, ...]:
+    """The shape of ``op``'s result for checked operands."""
+    return operation(op).output_shape(A, B)
+
+
+def _known(op: str | Operation) -> Operation:
+    try:
+        return operation(op)
+    except ValueError:
+        raise UnsupportedParameter(
+            f"unknown operation {op!r}; operations: {', '.join(OPS)}"
+        ) from None
+
+
+def check_operands(A: Any, B: Any, op: str | Operation = "mm") -> tuple[Array, Array]:
+    """Check two operands of ``op``; return them as arrays (views are kept as they are).
+
+    Raises ``UnsupportedParameter`` (a ``ValueError``) naming what is wrong.
+    """
+    product = _known(op)
+    for label, X in (("A", A), ("B", B)):
+        if isinstance(X, np.ma.MaskedArray):
+            # np.asarray would drop the mask and compute with whatever lies under it.
+            raise UnsupportedParameter(
+                f"{label} is a masked array, whose mask the kernels cannot honour; "
+                f"fill it first, e.g. {label}.filled(0)"
+            )
+    A, B = np.asarray(A), np.asarray(B)
+    for label, X in (("A", A), ("B", B)):
+        _check_one(product, label, X)
+    if A.dtype != B.dtype:
+        raise UnsupportedParameter(f"A is {A.dtype} but B is {B.dtype}")
+    _check_pair(product, A, B)
+    outputs = int(np.prod(product.output_shape(A, B)))
+    if outputs > MAX_ELEMENTS:
+        raise UnsupportedParameter(f"the product has {outputs} elements; at most {MAX_ELEMENTS}")
+    return A, B
+
+
+def _check_one(op: Operation, label: str, X: Array) -> None:
+    kind = "a batch of matrices (3-D)" if op.batched else "a 2-D matrix"
+    if X.ndim != op.ndim:
+        raise UnsupportedParameter(f"{op.name}: {label} must be {kind}, got shape {X.shape}")
+    if X.dtype not in SUPPORTED_DTYPES:
+        names = ", ".join(str(d) for d in SUPPORTED_DTYPES)
+        raise UnsupportedParameter(
+            f"{label} has dtype {X.dtype}; supported: {names} (convert with .astype)"
+        )
+    if X.size > MAX_ELEMENTS:
+        raise UnsupportedParameter(
+            f"{label} has {X.size} elements; the kernels index with 32-bit integers "
+            f"and take at most {MAX_ELEMENTS}"
+        )
+
+
+def _check_pair(op: Operation, A: Array, B: Array) -> None:
+    if op.batched and A.shape[0] != B.shape[0]:
+        raise UnsupportedParameter(f"{op.name}: batch sizes differ: {A.shape[0]} and {B.shape[0]}")
+    if A.shape[-1] != B.shape[-2]:
+        raise UnsupportedParameter(
+            f"inner dimensions differ: A is {A.shape[-2]}×{A.shape[-1]}, "
+            f"B is {B.shape[-2]}×{B.shape[-1]}"
+        )
+    if op.shape_problem(A.shape[-2], B.shape[-1]):
+        raise UnsupportedParameter(
+            f"{op.name} needs an even number of rows in A and columns in B: "
+            f"A is {A.shape[0]}×{A.shape[1]}, B is {B.shape[0]}×{B.shape[1]}"
+        )
+
+
+def poison_value(dtype: np.dtype[Any]) -> Any:
+    """What an output is filled with before a kernel runs: NaN, or the most negative int.
+
+    An element the kernel never writes keeps it and fails the check: NaN is never
+    within a tolerance, and -2**31 is far from any product of the test inputs.
+    """
+    return np.iinfo(dtype).min if dtype.kind in "iu" else np.nan
+
+
+def passed_as_is(X: Array) -> int | None:
+    """The leading dimension with which the matrix view ``X`` goes to the device as it
+    is, or None where it is copied compactly first (see ``row_major_span``)."""
+    rows, columns = X.shape
+    item = X.itemsize
+    row_stride = X.strides[0]
+    if not (
+        rows > 1
+        and X.strides[1] == item
+        and row_stride % item == 0
+        and row_stride >= columns * item
+    ):
+        return None
+    ld = row_stride // item
+    span = (rows - 1) * ld + columns
+    # The kernels index the span with 32-bit ints: lda itself and every offset must fit.
+    if span > MAX_ELEMENTS or span > MAX_SPAN_RATIO * X.size:
+        return None
+    return int(ld)
+
+
+def row_major_span(X: Array) -> tuple[Array, int]:
+    """A matrix as one contiguous run of memory and its leading dimension.
+
+    A view whose rows are contiguous (``A[:, 5:37]``, ``A[3:20]``) is returned as
+    the span of its base's memory from its first to its last element, without a
+    copy, with its row stride as the leading dimension, where that span is at most
+    ``MAX_SPAN_RATIO`` times the view's size and fits 32-bit indices. Other views
+    (huge strides, Fortran order, column steps, reversed rows) are copied to compact
+    C order first: only their elements are read, never the gaps between them.
+    """
+    ld = passed_as_is(X)
+    if ld is not None:
+        rows, columns = X.shape
+        span = np.lib.stride_tricks.as_strided(
+            X, shape=((rows - 1) * ld + columns,), strides=(X.itemsize,), writeable=False
+        )
+        return span, ld
+    return np.ascontiguousarray(X).reshape(-1), X.shape[1]
+
+
+def uploaded_nbytes(X: Array, op: str | Operation) -> int:
+    """Bytes of the operand ``X`` that the launch planners put on the device: a view's
+    whole span where it goes as it is, gaps included (a batch always goes compact)."""
+    ld = None if operation(op).batched else passed_as_is(X)
+    if ld is None:
+        return int(X.nbytes)
+    rows, columns = X.shape
+    return int(((rows - 1) * ld + columns) * X.itemsize)

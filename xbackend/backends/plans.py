@@ -1,0 +1,190 @@
+"""The products of the kernel files, planned: which launches, on which buffers.
+
+``plan_tiled`` serves the fixed-tile families (kernels/*/mm, mm_reg, rmm);
+``plan_warp`` the tuned one (mm_warp), with the sum of a split along K as a second
+launch; ``plan_vendor`` the vendor's GEMM, after rmm's pair sums where reduced.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from xbackend.backends import warp
+from xbackend.backends.kernels import C_TYPES, REG_BK, SUM_BLOCK
+from xbackend.backends.launch import OUTPUT, Buffer, KernelLaunch, LibraryCall, Product
+from xbackend.backends.operands import row_major_span
+from xbackend.backends.specs import VariantSpec
+from xbackend.operations import Operation, operation
+
+Array = np.ndarray[Any, Any]
+A, B, C = Buffer("A"), Buffer("B"), Buffer(OUTPUT)
+
+
+def _blocks(n: int, size: int) -> int:
+    return -(-n // size)
+
+
+@dataclasses.dataclass(frozen=True)
+class Layout:
+    """The operands as the kernels read them: host spans to upload, and their sizes by
+    the kernels' names (M, N, K of the operands; lda, ldb, ldc; the batch strides)."""
+
+    A: Array
+    B: Array
+    batch: int
+    sizes: dict[str, int]
+
+    @classmethod
+    def of(cls, op: Operation, A: Array, B: Array) -> Layout:
+        columns = op.output_shape(A, B)[-1]
+        if op.batched:
+            batch, M, K = A.shape
+            N = B.shape[2]
+            spans = np.ascontiguousarray(A).reshape(-1), np.ascontiguousarray(B).reshape(-1)
+            strides = {"strideA": M * K, "strideB": K * N, "strideC": M * N}
+            sizes = {"M": M, "N": N, "K": K, "lda": K, "ldb": N, "ldc": N, **strides}
+            return cls(*spans, batch, sizes)
+        (a_span, lda), (b_span, ldb) = row_major_span(A), row_major_span(B)
+        (M, K), N = A.shape, B.shape[1]
+        strides = {"strideA": 0, "strideB": 0, "strideC": 0}
+        sizes = {"M": M, "N": N, "K": K, "lda": lda, "ldb": ldb, "ldc": columns, **strides}
+        return cls(a_span, b_span, 1, sizes)
+
+    @property
+    def inputs(self) -> dict[str, Array]:
+        return {"A": self.A, "B": self.B}
+
+
+def build_options(tile: int, dtype: np.dtype[Any], spec: VariantSpec) -> tuple[str, ...]:
+    """The -D options of a fixed-tile variant: tile, patch per thread, type, switches."""
+    rows, columns = spec.per_thread(tile)
+    options = [f"-DTILE={tile}", f"-DTM={rows}", f"-DTN={columns}", f"-DREAL={C_TYPES[dtype.name]}"]
+    if spec.family == "mm_reg":
+        options.append(f"-DBK={REG_BK}")
+    return (*options, *(f"-D{name}" for name in spec.defines))
+
+
+def plan_tiled(op: str | Operation, spec: VariantSpec, A_: Array, B_: Array, tile: int) -> Product:
+    """One launch of kernels/*/mm, mm_reg or rmm: a TILE×TILE tile of C per group."""
+    op = operation(op)
+    layout = Layout.of(op, A_, B_)
+    shape = op.output_shape(A_, B_)
+    rows, columns = shape[-2:]
+    tm, tn = spec.per_thread(tile)
+    launch = KernelLaunch.of(
+        spec.kernel,
+        spec.family,
+        build_options(tile, A_.dtype, spec),
+        grid=(_blocks(columns, tile), _blocks(rows, tile), layout.batch),
+        block=(tile // tn, tile // tm, 1),
+        A=A,
+        B=B,
+        C=C,
+        **layout.sizes,
+    )
+    return Product(layout.inputs, shape, A_.dtype, (launch,), tile=tile)
+
+
+def plan_warp(
+    op: str | Operation, spec: VariantSpec, config: warp.WarpConfig, A_: Array, B_: Array
+) -> Product:
+    """kernels/*/mm_warp for ``op``, and the sum of the slices where K is split.
+
+    For rmm the kernel is built with -DREDUCED: M and N are then those of the
+    (M/2)×(N/2) output, and the kernel sums the pairs of rows of A and of columns
+    of B as it loads its slabs.
+    """
+    op = operation(op)
+    layout = Layout.of(op, A_, B_)
+    shape = op.output_shape(A_, B_)
+    M, N = shape[-2:]
+    K, lda, ldb = (layout.sizes[name] for name in ("K", "lda", "ldb"))
+    if op.batched:  # z is the batch: no split
+        config = config.with_slices(1)
+        strides = tuple(layout.sizes[name] for name in ("strideA", "strideB", "strideC"))
+    else:  # z is the K range of a split: strideC apart in the workspace
+        strides = (0, 0, M * N)
+    k_slice = warp.k_slice(config, K)
+    slices = _blocks(K, k_slice)
+    config = config.with_slices(slices)
+    vec4 = warp.vec4_ok(A_.itemsize, lda, ldb, N, *strides, k_slice)
+    options = [*warp.defines(config, A_.dtype, vec4, spec.double_buffered)]
+    options.append(f"-DREAL={C_TYPES[A_.dtype.name]}")
+    if op.reduced:
+        options.append("-DREDUCED")
+    split = slices > 1
+    product = KernelLaunch.of(
+        spec.kernel, spec.family, tuple(options),
+        grid=(_blocks(N, config.BN), _blocks(M, config.BM), layout.batch * slices),
+        block=(config.threads, 1, 1),
+        A=A, B=B, C=Buffer("W") if split else C, M=M, N=N, K=K, lda=lda, ldb=ldb, ldc=N,
+        **dict(zip(("strideA", "strideB", "strideC"), strides, strict=True)), k_slice=k_slice,
+    )  # fmt: skip
+    if not split:
+        return Product(layout.inputs, shape, A_.dtype, (product,), tile=config.BM,
+                       params=config.to_dict())  # fmt: skip
+    # The partial products go to a workspace, and a second launch adds them into C.
+    workspaces = {"W": M * N * slices * A_.itemsize}
+    steps = (product, _sum_slices(spec.family, tuple(options), M, N, slices))
+    return Product(
+        layout.inputs, shape, A_.dtype, steps, workspaces, tile=config.BM, params=config.to_dict()
+    )
+
+
+def _sum_slices(family: str, options: tuple[str, ...], M: int, N: int, slices: int) -> KernelLaunch:
+    """The launch of mm_sum_slices: C = the sum of the ``slices`` partial products in W."""
+    return KernelLaunch.of(
+        warp.SUM_KERNEL, family, options,
+        grid=(_blocks(M * N, SUM_BLOCK), 1, 1), block=(SUM_BLOCK, 1, 1), dims=1,
+        W=Buffer("W"), C=C, M=M, N=N, ldc=N, slices=slices,
+    )  # fmt: skip
+
+
+def plan_vendor(op: str | Operation, A_: Array, B_: Array) -> Product:
+    """The vendor's GEMM on the operands as they lie; for rmm, on their pair sums,
+    which kernels/*/rmm's rmm_pair_sums first writes into matrices of their own."""
+    op = operation(op)
+    layout = Layout.of(op, A_, B_)
+    shape = op.output_shape(A_, B_)
+    sizes = layout.sizes
+    if not op.reduced:
+        gemm = LibraryCall.gemm(
+            M=sizes["M"], N=sizes["N"], K=sizes["K"], A=A, lda=sizes["lda"], B=B,
+            ldb=sizes["ldb"], C=C, ldc=sizes["ldc"],
+        )  # fmt: skip
+        return Product(layout.inputs, shape, A_.dtype, (gemm,))
+    rows, columns = shape
+    K, lda, ldb = sizes["K"], sizes["lda"], sizes["ldb"]
+    options = (f"-DREAL={C_TYPES[A_.dtype.name]}", f"-DSUM_BLOCK={SUM_BLOCK}")
+
+    def pair_sums(source: Buffer, target: Buffer, *extent: int) -> KernelLaunch:
+        height, width, row_step, col_step, partner = extent
+        return KernelLaunch.of(
+            "rmm_pair_sums", "rmm", options,
+            grid=(_blocks(height * width, SUM_BLOCK), 1, 1), block=(SUM_BLOCK, 1, 1), dims=1,
+            X=source, S=target, rows=height, cols=width,
+            row_step=row_step, col_step=col_step, partner=partner,
+        )  # fmt: skip
+
+    rows_summed, columns_summed = Buffer("summed_rows"), Buffer("summed_columns")
+    steps = (
+        pair_sums(A, rows_summed, rows, K, 2 * lda, 1, lda),
+        pair_sums(B, columns_summed, K, columns, ldb, 2, 1),
+        LibraryCall.gemm(
+            M=rows,
+            N=columns,
+            K=K,
+            A=rows_summed,
+            lda=K,
+            B=columns_summed,
+            ldb=columns,
+            C=C,
+            ldc=columns,
+        ),
+    )
+    item = A_.itemsize
+    workspaces = {rows_summed.name: rows * K * item, columns_summed.name: K * columns * item}
+    return Product(layout.inputs, shape, A_.dtype, steps, workspaces)

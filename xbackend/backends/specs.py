@@ -1,0 +1,94 @@
+"""The records of the plugin interface: a device, a backend, a variant and a measurement."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from xbackend.backends import warp
+
+
+@dataclasses.dataclass(frozen=True)
+class DeviceInfo:
+    """What a results file needs to know about the device a number came from."""
+
+    name: str
+    vendor: str = ""
+    kind: str = ""  # "gpu", "cpu", "accelerator"
+    platform: str = ""
+    driver_version: str = ""
+    runtime_version: str = ""
+    global_mem_bytes: int | None = None
+    max_alloc_bytes: int | None = None  # largest single buffer, where the API says
+    compute_units: int | None = None
+    local_mem_bytes: int | None = None  # shared memory per block / local memory
+    cache_bytes: int | None = None
+    max_work_group_size: int | None = None
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class BackendInfo:
+    """One line of ``xbackend.backends()``."""
+
+    name: str
+    available: bool
+    reason: str
+    devices: list[DeviceInfo]
+
+
+@dataclasses.dataclass(frozen=True)
+class VariantSpec:
+    """One way of computing an operation on a backend."""
+
+    name: str
+    description: str
+    kernel: str = ""  # kernel function name, for compiled backends
+    tiles: tuple[int, ...] = ()  # tile sizes to consider; empty: takes no tile
+    default_tile: int | None = None
+    family: str = ""  # the kernel file (mm, mm_reg, mm_warp, rmm), for compiled backends
+    # Outputs per thread (TM rows, TN columns) for a tile; None: one output per thread.
+    microtile: Callable[[int], tuple[int, int]] | None = None
+    defines: tuple[str, ...] = ()  # extra -D macros that select the variant in its file
+    # mm_warp only: "block" (the whole block is one group) or "warp" (warp tiles).
+    layout: str = ""
+
+    def per_thread(self, tile: int) -> tuple[int, int]:
+        """(TM, TN): the patch of C each thread computes at this tile."""
+        return self.microtile(tile) if self.microtile else (1, 1)
+
+    @property
+    def takes_tile(self) -> bool:
+        return bool(self.tiles)
+
+    @property
+    def tuned(self) -> bool:
+        """Whether the launch parameters follow the shape (and ``xbackend tune``):
+        asked for no tile, the variant picks its own per product."""
+        return self.family == warp.FAMILY
+
+    @property
+    def double_buffered(self) -> bool:
+        return "DOUBLE_BUFFER" in self.defines
+
+
+@dataclasses.dataclass
+class Measurement:
+    """What one measured product gives back to the runner."""
+
+    result: np.ndarray[Any, Any]  # output of the first run, into a NaN-poisoned buffer
+    last_result: np.ndarray[Any, Any]  # output of the last timed sample, poisoned likewise
+    kernel_s: list[float]  # device-clock time of the kernel alone, one per sample
+    end_to_end_s: list[float]  # host-clock time of upload + kernel + download
+    tile: int | None
+    params: dict[str, int] | None = None  # every launch parameter, for tuned variants
+
+
+# operation -> variant name -> spec
+VariantTable = dict[str, dict[str, VariantSpec]]

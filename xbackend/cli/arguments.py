@@ -1,0 +1,109 @@
+"""Parsers of option values: lists, sizes, tiles and bounded numbers, each a usage error
+with its reason when the text is not one."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+from xbackend.operations import OPS
+from xbackend.problems import DTYPES, Shape
+from xbackend.sweep import parse_shape, parse_shapes
+
+# Bounds that keep a typo from meaning days of work or all of memory.
+MAX_STEPS = 1000
+MAX_BATCH = 65535  # the launch's z axis (CUDA's grid limit)
+MAX_WARMUP = 1000
+MAX_SAMPLES = 100_000
+MAX_SEED = 2**63 - 1
+
+_Number = TypeVar("_Number", int, float)
+
+
+def comma_list(text: str) -> list[str]:
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+def tiles(text: str) -> list[int]:
+    try:
+        found = [int(item) for item in comma_list(text)]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"tiles are integers, e.g. 8,16,32: {text!r}") from None
+    if not found or min(found) < 1:
+        raise argparse.ArgumentTypeError(f"tiles must be positive integers: {text!r}")
+    return found
+
+
+def shape(text: str) -> Shape:
+    try:
+        return parse_shape(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def shapes(text: str) -> list[Shape]:
+    try:
+        return parse_shapes(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def choices(kind: str, known: Sequence[str]) -> Callable[[str], list[str]]:
+    def parse(text: str) -> list[str]:
+        items = comma_list(text)
+        unknown = [item for item in items if item not in known]
+        if not items or unknown:
+            raise argparse.ArgumentTypeError(
+                f"unknown {kind} {', '.join(unknown) or repr(text)}; known: {', '.join(known)}"
+            )
+        return items
+
+    return parse
+
+
+ops = choices("operation", OPS)
+dtypes = choices("dtype", list(DTYPES))
+
+
+def names(kind: str) -> Callable[[str], list[str]]:
+    """A comma-separated list of names, none empty and none twice."""
+
+    def parse(text: str) -> list[str]:
+        items = comma_list(text)
+        if not items:
+            raise argparse.ArgumentTypeError(f"no {kind} given: {text!r}")
+        twice = sorted({item for item in items if items.count(item) > 1})
+        if twice:
+            raise argparse.ArgumentTypeError(f"{kind} named twice: {', '.join(twice)}")
+        return items
+
+    return parse
+
+
+def bounded_int(low: int, high: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low}: {value}")
+        if value > high:
+            raise argparse.ArgumentTypeError(f"must be at most {high}: {value}")
+        return value
+
+    return parse
+
+
+def non_negative(kind: Callable[[str], _Number]) -> Callable[[str], _Number]:
+    def parse(text: str) -> _Number:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if not 0 <= value < float("inf"):
+            raise argparse.ArgumentTypeError(f"must be a finite number, not negative: {value}")
+        return value
+
+    return parse

@@ -1,0 +1,335 @@
+"""``xbackend compare``: run the comparison, then print the summary and draw the figures
+and the report, each once, from the results read once."""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import xbackend.cli.arguments as arguments
+from xbackend import Backend, backend_names, get_backend
+from xbackend import results as results_io
+from xbackend.cli.summary import summary_table
+from xbackend.errors import BackendUnavailable, XBackendError
+from xbackend.operations import DEFAULT, operation
+from xbackend.plan import Plan, Target
+from xbackend.problems import Shape
+from xbackend.runner import run as run_plan
+from xbackend.safeio import output_folder
+from xbackend.sweep import DEFAULT_BASE, DEFAULT_STEPS, PRESETS, Preset, growth
+
+if TYPE_CHECKING:
+    from xbackend.plots import Drawn
+
+EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a reader that went away
+
+_EXAMPLES = (
+    "examples:\n"
+    "  xbackend compare                                 # assignment schedule, all backends\n"
+    "  xbackend compare --backends cuda,opencl,cpu\n"
+    "  xbackend compare --backends opencl:nvidia,opencl:pocl --variants tiled --tile 8,16,32\n"
+    "  xbackend compare --base 256x256 --steps 16       # squares up to 4096×4096\n"
+    "  xbackend compare --sizes 1000x3001x1000,4096x4096\n"
+    "  xbackend compare --op rmm --sizes 512x512,2048x2048 --tile 8,16,32\n"
+    "  xbackend compare --op mm,bmm --batch 8 --dtype int32,float32,float64 --sizes 1024x1024\n"
+)
+
+
+def add_parser(commands: Any) -> None:
+    compare = commands.add_parser(
+        "compare",
+        help="run the growing-size comparison and write results and figures",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Run naive and tiled matrix products on every requested backend over "
+        "growing sizes; check each result; time each kernel; write results "
+        "(JSON lines and CSV), figures, an HTML report and a summary table.",
+        epilog=_EXAMPLES
+        + "\npresets (--preset NAME), one per experiment of the source documents; sized for a\n"
+        "GPU when a GPU backend runs, smaller otherwise; other options override them:\n"
+        + "".join(f"  {p.name:<11} {p.description}\n" for p in PRESETS.values()),
+    )
+    _what(compare)
+    _schedule(compare)
+    _thoroughness(compare)
+    compare.set_defaults(func=run)
+
+
+def _what(compare: argparse.ArgumentParser) -> None:
+    """Options that say what to run: backends, operations, types, variants, tiles."""
+    compare.add_argument(
+        "--backends", default="auto", metavar="LIST",
+        help="comma-separated NAME or NAME:DEVICE (device index or a piece of its name), "
+        f"from: {', '.join(backend_names())}; 'auto' (default) is every available backend",
+    )  # fmt: skip
+    compare.add_argument(
+        "--preset", choices=sorted(PRESETS), default=None,
+        help="run one of the documents' experiments (listed below)",
+    )  # fmt: skip
+    compare.add_argument(
+        "--op", type=arguments.ops, default=None, metavar="LIST",
+        help="operations: mm (default), bmm (batched), rmm (reduced), comma-separated",
+    )  # fmt: skip
+    compare.add_argument(
+        "--dtype", type=arguments.dtypes, default=None, metavar="LIST",
+        help="element types: float32 (default), int32, float64, comma-separated",
+    )  # fmt: skip
+    compare.add_argument(
+        "--batch", type=arguments.bounded_int(1, arguments.MAX_BATCH), default=None,
+        help="products per bmm (default: 8)",
+    )  # fmt: skip
+    compare.add_argument(
+        "--variants", type=arguments.names("variants"), default=None, metavar="LIST",
+        help="variants to run, e.g. naive,tiled (default: every variant of each backend)",
+    )  # fmt: skip
+    compare.add_argument(
+        "--tile", type=arguments.tiles, default=None, metavar="LIST",
+        help="tile sizes for the variants that take one, e.g. 16 or 8,16,32 "
+        "(default: each variant's default, 16 on GPUs)",
+    )  # fmt: skip
+
+
+def _schedule(compare: argparse.ArgumentParser) -> None:
+    """Options that say at which sizes."""
+    schedule = compare.add_mutually_exclusive_group()
+    schedule.add_argument(
+        "--sizes", type=arguments.shapes, default=None, metavar="LIST",
+        help="explicit sizes: MxK (A is M×K, B is K×M) or MxKxN, comma-separated",
+    )  # fmt: skip
+    schedule.add_argument(
+        "--base", type=arguments.shape, default=None, metavar="MxK",
+        help="first size of the growing schedule; step i multiplies it by i (default: 16x14)",
+    )  # fmt: skip
+    compare.add_argument(
+        "--steps", type=arguments.bounded_int(1, arguments.MAX_STEPS), default=None,
+        help=f"number of growth steps (default: {DEFAULT_STEPS}: up to 608×532 · 532×608)",
+    )  # fmt: skip
+
+
+def _thoroughness(compare: argparse.ArgumentParser) -> None:
+    """Options that say where to write, how thoroughly to measure, and what to keep."""
+    compare.add_argument(
+        "--out", type=Path, default=None, help="output folder (default: results/run-<date-time>)"
+    )
+    seed = arguments.bounded_int(0, arguments.MAX_SEED)
+    compare.add_argument("--seed", type=seed, default=0, help="seed of the random inputs")
+    compare.add_argument(
+        "--warmup", type=arguments.bounded_int(0, arguments.MAX_WARMUP), default=1,
+        help="untimed runs after the first, checked run (default: 1)",
+    )  # fmt: skip
+    compare.add_argument(
+        "--samples", type=arguments.bounded_int(1, arguments.MAX_SAMPLES), default=10,
+        help="timed samples per point at most (default: 10)",
+    )  # fmt: skip
+    compare.add_argument(
+        "--sample-time", type=arguments.non_negative(float), default=1.0, metavar="SECONDS",
+        help="stop sampling a point after 3 samples once they took this long (default: 1)",
+    )  # fmt: skip
+    compare.add_argument(
+        "--budget", type=arguments.non_negative(float), default=20.0, metavar="SECONDS",
+        help="skip a point whose estimated time exceeds this (default: 20; 0: never skip)",
+    )  # fmt: skip
+    compare.add_argument(
+        "--resume", action="store_true",
+        help="continue the results in --out: measure only the points not there yet",
+    )  # fmt: skip
+    compare.add_argument("--no-plots", action="store_true", help="write no figures")
+
+
+def _open_auto() -> list[tuple[str, Backend]]:
+    opened = []
+    for name in backend_names():
+        try:
+            opened.append((name, get_backend(name)))
+        except XBackendError as error:  # unavailable, or its device would not open
+            print(f"auto: skipping {name}: {getattr(error, 'reason', error)}")
+    if not opened:
+        raise XBackendError("no backend is available here (see: xbackend devices)")
+    return opened
+
+
+def open_backends(text: str) -> list[tuple[str, Backend]]:
+    """Open the backends named on the command line; explicit but unavailable is an error."""
+    if text.strip().lower() == "auto":
+        return _open_auto()
+    targets = [Target.parse(item) for item in arguments.comma_list(text)]
+    if not targets:
+        raise XBackendError("--backends is empty")
+    twice = sorted({t.label for t in targets if targets.count(t) > 1})
+    if twice:
+        raise XBackendError(f"--backends names {', '.join(twice)} twice")
+    opened: list[tuple[str, Backend]] = []
+    try:
+        for target in targets:
+            try:
+                opened.append((target.label, get_backend(target.name, target.device)))
+            except BackendUnavailable as error:
+                raise XBackendError(
+                    f"{error}\n(run 'xbackend devices' for every backend's status, or "
+                    f"leave {target.name} out of --backends)"
+                ) from None
+    except BaseException:
+        for _, backend in opened:
+            backend.close()
+        raise
+    return opened
+
+
+def _default_out() -> Path:
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    return Path("results") / f"run-{stamp}"
+
+
+def _plan_shapes(args: argparse.Namespace, preset: Preset | None, gpu: bool) -> list[Shape]:
+    if args.sizes is not None:
+        return list(args.sizes)
+    if preset is not None and args.base is None and args.steps is None:
+        return preset.shapes(gpu)
+    return growth(args.base or DEFAULT_BASE, args.steps or DEFAULT_STEPS)
+
+
+def _plan(args: argparse.Namespace, preset: Preset | None, gpu: bool) -> Plan:
+    return Plan(
+        shapes=_plan_shapes(args, preset, gpu),
+        ops=args.op or list(preset.ops if preset else [DEFAULT]),
+        dtypes=args.dtype or list(preset.dtypes if preset else ["float32"]),
+        batch=args.batch or (preset.batch if preset else 8),
+        variants=args.variants or (list(preset.variants) if preset and preset.variants else None),
+        tiles=args.tile or (list(preset.tiles) if preset and preset.tiles else None),
+        preset=preset.name if preset else None,
+        seed=args.seed,
+        warmup=args.warmup,
+        samples=args.samples,
+        max_sample_time_s=args.sample_time,
+        budget_s=args.budget,
+    )
+
+
+def _check_plan(plan: Plan, opened: list[tuple[str, Backend]]) -> None:
+    """Refuse, before running anything, a plan that cannot mean what it says."""
+    for op in plan.ops:
+        problems = [(s, operation(op).shape_problem(s.M, s.N)) for s in plan.shapes]
+        refused = [(shape, problem) for shape, problem in problems if problem]
+        if refused:
+            sizes = ", ".join(str(shape) for shape, _ in refused)
+            raise XBackendError(f"{refused[0][1]}; these sizes are not: {sizes}")
+    if plan.variants is None:
+        return
+    known = {v for _, backend in opened for op in plan.ops for v in backend.variants(op)}
+    unknown = [variant for variant in plan.variants if variant not in known]
+    if unknown:
+        raise XBackendError(
+            f"unknown variant(s) {', '.join(unknown)}; for {', '.join(plan.ops)} these "
+            f"backends have: {', '.join(sorted(known))}"
+        )
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.resume and args.out is None:
+        raise XBackendError("--resume needs --out: the folder of the run to continue")
+    preset = PRESETS[args.preset] if args.preset else None
+    opened = open_backends(args.backends)
+    try:  # everything checked before the folder is made: a refused run leaves nothing
+        gpu = any(backend.device.kind == "gpu" for _, backend in opened)
+        plan = _plan(args, preset, gpu)
+        _check_plan(plan, opened)
+        out = output_folder(args.out or _default_out())
+        lock = results_io.RunLock(out)  # one run per folder; checked and held from here on
+    except BaseException:
+        for _, backend in opened:
+            backend.close()
+        raise
+    with lock:
+        jsonl = out / results_io.JSONL_NAME
+        if (jsonl.exists() or jsonl.is_symlink()) and not args.resume:
+            for _, backend in opened:
+                backend.close()
+            raise XBackendError(
+                f"{out} already holds results; add --resume to continue them, "
+                "or choose another --out"
+            )
+        return _run_and_report(args, plan, opened, out)
+
+
+def _announce(plan: Plan, opened: list[tuple[str, Backend]], out: Path) -> None:
+    for label, backend in opened:
+        print(f"{label}: {backend.device.name} ({backend.device.platform})")
+    what = f"{', '.join(plan.ops)} in {', '.join(plan.dtypes)}"
+    if plan.preset:
+        what = f"preset {plan.preset}: {what}"
+    shapes = plan.shapes
+    print(f"{what}; {len(shapes)} sizes from {shapes[0]} to {shapes[-1]}; results into {out}/")
+
+
+def _run_and_report(
+    args: argparse.Namespace, plan: Plan, opened: list[tuple[str, Backend]], out: Path
+) -> int:
+    """Run the plan, then print the summary and write the figures and the report."""
+    records: list[results_io.PointRecord] = []
+    interrupted = False
+    try:
+        _announce(plan, opened, out)
+        try:
+            records = run_plan(plan, opened, out, resume=args.resume)
+        except KeyboardInterrupt:
+            interrupted = True
+            print(
+                f"\ninterrupted: every finished point is kept in {out}; "
+                f"continue with: xbackend compare ... --out {out} --resume",
+                file=sys.stderr,
+            )
+        except BrokenPipeError:  # e.g. | head: stop as a Unix tool does, keeping every point
+            silence_stdout()
+            return EXIT_BROKEN_PIPE
+    finally:
+        for _, backend in opened:
+            backend.close()
+    interrupted = _summarize(args, out) or interrupted
+    print(f"results: {out / results_io.JSONL_NAME}, {out / results_io.CSV_NAME}")
+    if interrupted:
+        return EXIT_INTERRUPTED
+    wrong = [r for r in records if r.status in ("mismatch", "error")]
+    return 1 if wrong else 0
+
+
+def _summarize(args: argparse.Namespace, out: Path) -> bool:
+    """Print the summary; draw the figures and the report (each figure once). Whether
+    the drawing was interrupted."""
+    loaded = results_io.load([out])
+    points = results_io.latest(loaded.points)
+    print()
+    print(summary_table(points))
+    if args.no_plots or not any(p.status == "ok" for p in points):
+        return False
+    try:
+        drawn = draw(points, out)
+        print(f"\nfigures: {', '.join(str(f) for f in drawn.written if f.suffix == '.png')}")
+        from xbackend.report import write_report_of
+
+        print(f"report: {write_report_of(loaded, out, sources=[out], drawn=drawn)[0]}")
+    except KeyboardInterrupt:
+        print(
+            f"\ninterrupted while drawing: every point is kept in {out}; "
+            f"draw again with: xbackend report {out}",
+            file=sys.stderr,
+        )
+        return True
+    return False
+
+
+def draw(points: list[results_io.PointRecord], folder: Path) -> Drawn:
+    """The generic figures, written into ``folder`` (matplotlib imported only now)."""
+    from xbackend.plots import draw_figures
+
+    return draw_figures(points, folder)
+
+
+def silence_stdout() -> None:
+    """Point stdout at /dev/null, so that nothing more fails on a reader that went away."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)

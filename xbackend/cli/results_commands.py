@@ -1,0 +1,73 @@
+"""``xbackend plot`` and ``xbackend report``: figures and the report from results files,
+running nothing."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from xbackend import results as results_io
+from xbackend.cli.summary import summary_table
+from xbackend.safeio import output_folder
+
+
+def add_parsers(commands: Any) -> None:
+    _results_command(
+        commands,
+        "report",
+        help="write one HTML page (and Markdown) with every experiment's figures and tables",
+        description="Write report.html (self-contained: figures embedded) and report.md "
+        "from one or more results folders or results.jsonl files, running nothing.",
+        writes="the report",
+    ).set_defaults(func=report)
+    _results_command(
+        commands,
+        "plot",
+        help="redraw the figures from results files, running nothing",
+        description="Draw the figures from one or more results folders or results.jsonl files.",
+        writes="the figures",
+    ).set_defaults(func=plot)
+
+
+def _results_command(
+    commands: Any, name: str, *, help: str, description: str, writes: str
+) -> argparse.ArgumentParser:
+    """A command that reads results files and writes into a folder."""
+    command: argparse.ArgumentParser = commands.add_parser(name, help=help, description=description)
+    command.add_argument("results", nargs="+", type=Path, metavar="RESULTS")
+    command.add_argument(
+        "--out", type=Path, default=None,
+        help=f"folder for {writes} (default: the first results folder)",
+    )  # fmt: skip
+    return command
+
+
+def _out_folder(args: argparse.Namespace) -> Path:
+    first: Path = args.results[0]
+    return output_folder(args.out or (first if first.is_dir() else first.parent))
+
+
+def _warn(message: str) -> None:
+    print(f"xbackend: warning: {message}", file=sys.stderr)
+
+
+def report(args: argparse.Namespace) -> int:
+    from xbackend.report import write_report
+
+    written = write_report(list(args.results), _out_folder(args))
+    for path in written:
+        if path.suffix in (".html", ".md"):
+            print(f"report: {path}")
+    return 0
+
+
+def plot(args: argparse.Namespace) -> int:
+    from xbackend.plots import draw
+
+    points = results_io.latest(results_io.load(args.results, warn=_warn).points)
+    figures = draw(points, _out_folder(args))
+    print(summary_table(points))
+    print(f"\nfigures: {', '.join(str(f) for f in figures)}")
+    return 0

@@ -1,0 +1,48 @@
+"""The summary table ``compare`` and ``plot`` print: one row per line of the comparison."""
+
+from __future__ import annotations
+
+from xbackend.results import MEASURED, LineKey, PointRecord
+from xbackend.timing import format_seconds
+
+_HEADER = ("backend", "device", "op", "variant", "tile", "dtype", "equal", "skipped",
+           "largest verified", "kernel", "end-to-end", "GFLOP/s")  # fmt: skip
+
+
+def _row(key: LineKey, group: list[PointRecord]) -> tuple[str, ...]:
+    measured = [p for p in group if p.status in MEASURED]
+    good = [p for p in group if p.status == "ok"]
+    failed = [p for p in group if p.status == "error"]
+    skipped = len(group) - len(measured) - len(failed)
+    equal = f"{len(good)}/{len(measured) + len(failed)}"
+    size = kernel = end_to_end = gflops = "—"
+    if good:
+        top = max(good, key=lambda p: (p.flops, p.M))
+        batch = f"{top.batch}×" if top.batched else ""
+        size = f"{batch}{top.M}×{top.K}·{top.K}×{top.N}"
+        kernel = format_seconds((top.kernel_s or {})["median"])
+        end_to_end = format_seconds((top.end_to_end_s or {})["median"])
+        gflops = f"{top.gflops:.4g}"
+    return (key.label, key.device[:28], key.op, key.variant, str(key.tile or "—"), key.dtype,
+            equal, str(skipped), size, kernel, end_to_end, gflops)  # fmt: skip
+
+
+def summary_table(points: list[PointRecord]) -> str:
+    """One row per line of the comparison: verified points, largest size, speed."""
+    groups: dict[LineKey, list[PointRecord]] = {}
+    for point in points:
+        groups.setdefault(point.line_key, []).append(point)
+    rows = [_HEADER, *(_row(key, group) for key, group in groups.items())]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(_HEADER))]
+    lines = [
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
+        for row in rows
+    ]
+    lines.insert(1, "  ".join("-" * width for width in widths))
+    all_measured = [p for p in points if p.status in ("ok", "mismatch", "error")]
+    verdict = sum(p.status == "ok" for p in all_measured)
+    lines.append(
+        f"\ncode equality: {verdict}/{len(all_measured)} measured points equal "
+        "to the float64 reference within the tolerance"
+    )
+    return "\n".join(lines)

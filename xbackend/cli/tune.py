@@ -1,0 +1,118 @@
+"""``xbackend tune``: search the tuned variants' parameters on one device; cache the best."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING, Any
+
+import xbackend.cli.arguments as arguments
+from xbackend.cli.compare import open_backends
+from xbackend.errors import XBackendError
+from xbackend.problems import dtype_named
+from xbackend.sweep import parse_shapes
+
+if TYPE_CHECKING:
+    from xbackend.tuning import TuneResult
+
+TUNE_SIZES_GPU = "4096x4096x4096,2048x2048x2048,1000x3001x1000"
+TUNE_SIZES_CPU = "512x512x512,96x1001x96"
+
+
+def add_parser(commands: Any) -> None:
+    tune = commands.add_parser(
+        "tune",
+        help="search the tuned variants' parameters on one device and cache the best",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Time every candidate configuration of the tuned variants (vec4, vec4_db, "
+        "warp, warp_db: tile shapes, group tiles, patches per thread, K splits) on one "
+        "device, for mm and for the reduced product rmm, check each result, and cache the "
+        "fastest per device, variant, operation, dtype and shape class. Those variants then "
+        "use the cached choice for every product (an rmm with no choice of its own takes "
+        "mm's).",
+        epilog="examples:\n"
+        "  xbackend tune --backend cuda\n"
+        "  xbackend tune --backend opencl:nvidia --variants warp_db --sizes 4096x4096x4096\n"
+        "  xbackend tune --backend opencl --show        # print the cache, run nothing\n"
+        "\nthe cache: $XDG_CACHE_HOME/xbackend/tuned.json (~/.cache by default), or the file "
+        "named by XBACKEND_TUNE_CACHE",
+    )
+    tune.add_argument(
+        "--backend", required=True, help="NAME or NAME:DEVICE, e.g. cuda, opencl:pocl"
+    )
+    tune.add_argument(
+        "--variants", default=None, help="tuned variants to search (default: all of them)"
+    )
+    tune.add_argument(
+        "--sizes", type=parse_shapes, default=None,
+        help="products to tune on, MxKxN list; each stands for its shape class "
+        f"(default on a GPU: {TUNE_SIZES_GPU}; elsewhere: {TUNE_SIZES_CPU})",
+    )  # fmt: skip
+    tune.add_argument(
+        "--ops", default="mm,rmm",
+        help="operations to tune (default mm,rmm; rmm at sizes with even M and N)",
+    )  # fmt: skip
+    tune.add_argument("--dtype", default="float32", help="element type (default float32)")
+    samples = arguments.bounded_int(1, arguments.MAX_SAMPLES)
+    tune.add_argument("--samples", type=samples, default=5, help="timed runs per candidate")
+    seed = arguments.bounded_int(0, arguments.MAX_SEED)
+    tune.add_argument("--seed", type=seed, default=0, help="seed of the random operands")
+    tune.add_argument("--show", action="store_true", help="print the cache and exit")
+    tune.set_defaults(func=run)
+
+
+def _show() -> int:
+    from xbackend import tuning
+
+    entries = tuning.load_entries()
+    print(f"{tuning.cache_path()}: {len(entries)} entries")
+    for key, entry in sorted(entries.items()):
+        print(f"  {key}: {entry['params']} {entry.get('tflops')} TFLOP/s at {entry.get('shape')}")
+    return 0
+
+
+def _print(results: list[TuneResult]) -> None:
+    print()
+    print(f"{'size':<21} {'op':<4} {'class':<7} {'variant':<8} {'untuned':>8} {'tuned':>8}  best")
+    for result in results:
+        best = result.best
+        before = f"{result.untuned_tflops:.2f}" if result.untuned_tflops else "—"
+        after = f"{best.tflops:.2f}" if best and best.tflops else "—"
+        choice = best.config.label if best else "nothing ran correctly"
+        print(
+            f"{result.shape!s:<21} {result.op:<4} {result.shape_class:<7} {result.variant:<8} "
+            f"{before:>8} {after:>8}  {choice}"
+        )
+
+
+def run(args: argparse.Namespace) -> int:
+    from xbackend import tuning
+
+    if args.show:
+        return _show()
+    dtype = dtype_named(args.dtype)
+    ops = arguments.comma_list(args.ops)
+    for op in ops:
+        if op not in tuning.OPS:
+            raise XBackendError(f"cannot tune {op!r}; tuned operations: {', '.join(tuning.OPS)}")
+    if args.backend.strip().lower() == "auto" or len(arguments.comma_list(args.backend)) != 1:
+        raise XBackendError(f"tune runs on one backend, e.g. cuda or opencl:0: {args.backend!r}")
+    ((label, backend),) = open_backends(args.backend)
+    with backend:
+        tuned = [v for v in backend.variants() if backend.variant_spec(v).tuned]
+        if not tuned:
+            raise XBackendError(f"{label} has no tuned variants (they are: vec4, warp, ...)")
+        variants = arguments.comma_list(args.variants) if args.variants else tuned
+        for variant in variants:
+            if variant not in tuned:
+                raise XBackendError(f"{label} {variant} is not tuned; tuned: {', '.join(tuned)}")
+        gpu = backend.device.kind == "gpu"
+        sizes = args.sizes or parse_shapes(TUNE_SIZES_GPU if gpu else TUNE_SIZES_CPU)
+        print(f"tuning {label} on {backend.device.name}; cache {tuning.cache_path()}")
+        results = tuning.tune(
+            backend, variants, sizes, dtype, ops=ops, seed=args.seed, samples=args.samples
+        )
+    _print(results)
+    wrong = sum(trial.status == "wrong" for result in results for trial in result.trials)
+    if wrong:
+        print(f"{wrong} candidates computed wrong results and were not chosen")
+    return 1 if wrong or any(result.best is None for result in results) else 0

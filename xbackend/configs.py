@@ -1,0 +1,94 @@
+"""The lines of a comparison: every (backend, operation, variant, tile, dtype) a plan asks for."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from xbackend.operations import Shape, operation
+from xbackend.plan import Plan
+from xbackend.problems import dtype_named
+from xbackend.results import PointRecord, now_iso
+
+if TYPE_CHECKING:
+    from xbackend import Backend
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """One line of the comparison: a backend instance, an operation, variant, tile, dtype."""
+
+    label: str
+    backend: Backend
+    op: str
+    variant: str
+    tile: int | None
+    dtype: str
+    problem: str | None = None  # why this cannot run here
+
+    @property
+    def title(self) -> str:
+        tile = f" T={self.tile}" if self.tile else ""
+        return f"{self.label} {self.op} {self.variant}{tile} {self.dtype}"
+
+    def record(self, run_id: str, shape: Shape, step: int, plan_batch: int) -> PointRecord:
+        """This line's point at ``shape``, not measured yet (skipped, with no reason)."""
+        op = operation(self.op)
+        batch = op.batch_of(plan_batch)
+        return PointRecord(
+            run_id=run_id,
+            backend=self.backend.name,
+            label=self.label,
+            device=self.backend.device.name,
+            variant=self.variant,
+            tile=self.tile,
+            dtype=self.dtype,
+            M=shape.M,
+            K=shape.K,
+            N=shape.N,
+            flops=op.flops(shape, batch),
+            status="skipped",
+            op=self.op,
+            batch=batch,
+            timestamp=now_iso(),
+            step=step,
+        )
+
+
+def configs(plan: Plan, opened: Sequence[tuple[str, Backend]]) -> list[Config]:
+    """Every (backend, op, variant, tile, dtype) the plan asks for, in a stable order."""
+    result = []
+    for op in plan.ops:
+        for label, backend in opened:
+            for variant in backend.variants(op):
+                if plan.variants is not None and variant not in plan.variants:
+                    continue
+                spec = backend.variant_spec(variant, op)
+                tiles: list[int | None] = [None]
+                if spec.takes_tile and (plan.tiles or not spec.tuned):
+                    tiles = list(plan.tiles or [spec.default_tile or spec.tiles[0]])
+                for tile in tiles:
+                    for dtype in plan.dtypes:
+                        problem = _problem(backend, op, variant, tile, dtype_named(dtype))
+                        result.append(Config(label, backend, op, variant, tile, dtype, problem))
+    return result
+
+
+def _problem(
+    backend: Backend, op: str, variant: str, tile: int | None, dtype: np.dtype[Any]
+) -> str | None:
+    """Why this configuration cannot run on the backend's device, or None."""
+    problem = backend.dtype_problem(dtype)
+    if problem:
+        return f"{dtype} cannot run on this device: {problem}"
+    problem = backend.variant_problem(variant, dtype, op)
+    if problem:
+        return problem
+    if tile is not None:
+        problem = backend.tile_problem(variant, tile, dtype.itemsize, op)
+        if problem:
+            return f"tile {tile} cannot run on this device: {problem}"
+    return None

@@ -1,0 +1,224 @@
+"""One point of a sweep: checked whether it can run, measured, verified, recorded.
+
+Every way a point can end is a record: skipped (its configuration cannot run, it
+failed at a smaller size, it cannot fit, it would exceed the budget), an error,
+a wrong result, or a verified time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import traceback
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from xbackend.configs import Config
+from xbackend.cost import CostModel
+from xbackend.errors import UnsupportedParameter
+from xbackend.operations import Operation, Shape, operation
+from xbackend.plan import Plan
+from xbackend.problems import Reference, check, dtype_named
+from xbackend.results import PointRecord
+from xbackend.timing import Stats
+
+if TYPE_CHECKING:
+    from xbackend import Measurement
+
+Array = np.ndarray[Any, Any]
+
+# A configuration's first size above this many flops is preceded by a pilot run.
+PILOT_ABOVE_FLOPS = 2e9
+
+
+class Inputs:
+    """Operands and references of one size, made once and shared by every configuration."""
+
+    def __init__(self, shape: Shape, seed: int, batch: int):
+        self.shape, self.seed, self.batch = shape, seed, batch
+        self._operands: dict[tuple[bool, str], tuple[Array, Array]] = {}
+        self._references: dict[tuple[str, str], Reference] = {}
+
+    def operands(self, op: Operation, dtype: str) -> tuple[Array, Array]:
+        key = (op.batched, dtype)  # every unbatched operation takes the same operands
+        if key not in self._operands:
+            made = op.operands(self.shape, self.seed, dtype_named(dtype), self.batch)
+            self._operands[key] = made
+        return self._operands[key]
+
+    def reference(self, op: Operation, dtype: str) -> Reference:
+        if (op.name, dtype) not in self._references:
+            reference = Reference.of(*self.operands(op, dtype), op=op)
+            self._references[(op.name, dtype)] = reference
+        return self._references[(op.name, dtype)]
+
+
+def measure_point(
+    plan: Plan,
+    config: Config,
+    record: PointRecord,
+    inputs: Inputs,
+    cost: CostModel,
+    failed: dict[Config, str],
+) -> PointRecord:
+    """``record`` (the point, not measured yet) as measured, or skipped with its reason."""
+    reason = _skip_reason(plan, config, record, cost, failed)
+    if reason:
+        return dataclasses.replace(record, reason=reason)
+    op = operation(config.op)
+    try:
+        A, B = inputs.operands(op, config.dtype)
+        reference = inputs.reference(op, config.dtype)
+        measurement = config.backend.measure(
+            A,
+            B,
+            config.variant,
+            config.tile,
+            op=config.op,
+            warmup=plan.warmup,
+            samples=plan.samples,
+            min_samples=plan.min_samples,
+            max_sample_time_s=plan.max_sample_time_s,
+        )
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except Exception as error:
+        reason = _describe_error(error)
+        failed[config] = reason.splitlines()[0]
+        return dataclasses.replace(record, status="error", reason=reason)
+    measured = _verified(record, measurement, reference)
+    assert measured.end_to_end_s is not None
+    cost.add(config, record.flops, measured.end_to_end_s["median"])
+    return measured
+
+
+def _skip_reason(
+    plan: Plan, config: Config, record: PointRecord, cost: CostModel, failed: dict[Config, str]
+) -> str | None:
+    """Why this point is not measured: it cannot run, or would take too long."""
+    if config.problem:
+        return config.problem
+    if config in failed:
+        return f"failed at a smaller size: {failed[config]}"
+    shape = Shape(record.M, record.K, record.N)
+    problem = memory_problem(config, shape, record.batch)
+    if problem:
+        return problem
+    per_run_s = cost.predict(config, record.flops)
+    if plan.budget_s > 0 and per_run_s is None and record.flops > PILOT_ABOVE_FLOPS:
+        per_run_s = _pilot(config, shape, record.batch, cost, record.flops)
+    if plan.budget_s > 0 and per_run_s is not None:
+        point_s = per_run_s * (1 + plan.warmup + plan.min_samples)
+        if point_s > plan.budget_s:
+            return (
+                f"estimated {point_s:.3g} s for this point exceeds the budget of "
+                f"{plan.budget_s:g} s per point (--budget)"
+            )
+    return None
+
+
+def _verified(record: PointRecord, measurement: Measurement, reference: Reference) -> PointRecord:
+    """The record of a measurement: checked against the reference, its statistics."""
+    first = check(measurement.result, reference)
+    last = check(measurement.last_result, reference)
+    worst = first if not first.equal or first.bound_ratio >= last.bound_ratio else last
+    equal = first.equal and last.equal
+    reason = ""
+    if not equal:
+        which = "the first run" if not first.equal else "the last timed run"
+        nan = f", {worst.nan_count} elements not finite" if worst.nan_count else ""
+        reason = f"{which} differs from the reference beyond the tolerance{nan}"
+    kernel = Stats.of(measurement.kernel_s)
+    end_to_end = Stats.of(measurement.end_to_end_s)
+    # The record keeps the configuration's tile (None: the variant chose), so that a
+    # resume finds it under the key it was asked for; a tuned choice is in params.
+    return dataclasses.replace(
+        record,
+        status="ok" if equal else "mismatch",
+        reason=reason,
+        equal=equal,
+        params=measurement.params,
+        max_abs_error=worst.max_abs_error,
+        bound_ratio=worst.bound_ratio,
+        kernel_s=kernel.to_dict(),
+        end_to_end_s=end_to_end.to_dict(),
+        kernel_samples_s=list(measurement.kernel_s),
+        end_to_end_samples_s=list(measurement.end_to_end_s),
+        gflops=record.flops / kernel.median / 1e9 if kernel.median > 0 else float("inf"),
+    )
+
+
+def _pilot(
+    config: Config, shape: Shape, batch: int, cost: CostModel, point_flops: int
+) -> float | None:
+    """Time one unrecorded run at a quarter of each dimension, to predict this point.
+
+    Without it a configuration's first size has no history, and nothing would stop
+    the serial CPU loop from starting an hour-long product.
+    """
+    op = operation(config.op)
+    small = op.pilot_shape(shape)
+    try:
+        A, B = op.operands(small, 0, dtype_named(config.dtype), batch)
+        measured = config.backend.measure(
+            A, B, config.variant, config.tile, op=config.op, warmup=0, samples=1, min_samples=1
+        )
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except Exception:  # MemoryError included
+        return None  # the real point will meet the same problem and record it
+    cost.add(config, op.flops(small, batch), measured.end_to_end_s[0])
+    return cost.predict(config, point_flops)
+
+
+def _available_host_bytes() -> int | None:
+    """What the host can still give (MemAvailable), where the system says."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _gib(nbytes: float) -> str:
+    return f"{nbytes / 2**30:.3g} GiB"
+
+
+def memory_problem(config: Config, shape: Shape, batch: int) -> str | None:
+    """Why this point cannot fit the device or the host, checked before anything is made.
+
+    The device holds A, B and C; the host holds A and B, their float64 copies and
+    the float64 reference, and the outputs of the first and the last run.
+    """
+    itemsize = dtype_named(config.dtype).itemsize
+    a, b, c = operation(config.op).elements(shape, batch)
+    device = config.backend.device
+    on_device = (a + b + c) * itemsize
+    if device.global_mem_bytes and on_device > device.global_mem_bytes:
+        return f"A, B and C need {_gib(on_device)}; the device has {_gib(device.global_mem_bytes)}"
+    if device.max_alloc_bytes and max(a, b, c) * itemsize > device.max_alloc_bytes:
+        return (
+            f"the largest matrix needs {_gib(max(a, b, c) * itemsize)}; one buffer of "
+            f"the device holds at most {_gib(device.max_alloc_bytes)}"
+        )
+    on_host = (a + b) * (itemsize + 8) + c * (8 + 2 * itemsize)
+    available = _available_host_bytes()
+    if available is not None and on_host > available:
+        return (
+            f"the operands, the float64 reference and the outputs need {_gib(on_host)} "
+            f"of host memory; {_gib(available)} is available"
+        )
+    return None
+
+
+def _describe_error(error: BaseException) -> str:
+    text = f"{type(error).__name__}: {error}"
+    if not isinstance(error, UnsupportedParameter):
+        frame = traceback.extract_tb(error.__traceback__)[-1:]
+        if frame:
+            text += f" (at {Path(frame[0].filename).name}:{frame[0].lineno})"
+    return text[:4000]

@@ -1,0 +1,127 @@
+"""One report from results: a self-contained HTML page and its Markdown twin.
+
+The points of one or more results files are grouped into the experiments they
+were measured for (the run's ``plan.preset``, or, for older runs, what the
+operation and the sizes say), and each experiment gets the figures and tables
+its source document asks for (``sections.py``); then code equality (counts,
+every wrong result and error in plain sight, the full log folded away) and the
+machines every run happened on (``equality.py``).
+
+The page is one file (figures embedded as PNG data URIs, inline CSS) so it can be
+mailed or archived as it is; the Markdown refers to the figures in ``report_figures/``,
+or to those the command drew already next to the results (``compare``).
+A wrong result never passes for a time: tables flag it, figures draw it as a red cross.
+
+Results files may come from anywhere, so their strings are data, never structure: file
+names are made of :func:`~xbackend.safeio.safe_name` parts (kept apart where two values
+sanitise alike), every file is written whole and never through a link, the page and the
+Markdown escape every string (one line, no markup, a code fence no string can close),
+and figures draw a ``$`` as a dollar sign.
+
+The modules: ``document`` (blocks, rendered as HTML and Markdown), ``points``
+(experiments, names, cells), ``figures`` (files, names, styles, the generic
+figures), ``sections`` (one per experiment), ``equality`` (code equality, machines).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from xbackend.plots import Drawn
+from xbackend.report.document import Block, Heading, Paragraph, render_html, render_markdown
+from xbackend.report.equality import equality, machines
+from xbackend.report.figures import FigureFolder
+from xbackend.report.points import EXPERIMENTS, experiment_of, group
+from xbackend.report.sections import SECTIONS, SpeedUp, speedups
+from xbackend.results import Loaded, PointRecord, latest, load
+from xbackend.safeio import atomic_write, output_folder, refuse_link
+
+__all__ = [
+    "EXPERIMENTS",
+    "FIGURES_DIR",
+    "HTML_NAME",
+    "MARKDOWN_NAME",
+    "SpeedUp",
+    "experiment_of",
+    "load",
+    "speedups",
+    "write_report",
+    "write_report_of",
+]
+
+HTML_NAME = "report.html"
+MARKDOWN_NAME = "report.md"
+FIGURES_DIR = "report_figures"
+
+
+def _warn(message: str) -> None:
+    """A line of the results the loader skipped; control characters shown, not obeyed."""
+    shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
+    print(f"xbackend: warning: {shown}", file=sys.stderr)
+
+
+def write_report(paths: Sequence[Path], out: Path) -> list[Path]:
+    """Write ``report.html``, ``report.md`` and ``report_figures/`` into ``out``.
+
+    ``paths`` are results folders or ``results.jsonl`` files; a line that cannot be
+    read is skipped with a warning on stderr. Returns the files written.
+
+    Raises :class:`~xbackend.safeio.UnsafePath` (a ValueError) where ``out`` cannot be
+    a folder, or a symbolic link stands where a file or folder of the report goes.
+    """
+    return write_report_of(load(paths, warn=_warn), out, sources=paths)
+
+
+def write_report_of(
+    loaded: Loaded, out: Path, *, sources: Sequence[Path], drawn: Drawn | None = None
+) -> list[Path]:
+    """The report of results already read (from ``sources``), written into ``out``.
+
+    A point measured more than once in one experiment counts once, as last
+    recorded. ``drawn``: generic figures the command drew already; where a part of
+    the report shows the same points, it shows those files instead of drawing again.
+    """
+    runs = loaded.runs
+    # De-duplicate within each experiment only: the lab and the blog may both have
+    # measured 1024³, and neither may take the other's point.
+    by_experiment = group(loaded.points, lambda p: experiment_of(p, runs))
+    points = [point for part in by_experiment.values() for point in latest(part)]
+    output_folder(out)
+    html_path = out / HTML_NAME
+    markdown_path = out / MARKDOWN_NAME
+    for path in (html_path, markdown_path):
+        refuse_link(path)  # before drawing anything: atomic_write would refuse it at the end
+    found = group(points, lambda p: experiment_of(p, runs))
+    experiments = {name: found[name] for name in EXPERIMENTS if name in found}
+    blocks = _head(points, len(runs), sources)
+    figures = FigureFolder(out, (FIGURES_DIR,), drawn)
+    written: list[Path] = []
+    for name, points_of in experiments.items():
+        blocks.append(Heading(EXPERIMENTS[name], 2))
+        section, files = SECTIONS[name](points_of, figures / name)
+        blocks += section
+        written += files
+    blocks += equality(experiments)
+    blocks += machines(runs, points)
+    atomic_write(html_path, render_html(_TITLE, blocks))
+    atomic_write(markdown_path, render_markdown(blocks, out))
+    return [html_path, markdown_path, *written]
+
+
+_TITLE = "xbackend report"
+
+
+def _head(points: list[PointRecord], runs: int, sources: Sequence[Path]) -> list[Block]:
+    checked = [p for p in points if p.status in ("ok", "mismatch", "error")]
+    ok = sum(p.status == "ok" for p in checked)
+    skipped = sum(p.status == "skipped" for p in points)
+    return [
+        Heading(_TITLE, 1),
+        Paragraph(
+            f"{len(points)} points from {runs} runs ({', '.join(str(p) for p in sources)}): "
+            f"{ok} of {len(checked)} checked results equal to the reference, "
+            f"{skipped} skipped. Times are medians of the timed samples."
+        ),
+    ]

@@ -1,0 +1,210 @@
+"""The report as a document: a list of blocks, rendered once as HTML and once as Markdown.
+
+Strings in the blocks come from results files, so both renderings treat them as
+data: the page escapes every string, the Markdown shows it as one line with no
+markup (and a code fence no string can close).
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import html
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+_FLAG_WORDS = {"wrong": "WRONG", "error": "ERROR"}
+_LOG_WORDS = {"": "ok", "wrong": "WRONG", "error": "ERROR", "skipped": "skipped"}
+
+
+@dataclasses.dataclass
+class Cell:
+    """Text from the results; ``flag`` ("wrong", "error", "skipped") marks it for the eye."""
+
+    text: str
+    flag: str = ""
+
+
+@dataclasses.dataclass
+class Heading:
+    text: str
+    level: int
+
+
+@dataclasses.dataclass
+class Paragraph:
+    text: str
+
+
+@dataclasses.dataclass
+class Table:
+    header: list[str]
+    rows: list[list[Cell]]
+    numeric: bool = True  # right-align every column after the first
+
+
+@dataclasses.dataclass
+class Image:
+    png: Path  # where the figure is (in the report's folder or below), for the Markdown
+    data: bytes  # what was written there, for the page (never read back)
+    caption: str
+
+
+@dataclasses.dataclass
+class Items:
+    items: list[Cell]
+
+
+@dataclasses.dataclass
+class Log:
+    summary: str
+    lines: list[Cell]
+
+
+Block = Heading | Paragraph | Table | Image | Items | Log
+
+
+_LINE_BREAKS = re.compile(r"[\r\n\v\f\x1c-\x1e\x85\u2028\u2029]+")
+
+
+def one_line(text: str) -> str:
+    """``text`` with its line breaks as spaces: a string from the results is one line."""
+    return _LINE_BREAKS.sub(" ", text)
+
+
+# ---------------------------------------------------------------------------
+# Rendering.
+
+_CSS = """
+body { font-family: system-ui, sans-serif; max-width: 1100px; margin: 2em auto;
+       padding: 0 1em; line-height: 1.45; color: #222; }
+h1, h2 { border-bottom: 1px solid #ddd; padding-bottom: .2em; }
+table { border-collapse: collapse; margin: .5em 0 1.5em; font-size: .9em; }
+th, td { border: 1px solid #ccc; padding: .25em .6em; text-align: left; }
+table.numeric td:not(:first-child), table.numeric th:not(:first-child) { text-align: right; }
+th { background: #f3f3f3; }
+figure { margin: 1em 0 2em; }
+figure img { max-width: 100%; }
+figcaption { font-size: .85em; color: #555; }
+pre { font-size: .8em; background: #f8f8f8; padding: .6em; overflow-x: auto; }
+.wrong, .error { color: #b00; font-weight: bold; }
+.skipped { color: #888; }
+"""
+
+
+def _anchor(text: str) -> str:
+    return "".join(c if c.isalnum() else "-" for c in text.lower()).strip("-")
+
+
+def _cell_text(cell: Cell) -> str:
+    word = _FLAG_WORDS.get(cell.flag)
+    return f"{word} {cell.text}".strip() if word else cell.text
+
+
+def _log_text(cell: Cell) -> str:
+    """A line of the log: every line starts with its verdict, in one column."""
+    return f"{_LOG_WORDS.get(cell.flag, cell.flag):<8} {cell.text}"
+
+
+def _html_cell(cell: Cell, tag: str = "td", text: Callable[[Cell], str] = _cell_text) -> str:
+    css = f' class="{cell.flag}"' if cell.flag else ""
+    return f"<{tag}{css}>{html.escape(text(cell))}</{tag}>"
+
+
+def _html_block(block: Block) -> str:
+    if isinstance(block, Heading):
+        level = block.level
+        anchor = _anchor(block.text)
+        return f'<h{level} id="{anchor}">{html.escape(block.text)}</h{level}>'
+    if isinstance(block, Paragraph):
+        return f"<p>{html.escape(block.text)}</p>"
+    if isinstance(block, Table):
+        css = ' class="numeric"' if block.numeric else ""
+        header = "".join(f"<th>{html.escape(name)}</th>" for name in block.header)
+        rows = "\n".join(
+            "<tr>" + "".join(_html_cell(cell) for cell in row) + "</tr>" for row in block.rows
+        )
+        return f"<table{css}>\n<tr>{header}</tr>\n{rows}\n</table>"
+    if isinstance(block, Image):
+        data = base64.b64encode(block.data).decode("ascii")
+        caption = html.escape(block.caption)
+        return (
+            f'<figure><img src="data:image/png;base64,{data}" alt="{caption}">'
+            f"<figcaption>{caption}</figcaption></figure>"
+        )
+    if isinstance(block, Items):
+        items = "\n".join(_html_cell(cell, "li") for cell in block.items)
+        return f"<ul>\n{items}\n</ul>"
+    lines = "\n".join(_html_cell(cell, "span", _log_text) for cell in block.lines)
+    return f"<details><summary>{html.escape(block.summary)}</summary>\n<pre>{lines}</pre></details>"
+
+
+def render_html(title: str, blocks: list[Block]) -> str:
+    body = "\n".join(_html_block(block) for block in blocks)
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f"<title>{html.escape(title)}</title>\n<style>{_CSS}</style>\n</head>\n"
+        f"<body>\n{body}\n</body>\n</html>\n"
+    )
+
+
+# Escaped wherever they stand: each can open inline markup (emphasis, code, a link or an
+# image, strikethrough, GitHub's math), end a table cell, close a heading, or escape the
+# next character. Markdown reads a backslash before any ASCII punctuation as "this, as is".
+_MD_PUNCTUATION = re.compile(r"([\\`*_\[\]!#|~$])")
+
+
+def _md_text(text: str) -> str:
+    """Text from the results, shown as written: one line, no HTML, no markup, no cell break.
+
+    ``<``, ``>`` and ``&`` become entities (no HTML, no autolink, no entity from the data);
+    the rest of what can start markup is backslash-escaped; line breaks become spaces, so
+    nothing from the data starts a line (a heading, a list, a quote, a fence).
+    """
+    escaped = html.escape(one_line(text), quote=False)
+    return _MD_PUNCTUATION.sub(r"\\\1", escaped)
+
+
+def _md_line(text: str) -> str:
+    """Escaped text that starts a line: it cannot start a list, a break or a code block."""
+    text = text.lstrip()
+    if text[:1] in ("-", "+", "="):
+        return f"\\{text}"
+    return re.sub(r"^(\d+)([.)])", r"\1\\\2", text)
+
+
+def _md_cell(cell: Cell) -> str:
+    word = _FLAG_WORDS.get(cell.flag)
+    text = _md_text(cell.text)
+    return f"**{word}** {text}".strip() if word else text
+
+
+def _md_fence(lines: list[str]) -> str:
+    """A code fence longer than any run of backticks in ``lines``: none of them can close it."""
+    longest = max((len(run) for line in lines for run in re.findall("`+", line)), default=0)
+    return "`" * max(3, longest + 1)
+
+
+def _md_block(block: Block, out: Path) -> str:
+    if isinstance(block, Heading):
+        return f"{'#' * block.level} {_md_text(block.text)}"
+    if isinstance(block, Paragraph):
+        return _md_line(_md_text(block.text))
+    if isinstance(block, Table):
+        align = " --- |" + (" ---: |" if block.numeric else " --- |") * (len(block.header) - 1)
+        lines = ["| " + " | ".join(_md_text(name) for name in block.header) + " |", "|" + align]
+        lines += ["| " + " | ".join(_md_cell(cell) for cell in row) + " |" for row in block.rows]
+        return "\n".join(lines)
+    if isinstance(block, Image):
+        return f"![{_md_text(block.caption)}]({Path(os.path.relpath(block.png, out)).as_posix()})"
+    if isinstance(block, Items):
+        return "\n".join(f"- {_md_line(_md_cell(cell))}" for cell in block.items)
+    lines = [one_line(_log_text(cell)) for cell in block.lines]
+    fence = _md_fence(lines)
+    return f"{_md_line(_md_text(block.summary))}:\n\n{fence}\n" + "\n".join(lines) + f"\n{fence}"
+
+
+def render_markdown(blocks: list[Block], out: Path) -> str:
+    return "\n\n".join(_md_block(block, out) for block in blocks) + "\n"

@@ -1,0 +1,277 @@
+"""The records of a results file, typed: a run header, then one point per measurement.
+
+:meth:`PointRecord.from_dict` and :meth:`RunHeader.from_dict` are the only places
+that know the file format's older versions (a point without ``op``, ``batch``,
+``dtype`` or ``gflops``; a plan with ``op`` instead of ``ops``) and check every
+field; everything else takes records. A field that is missing or not what the
+format says raises :class:`RecordError` naming it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import math
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+from xbackend.operations import DEFAULT, OPERATIONS, Operation
+from xbackend.plan import Plan
+
+STATUSES = ("ok", "mismatch", "skipped", "error")
+MEASURED = ("ok", "mismatch")
+# Dimensions beyond this are no product any device holds: a field that large is damage.
+_MAX_DIMENSION = 2**40
+_STATS = ("median", "q1", "q3", "min")
+
+
+def now_iso() -> str:
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+
+
+class RecordError(ValueError):
+    """A field of a record that is missing or not what the results format says."""
+
+    def __init__(self, field: str | None, why: str):
+        super().__init__(f"field {field!r}: {why}" if field else why)
+
+
+class LineKey(NamedTuple):
+    """One line of a comparison: a configuration, over sizes."""
+
+    label: str
+    device: str
+    op: str
+    variant: str
+    tile: int | None
+    dtype: str
+
+
+class PointKey(NamedTuple):
+    """What makes two points the same measurement: the configuration and the size."""
+
+    label: str
+    device: str
+    op: str
+    variant: str
+    tile: int | None
+    dtype: str
+    batch: int
+    M: int
+    K: int
+    N: int
+
+
+@dataclasses.dataclass(frozen=True)
+class PointRecord:
+    """One (size, backend, device, variant, tile) point of a sweep."""
+
+    run_id: str
+    backend: str
+    label: str  # how figures and tables name this line, e.g. "opencl:pocl"
+    device: str
+    variant: str
+    tile: int | None
+    dtype: str
+    M: int
+    K: int
+    N: int
+    flops: int
+    status: str  # "ok", "mismatch", "skipped", "error"
+    op: str = DEFAULT  # "mm", "bmm", "rmm"
+    batch: int = 1  # products in a bmm
+    reason: str = ""
+    equal: bool | None = None
+    max_abs_error: float | None = None
+    bound_ratio: float | None = None
+    kernel_s: dict[str, float] | None = None  # Stats of the kernel samples
+    end_to_end_s: dict[str, float] | None = None  # Stats of the end-to-end samples
+    kernel_samples_s: list[float] = dataclasses.field(default_factory=list)
+    end_to_end_samples_s: list[float] = dataclasses.field(default_factory=list)
+    gflops: float | None = None  # from the kernel median
+    timestamp: str = ""
+    params: dict[str, int] | None = None  # every launch parameter of a tuned variant
+    step: int | None = None  # the size's place in the plan's schedule, from 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": "point", **dataclasses.asdict(self)}
+
+    @classmethod
+    def from_dict(cls, item: Mapping[str, Any]) -> PointRecord:
+        """The point of a results line, checked, with defaults for older files."""
+        return cls(**_checked_point(item))
+
+    @property
+    def key(self) -> PointKey:
+        return PointKey(*self.line_key, self.batch, self.M, self.K, self.N)
+
+    @property
+    def line_key(self) -> LineKey:
+        return LineKey(self.label, self.device, self.op, self.variant, self.tile, self.dtype)
+
+    @property
+    def operation(self) -> Operation | None:
+        """The operation measured, or None for one this version of xbackend does not know."""
+        return OPERATIONS.get(self.op)
+
+    @property
+    def batched(self) -> bool:
+        return self.operation is not None and self.operation.batched
+
+    @property
+    def measured(self) -> bool:
+        """Timed: a verified result or a wrong one, with its statistics."""
+        return self.status in MEASURED and self.kernel_s is not None
+
+    @property
+    def kernel_median_s(self) -> float | None:
+        """The median kernel time, where the point has one (a skipped point may have a stub)."""
+        return (self.kernel_s or {}).get("median")
+
+
+@dataclasses.dataclass(frozen=True)
+class RunHeader:
+    """What a run recorded before its first point: the machine, the plan and the devices."""
+
+    run_id: str
+    timestamp: str = ""
+    environment: dict[str, Any] = dataclasses.field(default_factory=dict)
+    plan: Plan = dataclasses.field(default_factory=lambda: Plan(shapes=[]))
+    devices: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+
+    @property
+    def host(self) -> str:
+        host = self.environment.get("host")
+        return "" if host is None else str(host)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "type": "run",
+            "run_id": self.run_id,
+            "timestamp": self.timestamp,
+            "environment": self.environment,
+            "plan": self.plan.to_dict(),
+            "devices": self.devices,
+        }
+
+    @classmethod
+    def from_dict(cls, item: Mapping[str, Any]) -> RunHeader:
+        """The run header of a results line; its contents are read loosely, to be shown."""
+        if not isinstance(item.get("run_id"), str):
+            raise RecordError("run_id", "a run header needs its id")
+        parts = {field: item.get(field, {}) for field in ("plan", "environment", "devices")}
+        for field, value in parts.items():
+            if not isinstance(value, dict):
+                raise RecordError(field, "expected an object")
+        timestamp = item.get("timestamp")
+        return cls(
+            run_id=item["run_id"],
+            timestamp="" if timestamp is None else str(timestamp),
+            environment=parts["environment"],
+            plan=Plan.from_dict(parts["plan"]),
+            # A device recorded as a bare string is taken for its name.
+            devices={
+                str(label): device if isinstance(device, dict) else {"name": device}
+                for label, device in parts["devices"].items()
+            },
+        )
+
+
+# -- checking a point ------------------------------------------------------------------------
+
+
+def _integer(point: Mapping[str, Any], field: str, low: int, high: int) -> int:
+    value = point.get(field)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise RecordError(field, f"expected an integer, found {value!r:.40}")
+    if not low <= value <= high:
+        raise RecordError(field, f"{value} is out of range ({low} to {high})")
+    return value
+
+
+def _number(value: Any, field: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise RecordError(field, f"expected a number, found {value!r:.40}")
+    return float(value)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _stats(point: Mapping[str, Any], field: str, measured: bool) -> dict[str, float] | None:
+    """Statistics of samples: checked where the point was timed, else kept as far as numeric."""
+    stats = point.get(field)
+    if not measured:
+        if not isinstance(stats, dict):
+            return None
+        return {str(key): float(value) for key, value in stats.items() if _is_number(value)}
+    if not isinstance(stats, dict):
+        raise RecordError(field, f"a measured point needs its statistics, found {stats!r:.40}")
+    for key in _STATS:
+        value = _number(stats.get(key), f"{field}.{key}")
+        if not 0.0 <= value < math.inf:
+            raise RecordError(f"{field}.{key}", f"{value} is not a time in seconds")
+    return {str(key): float(value) for key, value in stats.items() if _is_number(value)}
+
+
+_STRINGS = ("run_id", "backend", "label", "device", "variant", "dtype", "op", "reason")
+
+
+def _checked_point(item: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields of a PointRecord from a results line, or RecordError.
+
+    Older files: no ``op`` (mm), ``batch`` (1), ``dtype`` (float32), ``reason``,
+    ``tile``, ``run_id``, ``step``, nor, for a measured point, ``gflops`` (then
+    taken from the median kernel time).
+    """
+    defaults = {"op": DEFAULT, "batch": 1, "dtype": "float32", "reason": "", "tile": None}
+    point = {**defaults, "run_id": "", **item}
+    for field in _STRINGS:
+        if not isinstance(point.get(field), str):
+            raise RecordError(field, f"expected a string, found {point.get(field)!r:.40}")
+    if point.get("status") not in STATUSES:
+        raise RecordError("status", f"expected one of {', '.join(STATUSES)}")
+    fields: dict[str, Any] = {field: point[field] for field in (*_STRINGS, "status")}
+    for field in ("M", "K", "N"):
+        fields[field] = _integer(point, field, 0, _MAX_DIMENSION)
+    fields["flops"] = _integer(point, "flops", 0, 2 * _MAX_DIMENSION**3)
+    fields["batch"] = _integer(point, "batch", 1, _MAX_DIMENSION)
+    # An unrunnable tile is recorded too: any size from 0.
+    fields["tile"] = None if point["tile"] is None else _integer(point, "tile", 0, _MAX_DIMENSION)
+    fields["step"] = None if point.get("step") is None else _integer(point, "step", 1, 2**31)
+    for field in ("max_abs_error", "bound_ratio", "gflops"):
+        value = point.get(field)
+        fields[field] = None if value is None else _number(value, field)
+    if point.get("equal") not in (None, True, False):
+        raise RecordError("equal", "expected true, false or null")
+    fields["equal"] = point.get("equal")
+    fields.update(_samples(point))
+    fields["params"] = _params(point.get("params"))
+    measured = point["status"] in MEASURED
+    fields["kernel_s"] = _stats(point, "kernel_s", measured)
+    fields["end_to_end_s"] = _stats(point, "end_to_end_s", measured)
+    if measured and fields["gflops"] is None:
+        median = fields["kernel_s"]["median"]
+        fields["gflops"] = fields["flops"] / median / 1e9 if median > 0 else math.nan
+    timestamp = point.get("timestamp")
+    fields["timestamp"] = "" if timestamp is None else str(timestamp)
+    return fields
+
+
+def _samples(point: Mapping[str, Any]) -> dict[str, list[float]]:
+    found = {}
+    for field in ("kernel_samples_s", "end_to_end_samples_s"):
+        samples = point.get(field, [])
+        if not isinstance(samples, list):
+            raise RecordError(field, "expected a list of seconds")
+        found[field] = [_number(value, field) for value in samples]
+    return found
+
+
+def _params(params: Any) -> dict[str, int] | None:
+    if params is None:
+        return None
+    if not (isinstance(params, dict) and all(isinstance(v, int) for v in params.values())):
+        raise RecordError("params", "expected an object of integers")
+    return {str(name): int(value) for name, value in params.items()}

@@ -1,0 +1,323 @@
+"""The tune cache: ``xbackend tune``'s choices in one JSON file, and the backends' view of it.
+
+The best configuration per (backend, device, variant, operation, dtype, shape class)
+lives in ``$XDG_CACHE_HOME/xbackend/tuned.json`` (``~/.cache`` by default) or the path
+in ``XBACKEND_TUNE_CACHE``. A backend takes these choices when it is handed
+``cached_choices()`` (``attach``; ``xbackend.get_backend`` does that): the file is read
+once per process, and again whenever it changes. Without an entry the tuned variants
+use the size-aware default of ``backends/warp.py``.
+
+Like pyopencl's binary cache, an entry records what it was tuned for beyond its key
+(``build``: the driver's version, a digest of the kernel file and its fixed build
+options, xbackend's version), and a choice made for another build is stale and
+ignored. An entry without ``build`` was written by hand and holds wherever its key
+matches. Writes read, change and replace the file under a lock (``tuned.json.lock``
+beside it), so tuners running together lose nothing.
+
+The file is edited by hand and shared between versions, so nothing in it is trusted:
+an entry that is malformed, or whose parameters the launch planner would refuse, is
+ignored with a ``TuneCacheWarning`` naming the file (once per file and process), and
+its products use the default.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import threading
+import warnings
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from xbackend.backends import warp
+from xbackend.backends.choices import ChoiceRequest
+from xbackend.backends.interface import Backend
+from xbackend.operations import operation
+from xbackend.resources import user_cache_dir
+from xbackend.safeio import atomic_write
+
+CACHE_ENV = "XBACKEND_TUNE_CACHE"
+FORMAT = 3  # 2: keys name the operation, entries count their blocks; 3: and their build
+
+
+def cache_path() -> Path:
+    explicit = os.environ.get(CACHE_ENV)
+    if explicit:
+        return Path(explicit)
+    return user_cache_dir() / "tuned.json"
+
+
+class TuneCacheWarning(UserWarning):
+    """Part of the tune cache was ignored: the message names the file and says why."""
+
+
+_warned: set[tuple[str, str]] = set()  # (file, what): each warning once per process
+_LISTED = 20  # bad entries named in one warning
+
+
+def _warn_once(path: Path, what: str, message: str) -> None:
+    marker = (os.path.abspath(path), what)
+    if marker not in _warned:
+        _warned.add(marker)
+        warnings.warn(message, TuneCacheWarning, stacklevel=3)
+
+
+def _shorten(text: object, limit: int = 120) -> str:
+    text = str(text)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def entry_problem(entry: Any) -> str | None:
+    """Why a cache entry cannot be used, or None: its ``params`` must be a configuration
+    the launch planner accepts on any device (``WarpConfig.problem``; the device's own
+    limits are checked at lookup), ``blocks`` a count, ``tflops`` and ``shape`` what
+    ``tune`` writes (``tune --show`` prints them)."""
+    if not isinstance(entry, dict):
+        return "not an object"
+    params = entry.get("params")
+    if not isinstance(params, dict):
+        return "no params object"
+    try:
+        config = warp.WarpConfig.from_dict(params)
+    except (TypeError, ValueError) as error:
+        return str(error)
+    problem = config.problem()
+    if problem:
+        return problem
+    if config.slices > warp.MAX_SLICES:
+        return f"{config.slices} K ranges; at most {warp.MAX_SLICES}"
+    blocks = entry.get("blocks", 0)
+    if isinstance(blocks, bool) or not isinstance(blocks, int) or blocks < 0:
+        return f"blocks must be a count, not {blocks!r}"
+    tflops = entry.get("tflops")
+    if tflops is not None and (isinstance(tflops, bool) or not isinstance(tflops, int | float)):
+        return f"tflops must be a number, not {tflops!r}"
+    if not isinstance(entry.get("shape", ""), str):
+        return f"shape must be text, not {entry['shape']!r}"
+    build = entry.get("build", {})
+    if not isinstance(build, dict) or not all(isinstance(v, str) for v in build.values()):
+        return f"build must be an object of texts, not {_shorten(build)!r}"
+    return None
+
+
+# The shape class whose choice serves a class that was not tuned (see lookup).
+NEIGHBOUR = {"medium": "large", "large": "medium"}
+
+
+def entry_key(
+    backend: str, device: str, variant: str, op: str, dtype: str, shape_class: str
+) -> str:
+    return "|".join((backend, device, variant, op, dtype, shape_class))
+
+
+def load_entries(path: Path | None = None) -> dict[str, dict[str, Any]]:
+    """The well-formed cached choices (see ``entry_problem``).
+
+    A missing file, or one of another format (another version's), is an empty cache.
+    An unreadable file, one that is not JSON, and every malformed entry are ignored
+    with a ``TuneCacheWarning`` naming the file.
+    """
+    path = path or cache_path()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError) as error:
+        _warn_once(path, "file", f"{path}: cannot read the tune cache ({error}); ignored")
+        return {}
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as error:
+        _warn_once(path, "file", f"{path}: the tune cache is not JSON ({_shorten(error)}); ignored")
+        return {}
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        return {}
+    entries = data.get("entries", {})
+    if not isinstance(entries, dict):
+        _warn_once(path, "file", f"{path}: 'entries' is not an object; the cache is ignored")
+        return {}
+    good, bad = {}, {}
+    for key, entry in entries.items():
+        problem = entry_problem(entry)
+        if problem is None:
+            good[key] = entry
+        else:
+            bad[key] = problem
+    if bad:
+        listed = [f"{_shorten(key, 80)!r}: {_shorten(problem)}" for key, problem in bad.items()]
+        more = f"; and {len(bad) - _LISTED} more" if len(bad) > _LISTED else ""
+        _warn_once(
+            path,
+            "entries",
+            f"{path}: ignoring {len(bad)} malformed tune cache "
+            f"{'entry' if len(bad) == 1 else 'entries'} ({'; '.join(listed[:_LISTED])}{more}); "
+            "their products use the default parameters (run xbackend tune again to replace them)",
+        )
+    return good
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """Hold the lock of the cache file ``path`` (the file ``tuned.json.lock`` beside it),
+    so that one writer at a time reads, changes and replaces it, threads included."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(path.name + ".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _write(entries: Mapping[str, Any], path: Path) -> None:
+    """Write the cache whole, through a temporary file of its own, so a reader never sees
+    half of it."""
+    text = json.dumps({"format": FORMAT, "entries": entries}, indent=1, sort_keys=True)
+    atomic_write(path, text + "\n")
+
+
+def save_entries(entries: dict[str, dict[str, Any]], path: Path | None = None) -> Path:
+    """Replace the cache with ``entries``, under its lock."""
+    path = path or cache_path()
+    with _locked(path):
+        _write(entries, path)
+    return path
+
+
+def update_entries(changes: Mapping[str, dict[str, Any]], path: Path | None = None) -> Path:
+    """Add or replace the entries ``changes`` and keep every other one: the file is read,
+    changed and replaced under its lock, so that tuners running together lose nothing."""
+    path = path or cache_path()
+    with _locked(path):
+        entries = load_entries(path)
+        entries.update(changes)
+        _write(entries, path)
+    return path
+
+
+def current_build(backend: Backend, variant: str, op: str = "mm") -> dict[str, str]:
+    """What a choice for ``variant`` on ``backend`` is tuned for: the backend's
+    ``kernel_build`` (driver, kernel digest) and xbackend's version."""
+    import xbackend
+
+    return {**backend.kernel_build(variant, op), "xbackend": xbackend.__version__}
+
+
+def _stale(entry: Mapping[str, Any], request: ChoiceRequest) -> str | None:
+    """How an entry's build differs from the request's, or None where it holds."""
+    recorded = entry.get("build")
+    if recorded is None:
+        return None  # written by hand: it holds wherever its key matches
+    import xbackend
+
+    wanted = {**request.build, "xbackend": xbackend.__version__}
+    names = {*recorded, *wanted}
+    changed = sorted(name for name in names if recorded.get(name) != wanted.get(name))
+    return ", ".join(changed) or None
+
+
+def choose(
+    entries: Mapping[str, Any], request: ChoiceRequest, path: Path
+) -> warp.WarpConfig | None:
+    """The cached configuration for ``request``'s product, or None.
+
+    A class with no entry takes its neighbour's where both fill the GPU without a
+    split (medium and large), so that tuning one large size serves both; an rmm
+    with neither takes mm's choice, the product of its pair sums being an mm
+    (``Operation.tuned_as``). With a ``size`` (the output's M and N, and K), a split
+    choice is refitted to that size: as many K ranges as give the blocks its tuned
+    launch had (see ``warp.refit_slices``), so a small output gets a deeper split
+    than the tuned one. An entry for another build, or one that the request's
+    ``check`` refuses, is ignored with a warning, as if not there.
+    """
+    classes = list(filter(None, (request.shape_class, NEIGHBOUR.get(request.shape_class))))
+    for entry_op in request.op.tuned_as:
+        for entry_class in classes:
+            key = entry_key(request.backend, request.device, request.variant, entry_op,
+                       request.dtype, entry_class)  # fmt: skip
+            entry = entries.get(key)
+            if entry is None:
+                continue
+            changed = _stale(entry, request)
+            if changed:
+                _warn_once(path, f"{key} {changed}", f"{path}: ignoring the entry {key!r}, "
+                           f"tuned for another {changed} (run xbackend tune again)")  # fmt: skip
+                continue
+            config = warp.WarpConfig.from_dict(entry["params"])  # checked by load_entries
+            blocks = entry.get("blocks", 0)
+            if request.size is not None and config.slices > 1 and blocks > 0:
+                config = warp.refit_slices(config, blocks, *request.size)
+            problem = request.check(config) if request.check else None
+            if problem:
+                _warn_once(path, key, f"{path}: ignoring the entry {key!r}: {_shorten(problem)}")
+                continue
+            return config
+    return None
+
+
+def lookup(
+    backend: Any,
+    variant: str,
+    dtype: np.dtype[Any] | str,
+    shape_class: str,
+    op: str = "mm",
+    size: tuple[int, int, int] | None = None,
+    check: Callable[[warp.WarpConfig], str | None] | None = None,
+) -> warp.WarpConfig | None:
+    """The cached configuration for a product on ``backend``'s device, or None: the
+    file as it is now, read through ``choose``. ``backend`` needs a ``name`` and a
+    ``device.name``; a ``Backend`` also gives the build its choices must match."""
+    path = cache_path()
+    build = backend.kernel_build(variant, op) if isinstance(backend, Backend) else {}
+    request = ChoiceRequest(
+        backend.name, backend.device.name, variant, operation(op), np.dtype(dtype).name,
+        shape_class, size, build, check,
+    )  # fmt: skip
+    return choose(load_entries(path), request, path)
+
+
+class CachedChoices:
+    """The tune cache as the backends' ``Choices``: the file is read once per process,
+    and again whenever it changes (its size, time or inode); ``XBACKEND_TUNE_CACHE``
+    is followed as it is at each product."""
+
+    def __init__(self, path: Path | None = None):
+        self._path = path
+        self._read: dict[Path, tuple[tuple[int, int, int] | None, dict[str, Any]]] = {}
+        self._lock = threading.Lock()
+
+    def entries(self) -> tuple[Path, dict[str, Any]]:
+        path = self._path or cache_path()
+        try:
+            status = path.stat()
+            stamp: tuple[int, int, int] | None = (status.st_mtime_ns, status.st_size, status.st_ino)
+        except OSError:
+            stamp = None
+        with self._lock:
+            known = self._read.get(path)
+            if known is None or known[0] != stamp:
+                known = self._read[path] = (stamp, load_entries(path))
+        return path, known[1]
+
+    def choice(self, request: ChoiceRequest) -> warp.WarpConfig | None:
+        path, entries = self.entries()
+        return choose(entries, request, path)
+
+
+_cached = CachedChoices()
+
+
+def cached_choices() -> CachedChoices:
+    """The tune cache's choices, one reader per process."""
+    return _cached
+
+
+def attach(backend: Backend) -> Backend:
+    """Hand ``backend`` the tune cache's choices (what ``xbackend.get_backend`` does)."""
+    backend.use_choices(cached_choices())
+    return backend
