@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -52,6 +53,11 @@ def main() -> int:
         help="sizes for the tuned variants only (default 66x12x72)",
     )
     parser.add_argument("--dtype", default="float32", help="element type (default float32)")
+    parser.add_argument(
+        "--skip",
+        default="",
+        help="variants to leave out, e.g. vendor (a library's own kernels are not ours to check)",
+    )
     args = parser.parse_args()
     dtype = dtype_named(args.dtype)
     target = Target.parse(args.backend)
@@ -72,7 +78,9 @@ def main() -> int:
                 A, B = make_operands(shape, 11, dtype, batch=2 if op == "bmm" else None)
                 reference = Reference.of(A, B, op)
                 tiles = (args.tiles, args.tuned_tiles or args.tiles)
-                failures += _probe(backend, op, shape, A, B, reference, tiles, tuned_only)
+                failures += _probe(
+                    backend, op, shape, A, B, reference, tiles, tuned_only, args.skip.split(",")
+                )
     return 1 if failures else 0
 
 
@@ -85,6 +93,7 @@ def _probe(
     reference: Reference,
     tiles: tuple[str | None, str | None],
     tuned_only: bool = False,
+    skip: Sequence[str] = (),
 ) -> int:
     """Every variant and tile of ``op`` at one size; the number of wrong results.
 
@@ -93,7 +102,7 @@ def _probe(
     failures = 0
     for variant in backend.runnable_variants(op):
         spec = backend.variant_spec(variant, op)
-        if tuned_only and not spec.tuned:
+        if variant in skip or (tuned_only and not spec.tuned):
             continue
         wanted: list[int | None] = [None]
         chosen = tiles[1] if spec.tuned else tiles[0]

@@ -47,11 +47,9 @@ def test_chapter_preset_runs_and_reports(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     points = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()[1:]]
     assert {p["op"] for p in points} == {"rmm"}
-    assert {p["variant"] for p in points if p["backend"] == "opencl"} == {
-        "naive4",
-        "naive",
-        "tiled",
-    }
+    # the chapter's kernels, and CLBlast's line where the OpenCL backend has one for rmm
+    opencl = {p["variant"] for p in points if p["backend"] == "opencl"}
+    assert opencl - {"vendor"} == {"naive4", "naive", "tiled"}
     assert all(p["status"] == "ok" for p in points)
     html = (out / "report.html").read_text()
     assert "Chapter" in html and "data:image/png;base64," in html

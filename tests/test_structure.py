@@ -33,6 +33,8 @@ LOWER_LAYERS = {
     "xbackend.results": ("xbackend.backends",),
     "xbackend.plots": ("xbackend.backends",),
     "xbackend.report": ("xbackend.backends",),
+    "xbackend.figures": ("xbackend.backends",),
+    "xbackend.tables": ("xbackend.backends",),
     "xbackend.operations": ("xbackend.backends", "xbackend.problems"),
 }
 _OP_COMPARISON = re.compile(

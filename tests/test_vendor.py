@@ -8,6 +8,7 @@ host memory. A test on a real GPU runs where PyCUDA and cuBLAS work.
 
 from __future__ import annotations
 
+import builtins
 import ctypes
 import ctypes.util
 import shutil
@@ -20,6 +21,9 @@ import pytest
 
 from xbackend.backends import cublas as vendor
 from xbackend.backends.cublas import CUBLAS_OP_N, _colmajor_args, _decode_version
+from xbackend.plan import Target
+from xbackend.problems import Reference, check
+from xbackend.pytest_plugin import open_backend, skip_or_fail
 from xbackend.vendor import (
     Clblast,
     Cublas,
@@ -392,10 +396,35 @@ def test_clblast_unavailable_without_pyclblast(monkeypatch):
     monkeypatch.setitem(sys.modules, "pyclblast", None)
     ok, reason = Clblast.available()
     assert ok is False
-    assert "pyclblast" in reason
-    assert reason == "CLBlast is not installed: pip install pyclblast"
-    with pytest.raises(VendorUnavailable, match="pip install pyclblast"):
+    assert reason == (
+        "pyclblast is not installed: "
+        "apt-get install libclblast-dev && pip install 'xbackend[clblast]'"
+    )
+    with pytest.raises(VendorUnavailable, match="libclblast-dev"):
         Clblast()
+
+
+def test_clblast_without_its_shared_library(monkeypatch):
+    """pyclblast built, libclblast.so.1 gone: the reason says which library and where."""
+    real_import = builtins.__import__
+
+    def failing_import(name, *args, **kwargs):
+        if name == "pyclblast":
+            raise ImportError("libclblast.so.1: cannot open shared object file")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.delitem(sys.modules, "pyclblast", raising=False)
+    monkeypatch.setattr(builtins, "__import__", failing_import)
+    ok, reason = Clblast.available()
+    assert ok is False
+    assert "libclblast.so.1" in reason and "LD_LIBRARY_PATH" in reason
+
+
+def test_opencl_vendor_lines_name_clblast():
+    from xbackend.backends.opencl import OpenCLBackend
+
+    assert "CLBlast" in OpenCLBackend.VARIANTS["mm"]["vendor"].description
+    assert "CLBlast" in OpenCLBackend.VARIANTS["rmm"]["vendor"].description
 
 
 @pytest.mark.parametrize(
@@ -423,6 +452,82 @@ def test_clblast_dtype_problem_without_double_support():
     problem = Clblast.dtype_problem(np.float64, Device())  # type: ignore[arg-type]
     assert problem == "Tiny GPU has no double precision, which CLBlast needs"
     assert Clblast.dtype_problem(np.float32, Device()) is None  # type: ignore[arg-type]
+
+
+# -- CLBlast on the OpenCL device (XBACKEND_REQUIRE=clblast: a failure, not a skip) --
+
+
+@pytest.fixture(scope="module")
+def clblast_opencl():
+    """The OpenCL backend with CLBlast usable; without either, a skip with its reason."""
+    opened = open_backend(Target("opencl"))
+    ok, reason = Clblast.available()
+    if not ok:
+        opened.close()
+        skip_or_fail("clblast", reason)
+    yield opened
+    opened.close()
+
+
+def _clblast_dtype(backend, dtype):
+    problem = backend.variant_problem("vendor", np.dtype(dtype))
+    if problem:
+        pytest.skip(problem)
+    return dtype
+
+
+# Odd sizes, one past CLBlast's indirect-GEMM threshold (pad and transpose kernels).
+CLBLAST_SHAPES = [(1, 1, 1), (7, 5, 3), (33, 17, 65), (130, 67, 129), (400, 257, 386)]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize(("M", "K", "N"), CLBLAST_SHAPES)
+@pytest.mark.parametrize("op", ["mm", "rmm"])
+def test_clblast_vendor_line_is_equal(clblast_opencl, op, M, K, N, dtype):
+    dtype = _clblast_dtype(clblast_opencl, dtype)
+    if op == "rmm":
+        M, N = M + M % 2, N + N % 2
+    rng = np.random.default_rng(M * K * N)
+    A = rng.uniform(-1, 1, (M, K)).astype(dtype)
+    B = rng.uniform(-1, 1, (K, N)).astype(dtype)
+    result = clblast_opencl.measure(A, B, "vendor", op=op, warmup=0, samples=1).result
+    verdict = check(result, Reference.of(A, B, op))
+    assert verdict.equal, verdict
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("op", ["mm", "rmm"])
+def test_clblast_vendor_line_on_strided_views(clblast_opencl, op, dtype):
+    """Sub-matrices go with their row stride as CLBlast's leading dimension."""
+    dtype = _clblast_dtype(clblast_opencl, dtype)
+    rng = np.random.default_rng(5)
+    big_A = rng.uniform(-1, 1, (40, 70)).astype(dtype)
+    big_B = rng.uniform(-1, 1, (50, 60)).astype(dtype)
+    A, B = big_A[3:37, 5:38], big_B[7:40, 1:43]  # 34×33 · 33×42, rows longer than they are
+    assert not (A.flags.c_contiguous or B.flags.c_contiguous)
+    result = clblast_opencl.measure(A, B, "vendor", op=op, warmup=0, samples=0).result
+    assert check(result, Reference.of(A, B, op)).equal
+
+
+def test_clblast_zero_sized_and_empty_k(clblast_opencl):
+    for M, K, N in [(0, 3, 4), (4, 0, 6)]:
+        A, B = np.ones((M, K), np.float32), np.ones((K, N), np.float32)
+        np.testing.assert_array_equal(clblast_opencl.matmul(A, B, "vendor"), np.zeros((M, N)))
+
+
+def test_gpu_clblast_script_says_what_it_needs(tmp_path):
+    """scripts/gpu_clblast.sh (the GPU machine's CLBlast build) refuses clearly without
+    its .deb files; its build was checked by hand against debs unpacked in /tmp."""
+    script = Path(__file__).resolve().parent.parent / "scripts" / "gpu_clblast.sh"
+    done = subprocess.run(
+        ["bash", str(script), str(tmp_path / "prefix")],
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "DEBS": str(tmp_path), "SDIST": str(tmp_path)},
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert f"no .deb files in {tmp_path}" in done.stderr
 
 
 # -- NumPy ----------------------------------------------------------------------

@@ -12,9 +12,42 @@ from xbackend.operations import Shape, operation
 from xbackend.plan import Plan
 from xbackend.problems import dtype_named
 from xbackend.results import PointRecord, now_iso
+from xbackend.sweep import ASSIGNMENT_VARIANTS
 
 if TYPE_CHECKING:
     from xbackend import Backend
+
+# Not rungs of the tuning ladder: the assignment's lines, and the chapter's naive4.
+_NOT_LADDER = frozenset({*ASSIGNMENT_VARIANTS, "naive4"})
+# Words that stand for a set of variants in ``--variants``.
+VARIANT_SETS = {
+    "assignment": "naive, tiled and vendor (the default)",
+    "ladder": "every tuned rung: each variant but naive, tiled, vendor and naive4",
+    "all": "every variant of each backend",
+}
+
+
+def ladder(opened: Sequence[tuple[str, Backend]], ops: Sequence[str]) -> list[str]:
+    """The rungs of the ladder the opened backends have for ``ops``, in their order."""
+    found = [v for _, backend in opened for op in ops for v in backend.variants(op)]
+    return [v for v in dict.fromkeys(found) if v not in _NOT_LADDER]
+
+
+def resolve_variants(
+    words: Sequence[str], opened: Sequence[tuple[str, Backend]], ops: Sequence[str]
+) -> list[str] | None:
+    """``--variants`` as names: each set word expanded (``all``: None, every variant)."""
+    if "all" in words:
+        return None
+    names: list[str] = []
+    for word in words:
+        if word == "ladder":
+            names += ladder(opened, ops)
+        elif word == "assignment":
+            names += ASSIGNMENT_VARIANTS
+        else:
+            names.append(word)
+    return list(dict.fromkeys(names))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,8 +1,20 @@
 """Figures from results: runtime and GFLOP/s against size, per backend and all together.
 
-Each figure is written as PNG and SVG. Only verified points ("ok") draw the
-lines; a point whose result was wrong is drawn as a red cross, so a fast but
-wrong kernel cannot pass for a fast one.
+* ``runtime_by_backend``, the assignment's figure: one panel per backend (and per
+  operation, batch and data type where the points have several), naive against tiled
+  with the vendor's line as a dashed reference; kernel time solid with its quartile
+  band, end-to-end time dotted;
+* ``runtime_all``: the same lines of every backend on one axes per operation;
+* ``gflops``: their throughput;
+* ``ladder``: where the points have variants beyond naive, tiled and vendor, every
+  variant's throughput, one panel per backend.
+
+The look of each variant, tile, backend and meaning is fixed (``figures/style.py``):
+one colour per variant in every panel and figure, legends outside the data. Points of
+a single size (one x per line, the blog's latency runs) are drawn as bars
+(``figures/bars.py``). Each figure is written as PNG and SVG. Only verified points
+("ok") draw the lines; a point whose result was wrong is drawn as a red cross, so a
+fast but wrong kernel cannot pass for a fast one.
 
 Results files may come from anywhere: their strings reach a figure only through
 :func:`literal` (a ``$`` is a dollar sign, not mathtext), file names are fixed here,
@@ -17,17 +29,36 @@ import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
+from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
-from xbackend.operations import DEFAULT
+from xbackend.figures import bars
+from xbackend.figures.style import (
+    CORE_VARIANTS,
+    END_TO_END,
+    WRONG_COLOUR,
+    Palette,
+    kernel_style,
+    literal,
+    meaning_handles,
+    output_elements,
+    output_label,
+    outside_legend,
+    series_name,
+    short,
+    variant_sort,
+)
+from xbackend.operations import OPS, operation
 from xbackend.results import LineKey, PointRecord
 from xbackend.safeio import atomic_write, output_folder, safe_name
 
-FIGURES = ("runtime_by_backend", "runtime_all", "gflops")
-_MARKERS = "osD^v<>ph*"
+__all__ = ["FIGURES", "Drawn", "draw", "draw_figures", "figures", "literal", "save"]
+
+FIGURES = ("runtime_by_backend", "runtime_all", "gflops")  # and "ladder" where there is one
 
 
 class Line(NamedTuple):
@@ -38,130 +69,198 @@ class Line(NamedTuple):
     batched: bool
 
 
+Lines = dict[Line, list[PointRecord]]
+Value = Callable[[PointRecord], float]
+
+
 def _line_of(point: PointRecord) -> Line:
     return Line(point.line_key, point.batch, point.batched)
 
 
-def literal(text: object) -> str:
-    """``text`` as matplotlib should show it: as written, never as mathtext.
-
-    Matplotlib reads a string with an even number of unescaped ``$`` as mathtext, so a
-    label such as ``a$x^{`` next to a device ``b$y`` stops the drawing with a parse
-    error. Escaped, every ``$`` is drawn as it is.
-    """
-    return str(text).replace("$", r"\$")
+def x_of(point: PointRecord) -> int:
+    """Where a point sits on the size axis: the elements of one product's output."""
+    return output_elements(point.op, point.M, point.K, point.N)
 
 
-def _variant_name(line: Line) -> str:
-    """The variant and tile, and the operation and dtype where they are not mm, float32."""
-    key = line.key
-    name = f"{key.variant} T={key.tile}" if key.tile else key.variant
-    if key.op != DEFAULT:
-        name = f"{key.op} {name}" + (f" ×{line.batch}" if line.batched else "")
-    return name if key.dtype == "float32" else f"{name} {key.dtype}"
-
-
-def _lines(points: Iterable[PointRecord]) -> dict[Line, list[PointRecord]]:
-    lines: dict[Line, list[PointRecord]] = defaultdict(list)
+def _lines(points: Iterable[PointRecord]) -> Lines:
+    lines: Lines = defaultdict(list)
     for point in points:
         if point.measured:
             lines[_line_of(point)].append(point)
     for line in lines.values():
-        line.sort(key=lambda p: (p.M * p.N, p.K))
+        line.sort(key=lambda p: (x_of(p), p.K))
     return dict(
         sorted(
             lines.items(),
-            key=lambda item: (item[0].key.label, item[0].key.variant, item[0].key.tile or 0),
+            key=lambda item: (
+                item[0].key.label,
+                variant_sort(item[0].key.variant),
+                item[0].key.tile or 0,
+            ),
         )
     )
 
 
-def _outputs(point: PointRecord) -> int:
-    return point.M * point.N
-
-
-_LINESTYLES = ("-", "--", "-.", (0, (5, 1, 1, 1)))
-
-
-def _styles(
-    lines: dict[Line, list[PointRecord]],
-    colour_of: Callable[[Line], str],
-    marker_of: Callable[[Line], str],
-) -> dict[Line, dict[str, Any]]:
-    """Styles from parts of the line key, so one thing looks the same everywhere.
-
-    ``colour_of`` picks the colour, ``marker_of`` the marker and line style.
-    """
-    colours = sorted({colour_of(key) for key in lines})
-    markers = sorted({marker_of(key) for key in lines})
-    styles = {}
-    for key in lines:
-        m = markers.index(marker_of(key))
-        styles[key] = {
-            "color": f"C{colours.index(colour_of(key)) % 10}",
-            "marker": _MARKERS[m % len(_MARKERS)],
-            "linestyle": _LINESTYLES[m % len(_LINESTYLES)],
-            "markersize": 3,
-        }
-    return styles
-
-
-def _kernel(point: PointRecord, stat: str) -> float:
+def _kernel(point: PointRecord, stat: str = "median") -> float:
     return (point.kernel_s or {})[stat]
 
 
-def _draw_time(
-    axes: Axes, line: list[PointRecord], label: str, style: dict[str, Any], end_to_end: bool
+def _gflops(point: PointRecord) -> float:
+    return math.nan if point.gflops is None else point.gflops
+
+
+def _group_sort(group: tuple[str, int, str]) -> tuple[object, ...]:
+    op, batch, dtype = group
+    return (OPS.index(op) if op in OPS else len(OPS), op, batch, dtype)
+
+
+def _group_title(group: tuple[str, int, str]) -> str:
+    op, batch, dtype = group
+    try:
+        name = operation(op).title(batch)
+    except ValueError:
+        name = op
+    return f"{name}, {dtype}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Panels:
+    """How a figure is cut into panels, what it draws in each, and how it names lines."""
+
+    by_backend: bool  # a panel per backend, else every backend on one axes
+    value: Value
+    ylabel: str
+    title: str
+    band_and_end_to_end: bool = False
+
+
+def _panels(lines: Lines, by_backend: bool) -> dict[tuple[object, ...], Lines]:
+    """Lines per panel: per (operation, batch, data type), and per backend if asked."""
+    panels: dict[tuple[object, ...], Lines] = defaultdict(dict)
+    for line, points in lines.items():
+        group = (line.key.op, line.batch, line.key.dtype)
+        backend = (line.key.label, line.key.device) if by_backend else ()
+        panels[(group, *backend)][line] = points
+    return dict(sorted(panels.items(), key=lambda item: (_group_sort(item[0][0]), item[0][1:])))  # type: ignore[arg-type]
+
+
+def _draw_line(
+    axes: Axes, line: Line, points: list[PointRecord], style: Panels, palette: Palette
 ) -> None:
-    good = [p for p in line if p.status == "ok"]
-    x = [_outputs(p) for p in good]
-    median = [_kernel(p, "median") for p in good]
-    (drawn,) = axes.plot(x, median, label=label, **style)
-    axes.fill_between(
+    good = [p for p in points if p.status == "ok"]
+    x = [x_of(p) for p in good]
+    key = line.key
+    colour = palette.colour(key.variant, key.tile)
+    axes.plot(
         x,
-        [_kernel(p, "q1") for p in good],
-        [_kernel(p, "q3") for p in good],
-        color=drawn.get_color(),
-        alpha=0.2,
-        linewidth=0,
+        [style.value(p) for p in good],
+        color=colour,
+        linestyle=kernel_style(key.variant),
+        marker=palette.marker(key.label),
+        markersize=3.5,
+        linewidth=1.6,
+        gid=f"kernel:{key.variant}",
     )
-    if end_to_end:
+    if style.band_and_end_to_end:
+        axes.fill_between(
+            x,
+            [_kernel(p, "q1") for p in good],
+            [_kernel(p, "q3") for p in good],
+            color=colour,
+            alpha=0.2,
+            linewidth=0,
+        )
         axes.plot(
             x,
             [(p.end_to_end_s or {})["median"] for p in good],
-            color=drawn.get_color(),
-            linestyle=":",
-            linewidth=1,
+            color=colour,
+            linestyle=END_TO_END,
+            linewidth=1.2,
+            gid=f"end_to_end:{key.variant}",
         )
-    _draw_mismatches(axes, line, lambda p: _kernel(p, "median"))
-
-
-def _draw_mismatches(
-    axes: Axes, line: list[PointRecord], value: Callable[[PointRecord], float]
-) -> None:
-    bad = [p for p in line if p.status == "mismatch"]
+    bad = [p for p in points if p.status == "mismatch"]
     if bad:
         axes.plot(
-            [_outputs(p) for p in bad],
-            [value(p) for p in bad],
-            "x",
-            color="red",
+            [x_of(p) for p in bad],
+            [style.value(p) for p in bad],
+            linestyle="none",
+            marker="x",
+            color=WRONG_COLOUR,
             markersize=9,
             markeredgewidth=2,
-            label="wrong result",
+            gid="wrong",
         )
 
 
-def _finish(axes: Axes, ylabel: str) -> None:
+def _handles(lines: Lines, style: Panels, palette: Palette) -> list[Artist]:
+    """The figure's legend: one entry per series (backend too where panels mix them),
+    then what the line styles mean."""
+    entries: dict[str, Artist] = {}
+    for line in lines:
+        key = line.key
+        name = series_name(key.variant, key.tile)
+        name = name if style.by_backend else f"{key.label} {name}"
+        entries.setdefault(
+            literal(name),
+            Line2D(
+                [],
+                [],
+                color=palette.colour(key.variant, key.tile),
+                linestyle=kernel_style(key.variant),
+                marker=None if style.by_backend else palette.marker(key.label),
+                markersize=4,
+            ),
+        )
+    handles: list[Artist] = []
+    for label, handle in entries.items():
+        handle.set_label(label)
+        handles.append(handle)
+    handles += meaning_handles(style.band_and_end_to_end)
+    if any(p.status == "mismatch" for points in lines.values() for p in points):
+        handles.append(
+            Line2D(
+                [],
+                [],
+                linestyle="none",
+                marker="x",
+                color=WRONG_COLOUR,
+                markeredgewidth=2,
+                label="wrong result",
+            )
+        )
+    return handles
+
+
+def _grid(lines: Lines, style: Panels, palette: Palette) -> Figure:
+    """A figure of line panels (see :func:`_panels`), one legend right of them all."""
+    panels = _panels(lines, style.by_backend)
+    columns = min(3, len(panels))
+    rows = -(-len(panels) // columns)
+    height = 3.6 * rows + 0.8
+    figure = Figure(figsize=(4.6 * columns + 2.6, height), layout="constrained")
+    several_groups = len({key[0] for key in panels}) > 1
+    for index, (panel_key, panel_lines) in enumerate(panels.items()):
+        axes = figure.add_subplot(rows, columns, index + 1)
+        for line, points in panel_lines.items():
+            _draw_line(axes, line, points, style, palette)
+        group = panel_key[0]
+        title = [f"{panel_key[1]}: {panel_key[2]}"] if style.by_backend else []
+        if several_groups or not style.by_backend:
+            title.append(_group_title(group))  # type: ignore[arg-type]
+        axes.set_title("\n".join(short(part) for part in title), fontsize=9)
+        _finish(axes, style.ylabel, [line.key.op for line in panel_lines])
+    figure.suptitle(style.title, fontsize=10)
+    outside_legend(figure, _handles(lines, style, palette), height)
+    return figure
+
+
+def _finish(axes: Axes, ylabel: str, ops: list[str]) -> None:
     axes.set_xscale("log")
     axes.set_yscale("log")
-    axes.set_xlabel("output elements M·N")
+    axes.set_xlabel(output_label(ops))
     axes.set_ylabel(ylabel)
     axes.grid(True, which="major", alpha=0.4)
     axes.grid(True, which="minor", alpha=0.1)
-    handles, labels = axes.get_legend_handles_labels()
-    unique = dict(zip(labels, handles, strict=True))
-    axes.legend(unique.values(), unique.keys(), fontsize=8)
 
 
 def save(figure: Figure, folder: Path, name: str, dpi: int = 130) -> tuple[list[Path], bytes]:
@@ -169,11 +268,13 @@ def save(figure: Figure, folder: Path, name: str, dpi: int = 130) -> tuple[list[
 
     ``name`` is the caller's, never a string from results; ``folder`` must exist.
     Each file is rendered in memory and replaces its target in one rename, so a
-    symbolic link there is refused rather than written through.
+    symbolic link there is refused rather than written through. A figure without a
+    layout gets the constrained one (which makes room for titles and outside legends).
     """
     if name != safe_name(name, limit=255):
         raise ValueError(f"{name!r} is not a safe file name")
-    figure.tight_layout()
+    if figure.get_layout_engine() is None:
+        figure.set_layout_engine("constrained")
     paths = []
     png = b""
     for suffix in ("png", "svg"):
@@ -185,21 +286,6 @@ def save(figure: Figure, folder: Path, name: str, dpi: int = 130) -> tuple[list[
         if suffix == "png":
             png = buffer.getvalue()
     return paths, png
-
-
-def _dtypes(points: list[PointRecord]) -> str:
-    return ", ".join(sorted({p.dtype for p in points}))
-
-
-def _subtitle(points: list[PointRecord]) -> str:
-    return (
-        f"{literal(_dtypes(points))}; median kernel time, band: quartiles; "
-        "dotted: end-to-end with transfers"
-    )
-
-
-def _gflops(point: PointRecord) -> float:
-    return math.nan if point.gflops is None else point.gflops
 
 
 @dataclasses.dataclass(frozen=True)
@@ -233,75 +319,56 @@ def draw_figures(points: list[PointRecord], folder: Path, dpi: int = 130) -> Dra
     return Drawn(list(points), pngs, written)
 
 
+_TIME = "median kernel time (s)"
+_RATE = "GFLOP/s (2·M·N·K per product, median kernel time)"
+
+
+def _dtypes(points: Iterable[PointRecord]) -> str:
+    return literal(", ".join(sorted({p.dtype for p in points})))
+
+
 def figures(points: list[PointRecord]) -> list[tuple[str, Figure]]:
     """Every figure for ``points``, with the file name (without suffix) it is saved as."""
     lines = _lines(points)
     if not lines:
         raise ValueError("no measured points to draw")
-    # Colours stand for backends, markers and line styles for variants and tiles.
-    by_backend = _styles(lines, colour_of=lambda line: line.key.label, marker_of=_variant_name)
-    return [
-        ("runtime_by_backend", _by_backend(points, lines)),
-        ("runtime_all", _runtime_all(points, lines, by_backend)),
-        ("gflops", _throughput(lines, by_backend)),
+    palette = Palette((line.key.label, line.key.variant, line.key.tile) for line in lines)
+    if all(len({x_of(p) for p in line}) == 1 for line in lines.values()):
+        return bars.figures(lines, palette)
+    core = {line: pts for line, pts in lines.items() if line.key.variant in CORE_VARIANTS}
+    ladder = len(core) < len(lines)
+    core = core or lines
+    heading = "Naive against tiled" if ladder or len(core) > 1 else "Runtime"
+    found = [
+        (
+            "runtime_by_backend",
+            _grid(
+                core,
+                Panels(
+                    True,
+                    _kernel,
+                    "time (s)",
+                    f"{heading}, per backend: median kernel time, "
+                    "band: quartiles; dotted: end-to-end with transfers",
+                    True,
+                ),
+                palette,
+            ),
+        ),
+        (
+            "runtime_all",
+            _grid(core, Panels(False, _kernel, _TIME, f"{heading}: every backend"), palette),
+        ),
+        (
+            "gflops",
+            _grid(
+                core,
+                Panels(False, _gflops, _RATE, "Throughput from the median kernel time"),
+                palette,
+            ),
+        ),
     ]
-
-
-def _by_backend(points: list[PointRecord], lines: dict[Line, list[PointRecord]]) -> Figure:
-    """One panel per backend (and device): naive against tiled, the assignment's figures.
-
-    Colours stand for variants here, the same in every panel.
-    """
-    panels: dict[tuple[str, str], dict[Line, list[PointRecord]]] = defaultdict(dict)
-    for line, line_points in lines.items():
-        panels[(line.key.label, line.key.device)][line] = line_points
-    by_variant = _styles(
-        lines,
-        colour_of=lambda line: f"{line.key.variant} {line.key.op} {line.key.dtype}",
-        marker_of=lambda line: str(line.key.tile),
-    )
-    columns = min(3, len(panels))
-    rows = -(-len(panels) // columns)
-    figure = Figure(figsize=(5.2 * columns, 4.2 * rows))
-    for index, ((label, device), panel_lines) in enumerate(panels.items()):
-        axes = figure.add_subplot(rows, columns, index + 1)
-        for line, line_points in panel_lines.items():
-            name = literal(_variant_name(line))
-            _draw_time(axes, line_points, name, by_variant[line], end_to_end=True)
-        axes.set_title(literal(f"{label}: {device}"), fontsize=9)
-        _finish(axes, "time (s)")
-    figure.suptitle(f"Naive against tiled, per backend\n{_subtitle(points)}", fontsize=10)
-    return figure
-
-
-def _runtime_all(
-    points: list[PointRecord],
-    lines: dict[Line, list[PointRecord]],
-    styles: dict[Line, dict[str, Any]],
-) -> Figure:
-    """Every backend and variant on one figure."""
-    figure = Figure(figsize=(8, 6))
-    axes = figure.add_subplot(1, 1, 1)
-    for line, line_points in lines.items():
-        label = literal(f"{line.key.label} {_variant_name(line)}")
-        _draw_time(axes, line_points, label, styles[line], end_to_end=False)
-    axes.set_title(f"All backends\n{literal(_dtypes(points))}; median kernel time", fontsize=10)
-    _finish(axes, "time (s)")
-    return figure
-
-
-def _throughput(lines: dict[Line, list[PointRecord]], styles: dict[Line, dict[str, Any]]) -> Figure:
-    figure = Figure(figsize=(8, 6))
-    axes = figure.add_subplot(1, 1, 1)
-    for line, line_points in lines.items():
-        good = [p for p in line_points if p.status == "ok"]
-        axes.plot(
-            [_outputs(p) for p in good],
-            [_gflops(p) for p in good],
-            label=literal(f"{line.key.label} {_variant_name(line)}"),
-            **styles[line],
-        )
-        _draw_mismatches(axes, line_points, _gflops)
-    axes.set_title("Throughput from the median kernel time (2·M·N·K flops)", fontsize=10)
-    _finish(axes, "GFLOP/s")
-    return figure
+    if ladder:
+        title = "The ladder: every variant's throughput, per backend"
+        found.append(("ladder", _grid(lines, Panels(True, _gflops, _RATE, title), palette)))
+    return found

@@ -1,42 +1,149 @@
-"""What a sweep shows while it runs: a progress bar on a terminal, and one line per point."""
+"""What a sweep shows while it runs: on a terminal, a bar with a predicted time left and
+one line per finished point, both fitted to the terminal's width (rich); plain lines
+where stdout is not a terminal (logs, CI, tests); next to nothing with ``--quiet``.
+
+A configuration that is skipped again and again (a vendor library that is not
+installed, a point over the budget at every larger size) says why once; its later
+skips for the same reason are only counted.
+"""
 
 from __future__ import annotations
 
-import sys
-import time
-from typing import TextIO
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Literal
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, TaskID, TextColumn
+from rich.progress import Progress as RichProgress
+from rich.table import Column
+from rich.text import Text
 
 from xbackend.operations import DEFAULT
-from xbackend.results import PointRecord
+from xbackend.results import LineKey, PointRecord
 from xbackend.timing import format_seconds
 
+Mode = Literal["live", "plain", "quiet"]
 
-class Progress:
-    """A one-line progress bar on a terminal; silence elsewhere (logs have the point lines)."""
+_NUMBER = re.compile(r"\d+(\.\d+)?(e[-+]?\d+)?")
 
-    def __init__(self, total: int, stream: TextIO = sys.stderr):
-        self.total = total
+
+def choose_mode(console: Console, quiet: bool = False) -> Mode:
+    """Quiet if asked; a live bar on a terminal that can draw one; plain lines elsewhere."""
+    if quiet:
+        return "quiet"
+    return "live" if console.is_terminal and not console.is_dumb_terminal else "plain"
+
+
+def format_eta(seconds: float | None) -> str:
+    if seconds is None:
+        return "eta ?"
+    whole = round(seconds)
+    if whole >= 3600:
+        return f"eta {whole // 3600}h{whole % 3600 // 60:02d}m"
+    if whole >= 60:
+        return f"eta {whole // 60}m{whole % 60:02d}s"
+    return f"eta {whole}s"
+
+
+class SweepDisplay:
+    """The bar, the point lines and the skip memory of one sweep.
+
+    ``log`` takes the lines in plain mode (``print`` by default); in live mode they
+    go through ``console``, above the bar, each cut to the console's width.
+    """
+
+    def __init__(
+        self,
+        mode: Mode = "plain",
+        *,
+        log: Callable[[str], None] = print,
+        console: Console | None = None,
+    ):
+        self.mode = mode
+        self.log = log
+        self.console = console or Console()
+        self.total = 0
         self.done = 0
-        self.stream = stream
-        self.live = stream.isatty()
-        self.start = time.perf_counter()
+        self.silent_skips = 0
+        self._skips: set[tuple[LineKey, str]] = set()
+        self._bar: RichProgress | None = None
+        self._task = TaskID(0)
 
-    def show(self, text: str) -> None:
-        if not self.live:
+    @property
+    def wants_eta(self) -> bool:
+        """Whether a prediction of the time left would be shown (it costs a little)."""
+        return self.mode == "live"
+
+    @contextmanager
+    def sweep(self, total: int) -> Iterator[SweepDisplay]:
+        """Show the sweep of ``total`` points while the block runs."""
+        self.total = total
+        if self.mode == "live":
+            self._bar = RichProgress(
+                BarColumn(bar_width=20),
+                MofNCompleteColumn(),
+                TextColumn("{task.fields[eta]}", table_column=Column(no_wrap=True)),
+                TextColumn(
+                    "{task.description}",
+                    table_column=Column(ratio=1, no_wrap=True, overflow="ellipsis"),
+                ),
+                console=self.console,
+                transient=True,
+                expand=True,
+            )
+            self._task = self._bar.add_task("", total=total, completed=self.done, eta="eta ?")
+            self._bar.start()
+        try:
+            yield self
+        finally:
+            if self._bar is not None:
+                self._bar.stop()
+                self._bar = None
+
+    def working(self, text: str, remaining_s: float | None = None) -> None:
+        """A point starts: say which, and the time the rest is predicted to take."""
+        if self._bar is not None:
+            eta = format_eta(remaining_s)
+            self._bar.update(self._task, description=text, completed=self.done, eta=eta)
+            self._bar.refresh()
+
+    def learnt(self) -> None:
+        """A point an earlier run recorded: done, shown nowhere."""
+        self.done += 1
+
+    def finished(self, record: PointRecord) -> None:
+        """A point is recorded: its line, unless it repeats a skip already explained."""
+        self.done += 1
+        if self._bar is not None:
+            self._bar.update(self._task, completed=self.done)
+        if record.status == "skipped":
+            key = (record.line_key, _NUMBER.sub("#", record.reason.splitlines()[0]))
+            if key in self._skips:
+                self.silent_skips += 1
+                return
+            self._skips.add(key)
+        problem = record.status in ("error", "mismatch")
+        if self.mode == "quiet" and not problem:
             return
-        width = 24
-        filled = int(width * self.done / max(self.total, 1))
-        elapsed = time.perf_counter() - self.start
-        eta = elapsed / self.done * (self.total - self.done) if self.done else 0.0
-        bar = "#" * filled + "-" * (width - filled)
-        line = f"[{bar}] {self.done}/{self.total}  eta {eta:4.0f} s  {text}"
-        self.stream.write("\r\033[K" + line[:150])
-        self.stream.flush()
+        self.note(equality_line(record, self.done, self.total))
 
-    def clear(self) -> None:
-        if self.live:
-            self.stream.write("\r\033[K")
-            self.stream.flush()
+    def note(self, text: str) -> None:
+        """A line of its own: plain, or cut to the terminal's width above the bar."""
+        if self.mode == "live":
+            self.console.print(Text(text), no_wrap=True, overflow="ellipsis", crop=True)
+        else:
+            self.log(text)
+
+    def closing_note(self) -> str | None:
+        """What the point lines left out, for the end of the sweep."""
+        if not self.silent_skips or self.mode == "quiet":
+            return None
+        return (
+            f"{self.silent_skips} more skipped points not listed: each repeats its "
+            "configuration's first reason (the summary counts them)"
+        )
 
 
 def equality_line(record: PointRecord, index: int, total: int) -> str:

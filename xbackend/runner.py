@@ -10,6 +10,8 @@ fails is recorded with its reason and the sweep goes on.
 from __future__ import annotations
 
 import dataclasses
+import math
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -18,9 +20,10 @@ from typing import TYPE_CHECKING
 from xbackend.configs import Config, configs
 from xbackend.cost import CostModel
 from xbackend.machine import environment
-from xbackend.measure import PILOT_ABOVE_FLOPS, Inputs, measure_point
+from xbackend.measure import PILOT_ABOVE_FLOPS, Inputs, measure_point, memory_problem
+from xbackend.operations import operation
 from xbackend.plan import Plan, Target
-from xbackend.progress import Progress, equality_line
+from xbackend.progress import SweepDisplay
 from xbackend.results import (
     CSV_NAME,
     JSONL_NAME,
@@ -34,11 +37,22 @@ from xbackend.results import (
     now_iso,
 )
 from xbackend.safeio import output_folder, refuse_link
+from xbackend.timing import format_seconds
 
 if TYPE_CHECKING:
     from xbackend import Backend
 
-__all__ = ["PILOT_ABOVE_FLOPS", "Config", "Plan", "Target", "configs", "resume_notes", "run"]
+__all__ = [
+    "PILOT_ABOVE_FLOPS",
+    "Config",
+    "Plan",
+    "Target",
+    "configs",
+    "plan_lines",
+    "point_time_s",
+    "resume_notes",
+    "run",
+]
 
 
 @dataclasses.dataclass
@@ -49,13 +63,12 @@ class _Sweep:
     run_id: str
     todo: list[Config]
     done: dict[PointKey, PointRecord]
-    log: Callable[[str], None]
+    display: SweepDisplay
     cost: CostModel = dataclasses.field(default_factory=CostModel)
     failed: dict[Config, str] = dataclasses.field(default_factory=dict)
     records: list[PointRecord] = dataclasses.field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        self.progress = Progress(len(self.todo) * len(self.plan.shapes))
+    finished: set[tuple[int, Config]] = dataclasses.field(default_factory=set)
+    point_walls_s: list[float] = dataclasses.field(default_factory=list)
 
     def pending(self, step: int) -> list[tuple[PointRecord, Config, PointRecord | None]]:
         """The points of one size still to measure, each with what a resume found for it.
@@ -70,7 +83,8 @@ class _Sweep:
             if prior is None or prior.status == "skipped":
                 pending.append((record, config, prior))  # a skip is looked at again
                 continue
-            self.progress.done += 1
+            self.display.learnt()
+            self.finished.add((step, config))
             if prior.status in MEASURED and prior.end_to_end_s is not None:
                 self.cost.add(config, prior.flops, prior.end_to_end_s["median"])
             elif prior.status == "error":
@@ -81,16 +95,52 @@ class _Sweep:
         plan = self.plan
         inputs = Inputs(plan.shapes[step - 1], plan.seed, plan.batch)
         for blank, config, prior in self.pending(step):
-            self.progress.show(f"{config.title} {plan.shapes[step - 1]}")
+            left = self.remaining_s(step) if self.display.wants_eta else None
+            self.display.working(f"{config.title} {plan.shapes[step - 1]}", left)
             blank = dataclasses.replace(blank, timestamp=now_iso())
+            started = time.perf_counter()
             record = measure_point(plan, config, blank, inputs, self.cost, self.failed)
-            self.progress.done += 1
+            if record.status != "skipped":
+                self.point_walls_s.append(time.perf_counter() - started)
+            self.finished.add((step, config))
             if prior is not None and (record.status, record.reason) == (prior.status, prior.reason):
+                self.display.learnt()
                 continue  # skipped again for the same reason: recorded already
             writer.append(record)
             self.records.append(record)
-            self.progress.clear()
-            self.log(equality_line(record, self.progress.done, self.progress.total))
+            self.display.finished(record)
+
+    def remaining_s(self, step: int) -> float | None:
+        """The predicted time of the points not done yet: the cost model's time where it
+        has one, the average point measured so far elsewhere (None: nothing to go by)."""
+        average = sum(self.point_walls_s) / len(self.point_walls_s) if self.point_walls_s else None
+        total = 0.0
+        for later in range(step, len(self.plan.shapes) + 1):
+            shape = self.plan.shapes[later - 1]
+            for config in self.todo:
+                if (later, config) in self.finished or config.problem or config in self.failed:
+                    continue
+                flops = operation(config.op).flops(
+                    shape, operation(config.op).batch_of(self.plan.batch)
+                )
+                predicted = point_time_s(self.plan, self.cost.predict(config, flops))
+                if predicted is None and average is None:
+                    return None
+                total += predicted if predicted is not None else average or 0.0
+        return total
+
+
+def point_time_s(plan: Plan, per_run_s: float | None) -> float | None:
+    """How long a point of ``per_run_s`` a run takes: its checked run, the warm-up and the
+    samples (0 if the budget will skip it; None if there is no prediction)."""
+    if per_run_s is None:
+        return None
+    runs = 1 + plan.warmup + plan.min_samples
+    if plan.budget_s > 0 and per_run_s * runs > plan.budget_s:
+        return 0.0
+    by_time = math.ceil(plan.max_sample_time_s / per_run_s) if per_run_s > 0 else plan.samples
+    samples = min(plan.samples, max(plan.min_samples, by_time))
+    return per_run_s * (1 + plan.warmup + samples)
 
 
 def run(
@@ -100,12 +150,15 @@ def run(
     *,
     log: Callable[[str], None] = print,
     resume: bool = False,
+    display: SweepDisplay | None = None,
 ) -> list[PointRecord]:
     """Measure every point of ``plan`` on the opened backends; append each to ``out``.
 
     With ``resume``, points already in ``out`` are not measured again; what they
-    measured still feeds the time predictions and the failure memory.
+    measured still feeds the time predictions and the failure memory. ``display``
+    shows the sweep (default: a plain line per point, through ``log``).
     """
+    display = display or SweepDisplay("plain", log=log)
     output_folder(out)
     for name in (JSONL_NAME, CSV_NAME):
         refuse_link(out / name)  # before reading: a resume writes there
@@ -113,9 +166,9 @@ def run(
     if resume and (out / JSONL_NAME).exists():
         runs, points = load([out])
         for note in resume_notes(plan, list(runs.values())):
-            log(note)
+            display.note(note)
         done = {point.key: point for point in points}
-    sweep = _Sweep(plan, uuid.uuid4().hex[:12], configs(plan, opened), done, log)
+    sweep = _Sweep(plan, uuid.uuid4().hex[:12], configs(plan, opened), done, display)
     header = RunHeader(
         run_id=sweep.run_id,
         timestamp=now_iso(),
@@ -123,13 +176,67 @@ def run(
         plan=plan,
         devices={label: backend.device.to_dict() for label, backend in opened},
     )
-    with ResultsWriter(out, header) as writer:
-        try:
-            for step in range(1, len(plan.shapes) + 1):
-                sweep.measure_size(step, writer)
-        finally:
-            sweep.progress.clear()
+    with ResultsWriter(out, header) as writer, display.sweep(len(sweep.todo) * len(plan.shapes)):
+        for step in range(1, len(plan.shapes) + 1):
+            sweep.measure_size(step, writer)
+    closing = display.closing_note()
+    if closing:
+        display.note(closing)
     return sweep.records
+
+
+def plan_lines(
+    plan: Plan, opened: Sequence[tuple[str, Backend]], recorded: Sequence[PointRecord] = ()
+) -> list[str]:
+    """What ``plan`` would run, for ``compare --dry-run``: each configuration with its
+    points, what will be skipped and why where that is known without running, and the
+    time predicted from ``recorded`` points (a resume's) where there are some."""
+    todo = configs(plan, opened)
+    done = {point.key: point for point in recorded if point.status != "skipped"}
+    cost = CostModel()
+    for point in done.values():
+        if point.status in MEASURED and point.end_to_end_s is not None:
+            cost.add(point.line_key, point.flops, point.end_to_end_s["median"])
+    lines = [f"{len(todo)} configurations × {len(plan.shapes)} sizes = "
+             f"{len(todo) * len(plan.shapes)} points"]  # fmt: skip
+    total: float | None = 0.0
+    for config in todo:
+        line, predicted = _config_plan(plan, config, done, cost)
+        lines.append(line)
+        total = None if total is None or predicted is None else total + predicted
+    verdict = format_seconds(total) if total is not None else "unknown"
+    why = "" if total is not None else " (no recorded times to go by: a run learns as it goes)"
+    lines.append(f"predicted time: {verdict}{why}")
+    return lines
+
+
+def _config_plan(
+    plan: Plan, config: Config, done: dict[PointKey, PointRecord], cost: CostModel
+) -> tuple[str, float | None]:
+    """One configuration's line of the plan, and its predicted time (None: unknown)."""
+    head = f"  {config.title}: {len(plan.shapes)} sizes"
+    if config.problem:
+        return f"{head}, all skipped: {config.problem.splitlines()[0]}", 0.0
+    recorded = misfits = 0
+    first_misfit = ""
+    predicted: float | None = 0.0
+    for step, shape in enumerate(plan.shapes, start=1):
+        record = config.record("", shape, step, plan.batch)
+        if record.key in done:
+            recorded += 1
+            continue
+        problem = memory_problem(config, shape, record.batch)
+        if problem:
+            misfits += 1
+            first_misfit = first_misfit or problem
+            continue
+        point_s = point_time_s(plan, cost.predict(record.line_key, record.flops))
+        predicted = None if predicted is None or point_s is None else predicted + point_s
+    notes = [f"{recorded} recorded already"] if recorded else []
+    if misfits:
+        notes.append(f"{misfits} skipped: {first_misfit}")
+    notes.append(f"predicted {format_seconds(predicted) if predicted is not None else 'unknown'}")
+    return f"{head}; {'; '.join(notes)}", predicted
 
 
 # What a resume must share with the recorded runs, and what it may change.

@@ -43,6 +43,9 @@ def growth(base: Shape, steps: int) -> list[Shape]:
 
 
 DEFAULT_BASE = Shape(16, 14, 16)
+# What the assignment compares: the naive and the tiled kernel, with the backend's vendor
+# library as the reference line. What ``compare`` and its first two presets run.
+ASSIGNMENT_VARIANTS = ("naive", "tiled", "vendor")
 DEFAULT_STEPS = 38
 
 
@@ -62,7 +65,7 @@ class Preset:
     batch: int
     gpu_shapes: tuple[Shape, ...]
     cpu_shapes: tuple[Shape, ...]
-    variants: tuple[str, ...] | None = None  # None: every variant of each backend
+    variants: tuple[str, ...] | None = ASSIGNMENT_VARIANTS  # None: every variant
 
     def shapes(self, gpu: bool) -> list[Shape]:
         return list(self.gpu_shapes if gpu else self.cpu_shapes)
@@ -115,6 +118,7 @@ PRESETS: dict[str, Preset] = {
             8,
             tuple(squares([1024])),
             tuple(squares([256])),
+            None,  # every variant: the latency of each
         ),
     )
 }

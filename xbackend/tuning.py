@@ -184,7 +184,8 @@ def _search(
     for number, config in enumerate(space, 1):
         trial = _time(backend, product, variant, config, samples)
         trials.append(trial)
-        speed = f"{trial.tflops:.2f} TFLOP/s" if trial.tflops else trial.status
+        # Three significant digits: a CPU's candidates are GFLOP/s, not 0.00 TFLOP/s.
+        speed = f"{trial.tflops * 1000:.3g} GFLOP/s" if trial.tflops else trial.status
         progress(f"  [{number}/{len(space)}] {config.label}: {speed}")
     seconds = round(time.perf_counter() - started, 1)
     return TuneResult(variant, product.op, product.shape, shape_class, trials, untuned, seconds)

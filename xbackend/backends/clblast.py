@@ -17,7 +17,9 @@ if TYPE_CHECKING:
     import pyopencl as cl
 
 
-_CLBLAST_MISSING = "CLBlast is not installed: pip install pyclblast"
+# pyclblast has no wheels: pip builds it against the system's CLBlast.
+CLBLAST_INSTALL = "apt-get install libclblast-dev && pip install 'xbackend[clblast]'"
+_CLBLAST_MISSING = f"pyclblast is not installed: {CLBLAST_INSTALL}"
 
 
 def _import_pyclblast() -> Any:
@@ -33,10 +35,18 @@ def _import_pyclblast() -> Any:
         # Hidden (None in sys.modules) reads as missing; a broken build says so.
         if "pyclblast" in sys.modules and sys.modules["pyclblast"] is None:
             raise VendorUnavailable(_CLBLAST_MISSING) from error
+        if "libclblast" in str(error):
+            # Built, but the shared library is gone or off LD_LIBRARY_PATH.
+            raise VendorUnavailable(
+                f"pyclblast cannot load CLBlast ({error}): apt-get install libclblast1, "
+                "or put the folder of libclblast.so.1 on LD_LIBRARY_PATH"
+            ) from error
         raise VendorUnavailable(f"pyclblast cannot be imported: {error}") from error
     except OSError as error:
         # The extension module loads libclblast; a missing one surfaces here.
-        raise VendorUnavailable(f"pyclblast cannot load CLBlast: {error}") from error
+        raise VendorUnavailable(
+            f"pyclblast cannot load CLBlast ({error}): {CLBLAST_INSTALL}"
+        ) from error
     return pyclblast
 
 

@@ -305,6 +305,7 @@ class OpenCLBackend(CompiledBackend):
     VARIANTS: ClassVar[VariantTable] = with_vendor(
         compiled_variants("work-item", "local"),
         "CLBlast's GEMM (through pyclblast) on the same buffers, timed by the host clock",
+        "the pair sums by a kernel, then CLBlast on the half-size product",
     )
     GROUP_WORDS = ("work-items", "local")
     LANGUAGE = "opencl"

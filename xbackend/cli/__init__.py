@@ -19,6 +19,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from xbackend import __version__
 from xbackend.cli import compare, devices, results_commands, tune
 from xbackend.cli.compare import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, silence_stdout
 from xbackend.cli.summary import summary_table
@@ -44,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="The same matrix products on CUDA, OpenCL and the CPU: naive and tiled "
         "kernels, checked against a float64 reference, timed and drawn side by side.",
     )
+    parser.add_argument("--version", action="version", version=f"xbackend {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     devices.add_parser(commands)
     compare.add_parser(commands)

@@ -4,20 +4,28 @@ and the report, each once, from the results read once."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import os
 import sys
+import warnings
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
 
 import xbackend.cli.arguments as arguments
 from xbackend import Backend, backend_names, get_backend
 from xbackend import results as results_io
 from xbackend.cli.summary import summary_table
+from xbackend.configs import VARIANT_SETS, resolve_variants
 from xbackend.errors import BackendUnavailable, XBackendError
 from xbackend.operations import DEFAULT, operation
 from xbackend.plan import Plan, Target
 from xbackend.problems import Shape
+from xbackend.progress import Mode, SweepDisplay, choose_mode
+from xbackend.runner import plan_lines
 from xbackend.runner import run as run_plan
 from xbackend.safeio import output_folder
 from xbackend.sweep import DEFAULT_BASE, DEFAULT_STEPS, PRESETS, Preset, growth
@@ -31,6 +39,8 @@ EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a reader that 
 _EXAMPLES = (
     "examples:\n"
     "  xbackend compare                                 # assignment schedule, all backends\n"
+    "  xbackend compare --variants ladder               # every tuned rung instead\n"
+    "  xbackend compare --dry-run                       # the plan, run nothing\n"
     "  xbackend compare --backends cuda,opencl,cpu\n"
     "  xbackend compare --backends opencl:nvidia,opencl:pocl --variants tiled --tile 8,16,32\n"
     "  xbackend compare --base 256x256 --steps 16       # squares up to 4096×4096\n"
@@ -84,7 +94,8 @@ def _what(compare: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     compare.add_argument(
         "--variants", type=arguments.names("variants"), default=None, metavar="LIST",
-        help="variants to run, e.g. naive,tiled (default: every variant of each backend)",
+        help="variants to run, e.g. naive,tiled, or a set: "
+        + "; ".join(f"'{name}': {text}" for name, text in VARIANT_SETS.items()),
     )  # fmt: skip
     compare.add_argument(
         "--tile", type=arguments.tiles, default=None, metavar="LIST",
@@ -138,24 +149,38 @@ def _thoroughness(compare: argparse.ArgumentParser) -> None:
         help="continue the results in --out: measure only the points not there yet",
     )  # fmt: skip
     compare.add_argument("--no-plots", action="store_true", help="write no figures")
+    compare.add_argument(
+        "--dry-run", action="store_true",
+        help="print the plan (configurations × sizes, known skips, predicted time); "
+        "run nothing, write nothing",
+    )  # fmt: skip
+    compare.add_argument(
+        "--table", action="store_true", help="print a table per size after the summary"
+    )
+    compare.add_argument(
+        "-q", "--quiet", action="store_true", help="print only the summary and errors"
+    )
 
 
-def _open_auto() -> list[tuple[str, Backend]]:
+def _open_auto(say: Callable[[str], None]) -> list[tuple[str, Backend]]:
     opened = []
     for name in backend_names():
         try:
             opened.append((name, get_backend(name)))
         except XBackendError as error:  # unavailable, or its device would not open
-            print(f"auto: skipping {name}: {getattr(error, 'reason', error)}")
+            say(f"auto: skipping {name}: {getattr(error, 'reason', error)}")
     if not opened:
         raise XBackendError("no backend is available here (see: xbackend devices)")
     return opened
 
 
-def open_backends(text: str) -> list[tuple[str, Backend]]:
-    """Open the backends named on the command line; explicit but unavailable is an error."""
+def open_backends(
+    text: str, *, say: Callable[[str], None] = print, instead: str = ""
+) -> list[tuple[str, Backend]]:
+    """Open the backends named on the command line; explicit but unavailable is an error
+    (``instead``: what to do then, by default leave it out of ``--backends``)."""
     if text.strip().lower() == "auto":
-        return _open_auto()
+        return _open_auto(say)
     targets = [Target.parse(item) for item in arguments.comma_list(text)]
     if not targets:
         raise XBackendError("--backends is empty")
@@ -168,9 +193,9 @@ def open_backends(text: str) -> list[tuple[str, Backend]]:
             try:
                 opened.append((target.label, get_backend(target.name, target.device)))
             except BackendUnavailable as error:
+                instead = instead or f"leave {target.name} out of --backends"
                 raise XBackendError(
-                    f"{error}\n(run 'xbackend devices' for every backend's status, or "
-                    f"leave {target.name} out of --backends)"
+                    f"{error}\n(run 'xbackend devices' for every backend's status, or {instead})"
                 ) from None
     except BaseException:
         for _, backend in opened:
@@ -192,13 +217,20 @@ def _plan_shapes(args: argparse.Namespace, preset: Preset | None, gpu: bool) -> 
     return growth(args.base or DEFAULT_BASE, args.steps or DEFAULT_STEPS)
 
 
-def _plan(args: argparse.Namespace, preset: Preset | None, gpu: bool) -> Plan:
+def _plan(
+    args: argparse.Namespace, preset: Preset | None, opened: list[tuple[str, Backend]]
+) -> Plan:
+    gpu = any(backend.device.kind == "gpu" for _, backend in opened)
+    ops = args.op or list(preset.ops if preset else [DEFAULT])
+    words = args.variants or (
+        ["assignment"] if preset is None else list(preset.variants or ["all"])
+    )
     return Plan(
         shapes=_plan_shapes(args, preset, gpu),
-        ops=args.op or list(preset.ops if preset else [DEFAULT]),
+        ops=ops,
         dtypes=args.dtype or list(preset.dtypes if preset else ["float32"]),
         batch=args.batch or (preset.batch if preset else 8),
-        variants=args.variants or (list(preset.variants) if preset and preset.variants else None),
+        variants=resolve_variants(words, opened, ops),
         tiles=args.tile or (list(preset.tiles) if preset and preset.tiles else None),
         preset=preset.name if preset else None,
         seed=args.seed,
@@ -209,18 +241,19 @@ def _plan(args: argparse.Namespace, preset: Preset | None, gpu: bool) -> Plan:
     )
 
 
-def _check_plan(plan: Plan, opened: list[tuple[str, Backend]]) -> None:
-    """Refuse, before running anything, a plan that cannot mean what it says."""
+def _check_plan(plan: Plan, opened: list[tuple[str, Backend]], asked: list[str]) -> None:
+    """Refuse, before running anything, a plan that cannot mean what it says (``asked``:
+    the variants named on the command line)."""
     for op in plan.ops:
         problems = [(s, operation(op).shape_problem(s.M, s.N)) for s in plan.shapes]
         refused = [(shape, problem) for shape, problem in problems if problem]
         if refused:
             sizes = ", ".join(str(shape) for shape, _ in refused)
             raise XBackendError(f"{refused[0][1]}; these sizes are not: {sizes}")
-    if plan.variants is None:
-        return
+    if plan.variants is not None and not plan.variants:
+        raise XBackendError(f"these backends have no variants of {', '.join(asked)} to run")
     known = {v for _, backend in opened for op in plan.ops for v in backend.variants(op)}
-    unknown = [variant for variant in plan.variants if variant not in known]
+    unknown = [v for v in asked if v not in known and v not in VARIANT_SETS]
     if unknown:
         raise XBackendError(
             f"unknown variant(s) {', '.join(unknown)}; for {', '.join(plan.ops)} these "
@@ -232,11 +265,14 @@ def run(args: argparse.Namespace) -> int:
     if args.resume and args.out is None:
         raise XBackendError("--resume needs --out: the folder of the run to continue")
     preset = PRESETS[args.preset] if args.preset else None
-    opened = open_backends(args.backends)
+    console = Console()
+    mode = choose_mode(console, args.quiet)
+    opened = open_backends(args.backends, say=_quiet_print if mode == "quiet" else print)
     try:  # everything checked before the folder is made: a refused run leaves nothing
-        gpu = any(backend.device.kind == "gpu" for _, backend in opened)
-        plan = _plan(args, preset, gpu)
-        _check_plan(plan, opened)
+        plan = _plan(args, preset, opened)
+        _check_plan(plan, opened, args.variants or [])
+        if args.dry_run:
+            return _dry_run(args, plan, opened)
         out = output_folder(args.out or _default_out())
         lock = results_io.RunLock(out)  # one run per folder; checked and held from here on
     except BaseException:
@@ -252,7 +288,26 @@ def run(args: argparse.Namespace) -> int:
                 f"{out} already holds results; add --resume to continue them, "
                 "or choose another --out"
             )
-        return _run_and_report(args, plan, opened, out)
+        return _run_and_report(args, plan, opened, out, SweepDisplay(mode, console=console))
+
+
+def _quiet_print(text: str) -> None:
+    """What --quiet leaves out."""
+
+
+def _dry_run(args: argparse.Namespace, plan: Plan, opened: list[tuple[str, Backend]]) -> int:
+    """Print what the plan would run, and how long it may take; run and write nothing."""
+    out = args.out or Path("results/run-<date-time>")
+    _announce(plan, opened, out)
+    recorded: list[results_io.PointRecord] = []
+    if args.resume and (out / results_io.JSONL_NAME).is_file():
+        recorded = results_io.load([out]).points
+    for line in plan_lines(plan, opened, recorded):
+        print(line)
+    print("dry run: nothing was measured or written")
+    for _, backend in opened:
+        backend.close()
+    return 0
 
 
 def _announce(plan: Plan, opened: list[tuple[str, Backend]], out: Path) -> None:
@@ -261,20 +316,29 @@ def _announce(plan: Plan, opened: list[tuple[str, Backend]], out: Path) -> None:
     what = f"{', '.join(plan.ops)} in {', '.join(plan.dtypes)}"
     if plan.preset:
         what = f"preset {plan.preset}: {what}"
+    variants = ", ".join(plan.variants) if plan.variants is not None else "every variant"
     shapes = plan.shapes
-    print(f"{what}; {len(shapes)} sizes from {shapes[0]} to {shapes[-1]}; results into {out}/")
+    print(
+        f"{what}; variants {variants}; {len(shapes)} sizes from {shapes[0]} to {shapes[-1]}; "
+        f"results into {out}/"
+    )
 
 
 def _run_and_report(
-    args: argparse.Namespace, plan: Plan, opened: list[tuple[str, Backend]], out: Path
+    args: argparse.Namespace,
+    plan: Plan,
+    opened: list[tuple[str, Backend]],
+    out: Path,
+    display: SweepDisplay,
 ) -> int:
     """Run the plan, then print the summary and write the figures and the report."""
     records: list[results_io.PointRecord] = []
     interrupted = False
     try:
-        _announce(plan, opened, out)
+        if display.mode != "quiet":
+            _announce(plan, opened, out)
         try:
-            records = run_plan(plan, opened, out, resume=args.resume)
+            records = run_plan(plan, opened, out, resume=args.resume, display=display)
         except KeyboardInterrupt:
             interrupted = True
             print(
@@ -288,7 +352,7 @@ def _run_and_report(
     finally:
         for _, backend in opened:
             backend.close()
-    interrupted = _summarize(args, out) or interrupted
+    interrupted = _summarize(args, out, display.console, display.mode) or interrupted
     print(f"results: {out / results_io.JSONL_NAME}, {out / results_io.CSV_NAME}")
     if interrupted:
         return EXIT_INTERRUPTED
@@ -296,21 +360,32 @@ def _run_and_report(
     return 1 if wrong else 0
 
 
-def _summarize(args: argparse.Namespace, out: Path) -> bool:
-    """Print the summary; draw the figures and the report (each figure once). Whether
-    the drawing was interrupted."""
+def _summarize(args: argparse.Namespace, out: Path, console: Console, mode: Mode) -> bool:
+    """Print the summary (and the table per size); draw the figures and the report (each
+    figure once). Whether the drawing was interrupted."""
+    from xbackend.tables import size_table, write_size_csv
+
     loaded = results_io.load([out])
     points = results_io.latest(loaded.points)
     print()
     print(summary_table(points))
+    write_size_csv(points, out)
+    if args.table:
+        print()
+        print(size_table(points, width=console.width if mode == "live" else None))
     if args.no_plots or not any(p.status == "ok" for p in points):
         return False
     try:
-        drawn = draw(points, out)
-        print(f"\nfigures: {', '.join(str(f) for f in drawn.written if f.suffix == '.png')}")
-        from xbackend.report import write_report_of
+        with _drawing(console, mode), warnings.catch_warnings():
+            # The figures' own warnings (a layout matplotlib could not fit) are not the
+            # user's business here; the figures are checked by looking at them.
+            warnings.simplefilter("ignore")
+            drawn = draw(points, out)
+            from xbackend.report import write_report_of
 
-        print(f"report: {write_report_of(loaded, out, sources=[out], drawn=drawn)[0]}")
+            report = write_report_of(loaded, out, sources=[out], drawn=drawn)[0]
+        print(f"\nfigures: {', '.join(str(f) for f in drawn.written if f.suffix == '.png')}")
+        print(f"report: {report}")
     except KeyboardInterrupt:
         print(
             f"\ninterrupted while drawing: every point is kept in {out}; "
@@ -319,6 +394,16 @@ def _summarize(args: argparse.Namespace, out: Path) -> bool:
         )
         return True
     return False
+
+
+@contextlib.contextmanager
+def _drawing(console: Console, mode: Mode) -> Iterator[None]:
+    """A spinner on a terminal while the figures and the report are drawn."""
+    if mode == "live":
+        with console.status("drawing the figures and the report…"):
+            yield
+        return
+    yield
 
 
 def draw(points: list[results_io.PointRecord], folder: Path) -> Drawn:

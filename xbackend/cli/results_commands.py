@@ -10,7 +10,9 @@ from typing import Any
 
 from xbackend import results as results_io
 from xbackend.cli.summary import summary_table
+from xbackend.results import Loaded, PointRecord
 from xbackend.safeio import output_folder
+from xbackend.tables import select
 
 
 def add_parsers(commands: Any) -> None:
@@ -41,7 +43,35 @@ def _results_command(
         "--out", type=Path, default=None,
         help=f"folder for {writes} (default: the first results folder)",
     )  # fmt: skip
+    filters = command.add_argument_group(
+        "filters (comma lists; a point is kept if it matches one value of each)"
+    )
+    filters.add_argument(
+        "--backends", metavar="LIST", help="backend names or labels, e.g. opencl or opencl:pocl"
+    )
+    filters.add_argument(
+        "--variants",
+        metavar="LIST",
+        help="variants, e.g. naive,tiled; ladder: every variant but naive, tiled and vendor; all",
+    )
+    filters.add_argument(
+        "--tile", metavar="LIST", help="tile sizes, e.g. 16,32 (none: the variants without a tile)"
+    )
+    filters.add_argument("--op", metavar="LIST", help="operations, e.g. mm,rmm")
+    filters.add_argument("--dtype", metavar="LIST", help="data types, e.g. float32")
     return command
+
+
+def selected(args: argparse.Namespace, points: list[PointRecord]) -> list[PointRecord]:
+    """The points the command's filters keep (a ValueError naming the values present)."""
+    return select(
+        points,
+        backends=args.backends,
+        variants=args.variants,
+        tiles=args.tile,
+        ops=args.op,
+        dtypes=args.dtype,
+    )
 
 
 def _out_folder(args: argparse.Namespace) -> Path:
@@ -54,9 +84,12 @@ def _warn(message: str) -> None:
 
 
 def report(args: argparse.Namespace) -> int:
-    from xbackend.report import write_report
+    from xbackend.report import write_report_of
 
-    written = write_report(list(args.results), _out_folder(args))
+    loaded = results_io.load(args.results, warn=_warn)
+    chosen = selected(args, loaded.points)
+    loaded = Loaded(loaded.runs, chosen) if len(chosen) < len(loaded.points) else loaded
+    written = write_report_of(loaded, _out_folder(args), sources=list(args.results))
     for path in written:
         if path.suffix in (".html", ".md"):
             print(f"report: {path}")
@@ -66,7 +99,7 @@ def report(args: argparse.Namespace) -> int:
 def plot(args: argparse.Namespace) -> int:
     from xbackend.plots import draw
 
-    points = results_io.latest(results_io.load(args.results, warn=_warn).points)
+    points = results_io.latest(selected(args, results_io.load(args.results, warn=_warn).points))
     figures = draw(points, _out_folder(args))
     print(summary_table(points))
     print(f"\nfigures: {', '.join(str(f) for f in figures)}")

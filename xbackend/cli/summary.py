@@ -39,6 +39,7 @@ def summary_table(points: list[PointRecord]) -> str:
         for row in rows
     ]
     lines.insert(1, "  ".join("-" * width for width in widths))
+    lines += _skip_notes(groups)
     all_measured = [p for p in points if p.status in ("ok", "mismatch", "error")]
     verdict = sum(p.status == "ok" for p in all_measured)
     lines.append(
@@ -46,3 +47,18 @@ def summary_table(points: list[PointRecord]) -> str:
         "to the float64 reference within the tolerance"
     )
     return "\n".join(lines)
+
+
+def _skip_notes(groups: dict[LineKey, list[PointRecord]], width: int = 110) -> list[str]:
+    """Under the table: each line's skipped points and the first reason, shortened."""
+    notes = []
+    for key, group in groups.items():
+        skipped = [p for p in group if p.status == "skipped"]
+        if not skipped:
+            continue
+        tile = f" T={key.tile}" if key.tile else ""
+        what = f"{key.label} {key.op} {key.variant}{tile} {key.dtype}"
+        count = "all" if len(skipped) == len(group) else f"{len(skipped)} of {len(group)}"
+        note = f"  {what}: {count} skipped: {skipped[0].reason.splitlines()[0]}"
+        notes.append(note if len(note) <= width else note[: width - 1] + "…")
+    return ["", "skipped (the first reason of each line):", *notes] if notes else []

@@ -30,15 +30,20 @@ def add_parser(commands: Any) -> None:
         "use the cached choice for every product (an rmm with no choice of its own takes "
         "mm's).",
         epilog="examples:\n"
-        "  xbackend tune --backend cuda\n"
-        "  xbackend tune --backend opencl:nvidia --variants warp_db --sizes 4096x4096x4096\n"
-        "  xbackend tune --backend opencl --show        # print the cache, run nothing\n"
+        "  xbackend tune --backends cuda\n"
+        "  xbackend tune --backends opencl:nvidia --variants warp_db --sizes 4096x4096x4096\n"
+        "  xbackend tune --show                         # print the cache, run nothing\n"
         "\nthe cache: $XDG_CACHE_HOME/xbackend/tuned.json (~/.cache by default), or the file "
         "named by XBACKEND_TUNE_CACHE",
     )
     tune.add_argument(
-        "--backend", required=True, help="NAME or NAME:DEVICE, e.g. cuda, opencl:pocl"
-    )
+        "--backends", default=None, metavar="NAME",
+        help="the one backend to tune: NAME or NAME:DEVICE, e.g. cuda, opencl:pocl",
+    )  # fmt: skip
+    # The names of earlier versions, kept working and out of --help.
+    hidden = {"help": argparse.SUPPRESS, "default": argparse.SUPPRESS}
+    tune.add_argument("--backend", dest="backends", **hidden)
+    tune.add_argument("--ops", dest="op", **hidden)
     tune.add_argument(
         "--variants", default=None, help="tuned variants to search (default: all of them)"
     )
@@ -48,7 +53,7 @@ def add_parser(commands: Any) -> None:
         f"(default on a GPU: {TUNE_SIZES_GPU}; elsewhere: {TUNE_SIZES_CPU})",
     )  # fmt: skip
     tune.add_argument(
-        "--ops", default="mm,rmm",
+        "--op", default="mm,rmm", metavar="LIST",
         help="operations to tune (default mm,rmm; rmm at sizes with even M and N)",
     )  # fmt: skip
     tune.add_argument("--dtype", default="float32", help="element type (default float32)")
@@ -56,7 +61,9 @@ def add_parser(commands: Any) -> None:
     tune.add_argument("--samples", type=samples, default=5, help="timed runs per candidate")
     seed = arguments.bounded_int(0, arguments.MAX_SEED)
     tune.add_argument("--seed", type=seed, default=0, help="seed of the random operands")
-    tune.add_argument("--show", action="store_true", help="print the cache and exit")
+    tune.add_argument(
+        "--show", action="store_true", help="print the cache and exit (no backend needed)"
+    )
     tune.set_defaults(func=run)
 
 
@@ -66,17 +73,19 @@ def _show() -> int:
     entries = tuning.load_entries()
     print(f"{tuning.cache_path()}: {len(entries)} entries")
     for key, entry in sorted(entries.items()):
-        print(f"  {key}: {entry['params']} {entry.get('tflops')} TFLOP/s at {entry.get('shape')}")
+        rate = _gflops(entry.get("tflops"))
+        print(f"  {key}: {entry['params']} {rate} GFLOP/s at {entry.get('shape')}")
     return 0
 
 
 def _print(results: list[TuneResult]) -> None:
     print()
+    print(f"{'':<42} {'GFLOP/s':^17}")
     print(f"{'size':<21} {'op':<4} {'class':<7} {'variant':<8} {'untuned':>8} {'tuned':>8}  best")
     for result in results:
         best = result.best
-        before = f"{result.untuned_tflops:.2f}" if result.untuned_tflops else "—"
-        after = f"{best.tflops:.2f}" if best and best.tflops else "—"
+        before = _gflops(result.untuned_tflops)
+        after = _gflops(best.tflops if best else None)
         choice = best.config.label if best else "nothing ran correctly"
         print(
             f"{result.shape!s:<21} {result.op:<4} {result.shape_class:<7} {result.variant:<8} "
@@ -84,19 +93,29 @@ def _print(results: list[TuneResult]) -> None:
         )
 
 
+def _gflops(tflops: object) -> str:
+    """A rate in GFLOP/s to three significant digits: a CPU's is not 0.00 TFLOP/s."""
+    if not isinstance(tflops, int | float) or isinstance(tflops, bool) or not tflops:
+        return "—"
+    return f"{tflops * 1000:.3g}"
+
+
 def run(args: argparse.Namespace) -> int:
     from xbackend import tuning
 
     if args.show:
         return _show()
+    if not args.backends:
+        raise XBackendError("tune needs --backends NAME: the one backend to tune, e.g. cuda")
     dtype = dtype_named(args.dtype)
-    ops = arguments.comma_list(args.ops)
+    ops = arguments.comma_list(args.op)
     for op in ops:
         if op not in tuning.OPS:
             raise XBackendError(f"cannot tune {op!r}; tuned operations: {', '.join(tuning.OPS)}")
-    if args.backend.strip().lower() == "auto" or len(arguments.comma_list(args.backend)) != 1:
-        raise XBackendError(f"tune runs on one backend, e.g. cuda or opencl:0: {args.backend!r}")
-    ((label, backend),) = open_backends(args.backend)
+    name = args.backends
+    if name.strip().lower() == "auto" or len(arguments.comma_list(name)) != 1:
+        raise XBackendError(f"tune runs on one backend, e.g. cuda or opencl:0: {name!r}")
+    ((label, backend),) = open_backends(name, instead="name another with tune --backends")
     with backend:
         tuned = [v for v in backend.variants() if backend.variant_spec(v).tuned]
         if not tuned:

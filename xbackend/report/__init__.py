@@ -120,7 +120,8 @@ def _head(points: list[PointRecord], runs: int, sources: Sequence[Path]) -> list
     return [
         Heading(_TITLE, 1),
         Paragraph(
-            f"{len(points)} points from {runs} runs ({', '.join(str(p) for p in sources)}): "
+            f"{len(points)} points from {runs} run{'s' * (runs != 1)} "
+            f"({', '.join(str(p) for p in sources)}): "
             f"{ok} of {len(checked)} checked results equal to the reference, "
             f"{skipped} skipped. Times are medians of the timed samples."
         ),

@@ -19,6 +19,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import NullLocator
 
 from xbackend import plots
+from xbackend.figures.style import Palette, kernel_style, outside_legend
 from xbackend.report.document import Block, Image, Paragraph
 from xbackend.report.points import dtype_sort, group, op_sort
 from xbackend.results import PointRecord
@@ -98,13 +99,13 @@ def save(figure: Figure, folder: FigureFolder, name: str, caption: str) -> tuple
     return Image(paths[0], png, caption), paths
 
 
-def style(index: int) -> dict[str, Any]:
-    markers = "osD^v<>ph*"
-    linestyles = ("-", "--", "-.", ":")
+def style(palette: Palette, label: str, variant: str, tile: int | None) -> dict[str, Any]:
+    """A line's look, as plots.py gives it: colour per variant (shade per tile), marker
+    per backend, solid for a kernel and dashed for the vendor's reference."""
     return {
-        "color": f"C{index % 10}",
-        "marker": markers[index % len(markers)],
-        "linestyle": linestyles[(index // 10) % len(linestyles)],
+        "color": palette.colour(variant, tile),
+        "marker": palette.marker(label),
+        "linestyle": kernel_style(variant),
         "markersize": 4,
     }
 
@@ -126,18 +127,22 @@ def size_axis(axes: Axes, sizes: Iterable[int]) -> None:
     axes.xaxis.set_minor_locator(NullLocator())
 
 
-def legend(axes: Axes) -> None:
+def legend(figure: Figure, axes: Axes) -> None:
+    """The axes' entries as one legend right of the axes, off the data."""
     handles, labels = axes.get_legend_handles_labels()
     unique = dict(zip(labels, handles, strict=True))
-    if unique:
-        axes.legend(unique.values(), unique.keys(), fontsize=8)
+    for label, handle in unique.items():
+        handle.set_label(label)
+    outside_legend(figure, list(unique.values()), figure.get_figheight())
 
 
 _GENERIC_CAPTIONS = {
-    "runtime_by_backend": "Naive against optimized, one panel per backend: median kernel time "
-    "against output elements M·N (band: quartiles; dotted: end-to-end with transfers).",
-    "runtime_all": "Every backend and variant: median kernel time against output elements M·N.",
+    "runtime_by_backend": "Naive against tiled, one panel per backend, the vendor's line dashed "
+    "as a reference: median kernel time against the output's elements (band: quartiles; "
+    "dotted: end-to-end with transfers).",
+    "runtime_all": "Naive, tiled and vendor of every backend: median kernel time.",
     "gflops": "Throughput from the median kernel time (2·M·N·K flops per product).",
+    "ladder": "The ladder: every variant's throughput, one panel per backend.",
 }
 
 

@@ -19,6 +19,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
+from xbackend.figures.style import Palette, outside_legend
 from xbackend.plots import literal
 from xbackend.report.document import Block, Cell, Heading, Paragraph, Table
 from xbackend.report.figures import (
@@ -45,6 +46,7 @@ from xbackend.report.points import (
     three_digits,
     time_cell,
 )
+from xbackend.report.sizes import size_table_blocks
 from xbackend.results import LineKey, PointRecord
 
 
@@ -55,7 +57,7 @@ def _assignment(points: list[PointRecord], folder: FigureFolder) -> Section:
         "against the number of output elements, log-log."
     )
     blocks, written = generic_figures(points, folder)
-    return [intro, *blocks], written
+    return [intro, *blocks, *size_table_blocks(points)], written
 
 
 SpeedUpKey = tuple[str, str, int | None, str]  # label, device, tile of the tiled kernel, dtype
@@ -157,12 +159,14 @@ def _lab(points: list[PointRecord], folder: FigureFolder) -> Section:
 
 
 def _speedup_figure(found: list[SpeedUp], names: dict[SpeedUpKey, str]) -> Figure:
-    figure = Figure(figsize=(8, 5))
+    figure = Figure(figsize=(8, 5), layout="constrained")
     axes = figure.add_subplot(1, 1, 1)
-    for index, (key, name) in enumerate(names.items()):
+    palette = Palette((key[0], "tiled", key[2]) for key in names)
+    for key, name in names.items():
         line = [s for s in found if s.key == key]
         good = [s for s in line if not s.wrong]
-        axes.plot([s.N for s in good], [s.ratio for s in good], label=literal(name), **style(index))
+        look = style(palette, key[0], "tiled", key[2])
+        axes.plot([s.N for s in good], [s.ratio for s in good], label=literal(name), **look)
         bad = [s for s in line if s.wrong]
         cross(axes, [s.N for s in bad], [s.ratio for s in bad])
     axes.axhline(1.0, color="grey", linewidth=1)
@@ -171,7 +175,7 @@ def _speedup_figure(found: list[SpeedUp], names: dict[SpeedUpKey, str]) -> Figur
     axes.set_ylabel("speed-up (naive time / tiled time)")
     axes.set_title("Speed-up of tiling, from median kernel times", fontsize=10)
     axes.grid(True, alpha=0.3)
-    legend(axes)
+    legend(figure, axes)
     return figure
 
 
@@ -239,16 +243,17 @@ def _chapter(points: list[PointRecord], folder: FigureFolder) -> Section:
 def _chapter_figure(points: list[PointRecord], keys: list[LineKey], dtype: str) -> Figure:
     measured = [p for p in points if p.measured]
     names = line_names(keys)
-    figure = Figure(figsize=(8, 5))
+    figure = Figure(figsize=(8, 5), layout="constrained")
     axes = figure.add_subplot(1, 1, 1)
-    for index, key in enumerate(keys):
+    palette = Palette((key.label, key.variant, key.tile) for key in keys)
+    for key in keys:
         line = sorted((p for p in measured if p.line_key == key), key=lambda p: p.N)
         good = [p for p in line if p.status == "ok"]
         axes.plot(
             [p.N for p in good],
             [median(p) * 1e3 for p in good],
             label=literal(names[key]),
-            **style(index),
+            **style(palette, key.label, key.variant, key.tile),
         )
         bad = [p for p in line if p.status == "mismatch"]
         cross(axes, [p.N for p in bad], [median(p) * 1e3 for p in bad])
@@ -259,7 +264,7 @@ def _chapter_figure(points: list[PointRecord], keys: list[LineKey], dtype: str) 
     axes.set_title(literal(f"Reduced matrix multiplication, {dtype}"), fontsize=10)
     axes.grid(True, which="major", alpha=0.4)
     axes.grid(True, which="minor", alpha=0.1)
-    legend(axes)
+    legend(figure, axes)
     return figure
 
 
@@ -280,7 +285,10 @@ def _bars(points: list[PointRecord], keys: list[LineKey], title: str) -> Figure:
     cells = {(p.dtype, _column(p)): p for p in points}
     times_ms = [median(p) * 1e3 for p in points if p.measured]
     width = 0.8 / max(1, len(keys))
-    figure = Figure(figsize=(max(6.0, 1.2 + 0.35 * len(keys) * len(dtypes)), 4.8))
+    figure_width = max(6.0, 1.2 + 0.35 * len(keys) * len(dtypes))
+    figure = Figure(figsize=(figure_width + 2.6, 4.8), layout="constrained")
+    palette = Palette((key.label, key.variant, key.tile) for key in keys)
+    looks = [_bar_look(palette, key) for key in keys]
     axes = figure.add_subplot(1, 1, 1)
     if times_ms and min(times_ms) > 0 and max(times_ms) > 30 * min(times_ms):
         axes.set_yscale("log")
@@ -288,7 +296,7 @@ def _bars(points: list[PointRecord], keys: list[LineKey], title: str) -> Figure:
         for place, dtype in enumerate(dtypes):
             point = cells.get((dtype, key))
             if point is not None:
-                _bar(axes, point, place - 0.4 + width * (index + 0.5), width, index)
+                _bar(axes, point, place - 0.4 + width * (index + 0.5), width, looks[index])
     axes.margins(y=0.15)
     axes.set_xticks(range(len(dtypes)), [literal(dtype) for dtype in dtypes])
     axes.set_ylabel("median kernel time (ms)")
@@ -296,15 +304,24 @@ def _bars(points: list[PointRecord], keys: list[LineKey], title: str) -> Figure:
     axes.grid(True, axis="y", which="major", alpha=0.4)
     # Drawn by hand: a hatched (wrong) bar must not stand for its line in the legend.
     handles: list[Artist] = [
-        Patch(color=f"C{index % 10}", label=literal(names[key])) for index, key in enumerate(keys)
+        Patch(**look, label=literal(names[key])) for look, key in zip(looks, keys, strict=True)
     ]
     if any(p.status == "mismatch" for p in points):
         handles.append(Line2D([], [], linestyle="none", label="wrong result", **WRONG))
-    axes.legend(handles=handles, fontsize=8)
+    outside_legend(figure, handles, 4.8)
     return figure
 
 
-def _bar(axes: Any, point: PointRecord, x: float, width: float, index: int) -> None:
+_HATCHES = ("", "//", "..", "\\\\", "oo", "--", "++")
+
+
+def _bar_look(palette: Palette, key: LineKey) -> dict[str, Any]:
+    """A bar's colour (the variant's, shaded per tile) and hatching (per backend)."""
+    hatch = _HATCHES[palette.labels.index(key.label) % len(_HATCHES)]
+    return {"facecolor": palette.colour(key.variant, key.tile), "hatch": hatch}
+
+
+def _bar(axes: Any, point: PointRecord, x: float, width: float, look: dict[str, Any]) -> None:
     """One bar of :func:`_bars`, or what stands where it would be."""
     if not point.measured:
         axes.text(
@@ -325,9 +342,9 @@ def _bar(axes: Any, point: PointRecord, x: float, width: float, index: int) -> N
         x,
         time_ms,
         width,
-        color=f"C{index % 10}",
-        hatch="xx" if wrong else None,
-        edgecolor="red" if wrong else None,
+        color=look["facecolor"],
+        hatch="xx" if wrong else look["hatch"] or None,
+        edgecolor="red" if wrong else "white",
     )
     axes.bar_label(bars, [three_digits(time_ms)], fontsize=7, rotation=90, padding=2)
     if wrong:

@@ -1,0 +1,163 @@
+"""The pytest plugin shipped with the package, as a third-party backend's repository uses
+it: ``pytest --pyargs xbackend.conformance --backend NAME`` in a subprocess, against the
+example backend of ``examples/numpy_backend`` registered through an entry point in a
+temporary dist-info (nothing is installed), and against broken copies of it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from xbackend.pytest_plugin import REQUIRE_ENV, required, skip_or_fail
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "numpy_backend"
+
+# Broken copies of the example: one wrong element, a poison that poisons nothing, and
+# a backend that is never available.
+_BROKEN = """
+import numpy as np
+from xbackend_numpy import NumpyBackend, NumpyExecution
+
+
+class _OffByOne(NumpyExecution):
+    def run(self):
+        seconds = super().run()
+        if self._C.size:
+            self._C.reshape(-1)[-1] += 1
+        return seconds
+
+
+class WrongBackend(NumpyBackend):
+    name = "wrong"
+
+    def _execution(self, op, variant, tile, A, B, params=None):
+        return _OffByOne(op, A, B)
+
+
+class _NoPoison(NumpyExecution):
+    def poison(self):
+        pass
+
+
+class UnpoisonedBackend(NumpyBackend):
+    name = "unpoisoned"
+
+    def _execution(self, op, variant, tile, A, B, params=None):
+        return _NoPoison(op, A, B)
+
+
+class AbsentBackend(NumpyBackend):
+    name = "absent"
+
+    @classmethod
+    def available(cls):
+        return False, "needs the moon"
+"""
+
+_ENTRY_POINTS = {
+    "numpy": "xbackend_numpy:NumpyBackend",
+    "wrong": "broken_backends:WrongBackend",
+    "unpoisoned": "broken_backends:UnpoisonedBackend",
+    "absent": "broken_backends:AbsentBackend",
+}
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder that registers the example (and the broken ones) as an installed
+    distribution would: a dist-info with its entry points."""
+    folder = tmp_path_factory.mktemp("site")
+    info = folder / "xbackend_numpy_example-0.1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: xbackend-numpy-example\nVersion: 0.1.0\n"
+    )
+    lines = [f"{name} = {target}" for name, target in _ENTRY_POINTS.items()]
+    (info / "entry_points.txt").write_text("[xbackend.backends]\n" + "\n".join(lines) + "\n")
+    (folder / "broken_backends.py").write_text(_BROKEN)
+    return folder
+
+
+def _conformance(site: Path, backend: str, **env: str) -> subprocess.CompletedProcess[str]:
+    path = [str(site), str(EXAMPLE), str(ROOT), os.environ.get("PYTHONPATH", "")]
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, path)), **env}
+    if REQUIRE_ENV not in env:
+        environment.pop(REQUIRE_ENV, None)  # CI's requirements are not this run's
+    # -p loads the plugin where xbackend is not installed; installed, it is loaded already.
+    command = [sys.executable, "-m", "pytest", "-rfEs", "-p", "no:cacheprovider"]
+    command += ["-p", "xbackend.pytest_plugin", "--pyargs", "xbackend.conformance"]
+    return subprocess.run(
+        [*command, "--backend", backend],
+        capture_output=True,
+        text=True,
+        cwd=site,
+        env=environment,
+        timeout=300,
+    )
+
+
+def test_the_example_backend_passes_the_conformance_suite(site):
+    done = _conformance(site, "numpy")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert " passed" in done.stdout and "failed" not in done.stdout
+    assert "xbackend numpy: host (NumPy)" in done.stdout  # the report header
+
+
+def test_a_wrong_result_fails_the_conformance_suite(site):
+    done = _conformance(site, "wrong")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "FAILED" in done.stdout and "test_every_variant_equals_the_reference" in done.stdout
+    assert "test_strided_views" in done.stdout
+
+
+def test_a_backend_that_does_not_poison_fails(site):
+    done = _conformance(site, "unpoisoned")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "test_poison_fills_the_whole_output" in done.stdout
+
+
+def test_an_unavailable_backend_is_a_skip_unless_required(site):
+    skipped = _conformance(site, "absent")
+    assert skipped.returncode == 0, skipped.stdout + skipped.stderr
+    assert "skipped" in skipped.stdout and "passed" not in skipped.stdout
+    assert "xbackend absent: unavailable: needs the moon" in skipped.stdout
+    failed = _conformance(site, "absent", **{REQUIRE_ENV: "absent"})
+    assert failed.returncode == 1
+    assert "absent is required here (XBACKEND_REQUIRE): absent unavailable: needs the moon" in (
+        failed.stdout
+    )
+
+
+def test_the_builtin_cpu_backend_passes_the_conformance_suite(site):
+    done = _conformance(site, "cpu")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_required_names_come_from_the_environment(monkeypatch):
+    monkeypatch.setenv(REQUIRE_ENV, "opencl, clblast")
+    assert required("clblast") and required("opencl") and not required("cuda")
+    with pytest.raises(pytest.fail.Exception, match="clblast is required here"):
+        skip_or_fail("clblast", "pyclblast is not installed")
+    monkeypatch.setenv(REQUIRE_ENV, "")
+    with pytest.raises(pytest.skip.Exception, match="pyclblast is not installed"):
+        skip_or_fail("clblast", "pyclblast is not installed")
+
+
+def test_the_plugin_and_its_package_are_declared():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert project["project"]["entry-points"]["pytest11"] == {
+        "xbackend.pytest_plugin": "xbackend.pytest_plugin"
+    }
+    assert "xbackend.conformance" in project["tool"]["setuptools"]["packages"]
+    assert project["project"]["optional-dependencies"]["clblast"] == ["pyclblast>=1.4"]
+    example = tomllib.loads((EXAMPLE / "pyproject.toml").read_text())
+    assert example["project"]["entry-points"]["xbackend.backends"] == {
+        "numpy": "xbackend_numpy:NumpyBackend"
+    }

@@ -1,0 +1,204 @@
+"""One look per meaning, the same in every panel and figure.
+
+* colour: the variant, from a fixed map (:data:`VARIANT_COLOURS`); a variant no map
+  names gets one of :data:`SPARE_COLOURS`, never a colour another variant has. Red is
+  left out: a red cross is a wrong result;
+* shade: the tile, where one variant runs with several tiles (lighter: smaller);
+* marker: the backend (its label), in the order the figure's points name them;
+* line style: kernel time solid, end-to-end time dotted, the vendor's line dashed
+  (a reference, not a kernel of ours).
+
+Legends go outside the axes (:func:`outside_legend`); strings from results files reach
+a figure only through :func:`literal`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from typing import Final, Literal
+
+from matplotlib.artist import Artist
+from matplotlib.colors import to_hex, to_rgb
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+
+from xbackend.operations import Shape, operation
+
+VARIANT_COLOURS = {
+    "naive": "#ff7f0e",  # orange
+    "tiled": "#1f77b4",  # blue
+    "vendor": "#000000",  # black, dashed: the reference
+    "reg1d": "#e6ab02",  # mustard
+    "reg2d": "#2ca02c",  # green
+    "reg2d_cf": "#9467bd",  # purple
+    "reg2d_g4": "#8c564b",  # brown
+    "vec4": "#e377c2",  # pink
+    "vec4_db": "#7f7f7f",  # grey
+    "warp": "#17becf",  # cyan
+    "warp_db": "#a55194",  # magenta
+    "naive4": "#bcbd22",  # olive
+    "blas": "#000000",  # the vendor line's older name
+}
+SPARE_COLOURS = (
+    "#393b79",
+    "#637939",
+    "#843c39",
+    "#6b6ecf",
+    "#9edae5",
+    "#dbdb8d",
+    "#e7969c",
+    "#c49c94",
+)
+WRONG_COLOUR = "red"
+BACKEND_MARKERS = "osD^vP*Xph<>"
+LineStyle = Literal["-", ":", "--"]
+KERNEL: Final = "-"
+END_TO_END: Final = ":"
+VENDOR: Final = "--"
+# "blas": the CPU's vendor line in results from before it was called "vendor".
+CORE_VARIANTS = ("naive", "tiled", "vendor", "blas")
+_LONGEST_LABEL = 48  # characters of a legend entry
+_SHADE = 0.45  # how far the lightest and darkest tiles move towards white and black
+
+
+def literal(text: object) -> str:
+    """``text`` as matplotlib should show it: as written, never as mathtext.
+
+    Matplotlib reads a string with an even number of unescaped ``$`` as mathtext, so a
+    label such as ``a$x^{`` next to a device ``b$y`` stops the drawing with a parse
+    error. Escaped, every ``$`` is drawn as it is.
+    """
+    return str(text).replace("$", r"\$")
+
+
+def short(text: object, limit: int = 60) -> str:
+    """``text`` for a title or a tick: one line, at most ``limit`` characters, literal."""
+    line = " ".join(str(text).split())
+    return literal(line if len(line) <= limit else line[: limit - 1] + "…")
+
+
+def variant_sort(variant: str) -> tuple[int, str]:
+    """naive, tiled, vendor first; then the ladder in the map's order; then the rest."""
+    order = list(VARIANT_COLOURS)
+    core = CORE_VARIANTS.index(variant) if variant in CORE_VARIANTS else len(CORE_VARIANTS)
+    return (core, f"{order.index(variant):03d}" if variant in order else variant)
+
+
+def _mix(colour: str, towards: tuple[float, float, float], amount: float) -> str:
+    r, g, b = to_rgb(colour)
+    return to_hex(
+        (
+            r + (towards[0] - r) * amount,
+            g + (towards[1] - g) * amount,
+            b + (towards[2] - b) * amount,
+        )
+    )
+
+
+class Palette:
+    """The colours and markers of one set of figures: fixed per variant, and per tile
+    and backend from every point the figures show (so each looks the same in all)."""
+
+    def __init__(self, series: Iterable[tuple[str, str, int | None]]) -> None:
+        """``series``: every (backend label, variant, tile) the figures show."""
+        found = set(series)
+        unknown = sorted({variant for _, variant, _ in found if variant not in VARIANT_COLOURS})
+        self.colours = dict(VARIANT_COLOURS)
+        for index, variant in enumerate(unknown):
+            self.colours[variant] = SPARE_COLOURS[index % len(SPARE_COLOURS)]
+        # Shades only for a variant that one backend runs with several tiles: the same
+        # variant at another tile on another backend is told apart by its panel or marker.
+        per_backend: dict[tuple[str, str], set[int | None]] = {}
+        for label, variant, tile in found:
+            per_backend.setdefault((label, variant), set()).add(tile)
+        shaded = {variant for (_, variant), tiles in per_backend.items() if len(tiles) > 1}
+        self.tiles: dict[str, list[int | None]] = {}
+        for _, variant, tile in sorted(found, key=lambda s: (s[1], s[2] or 0)):
+            if variant in shaded and tile is not None and tile not in self.tiles.get(variant, []):
+                self.tiles.setdefault(variant, []).append(tile)
+        self.labels = sorted({label for label, _, _ in found})
+
+    def colour(self, variant: str, tile: int | None = None) -> str:
+        """The variant's colour, lighter for its smaller tiles and darker for its larger."""
+        base = self.colours.get(variant, SPARE_COLOURS[-1])
+        tiles = self.tiles.get(variant, [tile])
+        if len(tiles) < 2 or tile not in tiles:
+            return base
+        place = tiles.index(tile) / (len(tiles) - 1) * 2 - 1  # -1 (smallest) to 1
+        if place < 0:
+            return _mix(base, (1.0, 1.0, 1.0), -place * _SHADE)
+        return _mix(base, (0.0, 0.0, 0.0), place * _SHADE) if base != "#000000" else base
+
+    def marker(self, label: str) -> str:
+        if label not in self.labels:
+            self.labels.append(label)
+        return BACKEND_MARKERS[self.labels.index(label) % len(BACKEND_MARKERS)]
+
+
+def kernel_style(variant: str) -> LineStyle:
+    """The line style of a kernel time: dashed for the vendor's reference, else solid."""
+    return VENDOR if variant in ("vendor", "blas") else KERNEL
+
+
+def series_name(variant: str, tile: int | None) -> str:
+    """How a legend names a variant: its tile, and that the vendor's line is a reference."""
+    name = f"{variant} T={tile}" if tile else variant
+    return f"{name} (reference)" if variant in ("vendor", "blas") else name
+
+
+def output_elements(op: str, M: int, K: int, N: int) -> int:
+    """Elements of one product's output: M·N, or (M/2)·(N/2) for a reduced product."""
+    try:
+        rows, columns = operation(op).output_size(Shape(max(M, 1), max(K, 1), max(N, 1)))
+    except ValueError:  # an operation this version does not know: its output is unknown
+        rows, columns = M, N
+    return rows * columns
+
+
+def output_label(ops: Iterable[str]) -> str:
+    """The x axis of a figure of ``ops``: what one point's x counts."""
+    reduced = set()
+    for op in set(ops):
+        try:
+            reduced.add(operation(op).reduced)
+        except ValueError:
+            reduced.add(False)
+    if reduced == {True}:
+        return "output elements (M/2)·(N/2)"
+    if reduced == {False}:
+        return "output elements M·N"
+    return "output elements (M·N; (M/2)·(N/2) for rmm)"
+
+
+def meaning_handles(end_to_end: bool) -> list[Artist]:
+    """Legend entries for what the line styles mean."""
+    handles: list[Artist] = [
+        Line2D([], [], color="0.3", linestyle=KERNEL, label="kernel time (median)")
+    ]
+    if end_to_end:
+        handles.append(
+            Line2D([], [], color="0.3", linestyle=END_TO_END, label="end-to-end, with transfers")
+        )
+    return handles
+
+
+def outside_legend(figure: Figure, handles: Sequence[Artist], height_in: float) -> None:
+    """One legend for the whole figure, right of its panels, in as many columns as it
+    takes to fit the figure's height (constrained layout makes room for it)."""
+    if not handles:
+        return
+    for handle in handles:  # a long name from a results file must not squeeze the panels
+        label = " ".join(str(handle.get_label()).split())
+        handle.set_label(label)
+        if len(label) > _LONGEST_LABEL:
+            handle.set_label(label[: _LONGEST_LABEL - 1] + "…")
+    per_column = max(4, int(height_in * 72 / 15))
+    columns = math.ceil(len(handles) / per_column)
+    figure.legend(
+        handles=list(handles),
+        loc="outside right upper",
+        fontsize=8,
+        ncols=columns,
+        frameon=False,
+    )

@@ -1,0 +1,120 @@
+"""The pytest plugin: a ``backend`` fixture, the ``--backend`` option, and xbackend's
+conformance tests for any backend, built in or a third party's.
+
+Installed with xbackend (the ``pytest11`` entry point), so in a backend's own
+repository::
+
+    pytest --pyargs xbackend.conformance --backend NAME
+
+runs the conformance suite (``xbackend/conformance/``) against the backend registered
+as ``NAME`` under the entry-point group ``xbackend.backends``.
+
+* ``--backend cpu,opencl`` runs only those backends (``NAME:DEVICE`` picks a device;
+  default: every known backend);
+* ``XBACKEND_REQUIRE=opencl,cpu`` turns "unavailable" into a failure for those
+  backends, so CI cannot pass by skipping; other names in it (``clblast``,
+  ``oclgrind``) are requirements that tests ask about with ``required``.
+
+Every test that takes the ``backend`` fixture runs once per backend, on a backend
+opened once per session (compiled kernels are kept) and closed at its end. An
+unavailable backend is a skip with its reason, never a collection error.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+import xbackend
+from xbackend.plan import Target
+
+REQUIRE_ENV = "XBACKEND_REQUIRE"
+
+
+def required(name: str) -> bool:
+    """Whether ``XBACKEND_REQUIRE`` names ``name``: then its absence is a failure."""
+    listed = os.environ.get(REQUIRE_ENV, "").split(",")
+    return name in {entry.strip() for entry in listed}
+
+
+def skip_or_fail(name: str, reason: str) -> None:
+    """Skip with ``reason``, or fail where ``XBACKEND_REQUIRE`` names ``name``."""
+    if required(name):
+        pytest.fail(f"{name} is required here ({REQUIRE_ENV}): {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("xbackend")
+    group.addoption(
+        "--backend",
+        default=None,
+        help="comma-separated xbackend backends to test, NAME or NAME:DEVICE (default: all)",
+    )
+
+
+def targets(config: pytest.Config) -> list[Target]:
+    """The backends to test: those of ``--backend``, else every known one."""
+    chosen = config.getoption("--backend")
+    names = chosen.split(",") if chosen else xbackend.backend_names()
+    return [Target.parse(name) for name in names if name.strip()]
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    wanted = {target.name for target in targets(config)}
+    lines = []
+    for info in xbackend.backends():
+        if info.name not in wanted:
+            continue
+        if info.available:
+            devices = "; ".join(f"{d.name} ({d.platform})" for d in info.devices)
+            lines.append(f"xbackend {info.name}: {devices}")
+        else:
+            lines.append(f"xbackend {info.name}: unavailable: {info.reason}")
+    return lines
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    names = [name for name in ("backend", "backend_target") if name in metafunc.fixturenames]
+    if names:
+        chosen = targets(metafunc.config)
+        values = [(target,) * len(names) for target in chosen]
+        ids = [target.label for target in chosen]
+        metafunc.parametrize(names, values, ids=ids, indirect=True)
+
+
+_opened: dict[Target, xbackend.Backend] = {}
+
+
+def open_backend(target: Target) -> xbackend.Backend:
+    """A new backend on ``target``; unavailable: a skip (a failure where required)."""
+    try:
+        return xbackend.get_backend(target.name, target.device)
+    except xbackend.BackendUnavailable as error:
+        skip_or_fail(target.name, f"{target.name} unavailable: {error.reason}")
+        raise  # not reached: skip_or_fail raises
+
+
+@pytest.fixture
+def backend_target(request: pytest.FixtureRequest) -> Target:
+    """The backend under test as named (``NAME`` or ``NAME:DEVICE``), for tests that
+    open their own instance (lifetime tests)."""
+    target: Target = request.param
+    return target
+
+
+@pytest.fixture
+def backend(request: pytest.FixtureRequest) -> Iterator[xbackend.Backend]:
+    """An opened backend, shared by every test of the session (compiled kernels too)."""
+    target: Target = request.param
+    if target not in _opened:
+        _opened[target] = open_backend(target)
+    yield _opened[target]
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    for opened in _opened.values():
+        opened.close()
+    _opened.clear()

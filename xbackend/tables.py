@@ -1,0 +1,335 @@
+"""Tables per size, and the selection of records that figures, tables and the report show.
+
+* :func:`size_rows`: one row per size and configuration (median kernel time with its
+  quartiles, the end-to-end median, and the speed-up over the naive kernel);
+* :func:`size_table`: those rows for the terminal, one block per size;
+* :func:`write_size_csv`: the same rows as ``sizes.csv`` in a results folder;
+* :func:`select`: the records a ``--backends``/``--variants``/``--tile``/``--op``/
+  ``--dtype`` filter keeps, or a one-line error naming the values present.
+
+The speed-up is the naive kernel's median time over this configuration's, on the same
+backend, device, operation, data type, batch and size, from verified ("ok") points only:
+for ``tiled`` it is the speed-up of tiling; for the ladder and the vendor line, how far
+each is from the naive kernel. The naive kernel of the same tile is preferred (the same
+work-group shape), else the one that takes no tile, else the only one measured there.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+
+from xbackend.results import PointRecord, latest
+from xbackend.safeio import atomic_write
+from xbackend.timing import format_seconds
+
+SIZES_CSV = "sizes.csv"
+# The variants that are not the ladder: the assignment's pair and the vendor's reference.
+CORE_VARIANTS = ("naive", "tiled", "vendor", "blas")  # blas: the older name of vendor
+ROW_FIELDS = (
+    "M",
+    "K",
+    "N",
+    "op",
+    "batch",
+    "backend",
+    "device",
+    "variant",
+    "tile",
+    "dtype",
+    "status",
+    "kernel_median_s",
+    "kernel_q1_s",
+    "kernel_q3_s",
+    "end_to_end_median_s",
+    "speedup_vs_naive",
+    "reason",
+)
+
+Row = dict[str, object]
+
+
+def _size_sort(point: PointRecord) -> tuple[int, int, int, int]:
+    return (point.M * point.N, point.M, point.K, point.N)
+
+
+def _config_sort(point: PointRecord) -> tuple[object, ...]:
+    variant = point.variant
+    core = CORE_VARIANTS.index(variant) if variant in CORE_VARIANTS else len(CORE_VARIANTS)
+    return (
+        point.op,
+        point.batch,
+        point.label,
+        point.device,
+        point.dtype,
+        core,
+        variant,
+        point.tile or 0,
+    )
+
+
+def _naive_partners(
+    points: list[PointRecord],
+) -> dict[tuple[object, ...], dict[int | None, PointRecord]]:
+    partners: dict[tuple[object, ...], dict[int | None, PointRecord]] = {}
+    for point in points:
+        if point.variant == "naive" and point.status == "ok" and point.kernel_median_s:
+            partners.setdefault(_pair_key(point), {})[point.tile] = point
+    return partners
+
+
+def _pair_key(point: PointRecord) -> tuple[object, ...]:
+    return (
+        point.label,
+        point.device,
+        point.op,
+        point.dtype,
+        point.batch,
+        point.M,
+        point.K,
+        point.N,
+    )
+
+
+def _speedup(point: PointRecord, naive: dict[int | None, PointRecord]) -> float | None:
+    if point.variant == "naive" or point.status != "ok" or not point.kernel_median_s:
+        return None
+    partner = naive.get(point.tile) or naive.get(None)
+    if partner is None and len(naive) == 1:
+        partner = next(iter(naive.values()))
+    if partner is None or partner.kernel_median_s is None:
+        return None
+    return partner.kernel_median_s / point.kernel_median_s
+
+
+def size_rows(records: Iterable[PointRecord]) -> list[Row]:
+    """One row per size and configuration (line key), sizes from the smallest output.
+
+    A point recorded more than once counts once, as last recorded. Times are in
+    seconds; a value that does not exist (a skipped point's time, a naive row's
+    speed-up) is None.
+    """
+    points = sorted(latest(records), key=lambda p: (_size_sort(p), _config_sort(p)))
+    partners = _naive_partners(points)
+    rows = []
+    for point in points:
+        kernel = point.kernel_s or {}
+        measured = point.measured
+        rows.append(
+            {
+                "M": point.M,
+                "K": point.K,
+                "N": point.N,
+                "op": point.op,
+                "batch": point.batch,
+                "backend": point.label,
+                "device": point.device,
+                "variant": point.variant,
+                "tile": point.tile,
+                "dtype": point.dtype,
+                "status": point.status,
+                "kernel_median_s": kernel.get("median") if measured else None,
+                "kernel_q1_s": kernel.get("q1") if measured else None,
+                "kernel_q3_s": kernel.get("q3") if measured else None,
+                "end_to_end_median_s": (point.end_to_end_s or {}).get("median")
+                if measured
+                else None,
+                "speedup_vs_naive": _speedup(point, partners.get(_pair_key(point), {})),
+                "reason": point.reason,
+            }
+        )
+    return rows
+
+
+# ---------------------------------------------------------------------------
+# The terminal table.
+
+
+def _seconds(value: object) -> str:
+    return format_seconds(value) if isinstance(value, float) else "—"
+
+
+def _quartiles(row: Row) -> str:
+    q1, q3 = row["kernel_q1_s"], row["kernel_q3_s"]
+    if not (isinstance(q1, float) and isinstance(q3, float)):
+        return "—"
+    return f"{_seconds(q1)} – {_seconds(q3)}"
+
+
+def _speedup_text(row: Row) -> str:
+    value = row["speedup_vs_naive"]
+    return f"{value:.3g}×" if isinstance(value, float) else ""
+
+
+# Columns: header, cell, and the order in which they go where the width is short
+# (the highest number first; 0: never dropped).
+_COLUMNS: tuple[tuple[str, Callable[[Row], str], int], ...] = (
+    ("backend", lambda row: str(row["backend"]), 0),
+    ("device", lambda row: str(row["device"]), 5),
+    ("op", lambda row: str(row["op"]) + (f" ×{row['batch']}" if row["batch"] != 1 else ""), 2),
+    ("variant", lambda row: str(row["variant"]), 0),
+    ("tile", lambda row: "" if row["tile"] is None else str(row["tile"]), 1),
+    ("dtype", lambda row: str(row["dtype"]), 2),
+    ("status", lambda row: str(row["status"]), 1),
+    ("kernel", lambda row: _seconds(row["kernel_median_s"]), 0),
+    ("kernel q1 – q3", _quartiles, 4),
+    ("end-to-end", lambda row: _seconds(row["end_to_end_median_s"]), 3),
+    ("× naive", _speedup_text, 0),
+)
+
+
+def _fit(cells: list[list[str]], width: int | None) -> list[int]:
+    """The columns shown: all where they fit in ``width``, else the most important."""
+    shown = list(range(len(_COLUMNS)))
+    widths = [max(len(row[i]) for row in cells) for i in shown]
+    while width is not None and sum(widths[i] + 2 for i in shown) - 2 > width:
+        droppable = [i for i in shown if _COLUMNS[i][2] > 0]
+        if not droppable:
+            break
+        shown.remove(max(droppable, key=lambda i: _COLUMNS[i][2]))
+    return shown
+
+
+def size_table(records: Iterable[PointRecord], width: int | None = None) -> str:
+    """A terminal table: one block per size, one row per configuration.
+
+    ``width``: the terminal's columns; the least needed columns are left out
+    until the table fits, and a line still longer is cut. None: no limit.
+    """
+    rows = size_rows(records)
+    if not rows:
+        return "no points"
+    header = [name for name, _, _ in _COLUMNS]
+    cells = [header, *([cell(row) for _, cell, _ in _COLUMNS] for row in rows)]
+    shown = _fit(cells, width)
+    widths = {i: max(len(row[i]) for row in cells) for i in shown}
+
+    def line(row: list[str]) -> str:
+        text = "  ".join(
+            row[i].ljust(widths[i]) if i < 7 else row[i].rjust(widths[i]) for i in shown
+        )
+        text = text.rstrip()
+        return text if width is None or len(text) <= width else text[: max(1, width - 1)] + "…"
+
+    lines: list[str] = []
+    size = None
+    for row, row_cells in zip(rows, cells[1:], strict=True):
+        if (row["M"], row["K"], row["N"]) != size:
+            size = (row["M"], row["K"], row["N"])
+            M, K, N = size
+            if lines:
+                lines.append("")
+            lines.append(line([f"size {M}×{K} · {K}×{N}", *[""] * (len(header) - 1)]).strip())
+            lines.append(line(header))
+            lines.append(line(["-" * widths.get(i, 0) for i in range(len(header))]))
+        lines.append(line(row_cells))
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------
+# The CSV.
+
+
+def _csv_value(value: object) -> object:
+    return "" if value is None else value
+
+
+def write_size_csv(records: Iterable[PointRecord], folder: Path) -> Path:
+    """Write :func:`size_rows` as ``sizes.csv`` into ``folder``, whole; return its path."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(ROW_FIELDS)
+    for row in size_rows(records):
+        writer.writerow([_csv_value(row[field]) for field in ROW_FIELDS])
+    path = Path(folder) / SIZES_CSV
+    atomic_write(path, buffer.getvalue())
+    return path
+
+
+# ---------------------------------------------------------------------------
+# Selecting records.
+
+
+def _words(values: str | Sequence[str] | None) -> list[str] | None:
+    """A filter's values, from a comma list or a sequence; None or empty: no filter."""
+    if values is None:
+        return None
+    items = values.split(",") if isinstance(values, str) else list(values)
+    words = [str(item).strip() for item in items if str(item).strip()]
+    return words or None
+
+
+def _variant_matches(words: list[str]) -> Callable[[PointRecord], bool]:
+    if "all" in words:
+        return lambda point: True
+    ladder = "ladder" in words
+    return lambda point: point.variant in words or (ladder and point.variant not in CORE_VARIANTS)
+
+
+def _tile_matches(words: list[str]) -> Callable[[PointRecord], bool]:
+    tiles: set[int | None] = set()
+    for word in words:
+        if word.lower() in ("none", "-"):
+            tiles.add(None)
+        elif word.isdigit():
+            tiles.add(int(word))
+        else:
+            raise ValueError(f"--tile: {word!r} is not a tile size (a number, or none)")
+    return lambda point: point.tile in tiles
+
+
+def _present(points: list[PointRecord], value: Callable[[PointRecord], object]) -> str:
+    found = sorted({str(value(point)) for point in points})
+    return ", ".join(found) or "none"
+
+
+def select(
+    records: Iterable[PointRecord],
+    *,
+    backends: str | Sequence[str] | None = None,
+    variants: str | Sequence[str] | None = None,
+    tiles: str | Sequence[str] | None = None,
+    ops: str | Sequence[str] | None = None,
+    dtypes: str | Sequence[str] | None = None,
+) -> list[PointRecord]:
+    """The records every given filter keeps; a filter of None keeps everything.
+
+    Each filter is a comma list (or a sequence) of values, any of which may match:
+    ``backends`` the record's label (``opencl:pocl``) or backend name (``opencl``);
+    ``variants`` a variant, ``ladder`` (every variant but naive, tiled and vendor) or
+    ``all``; ``tiles`` a tile size or ``none``; ``ops`` and ``dtypes`` their names.
+    A filter that leaves nothing raises a ValueError naming the values present.
+    """
+    points = list(records)
+    filters: list[
+        tuple[
+            str,
+            list[str] | None,
+            Callable[[list[str]], Callable[[PointRecord], bool]],
+            Callable[[PointRecord], object],
+        ]
+    ] = [
+        (
+            "--backends",
+            _words(backends),
+            lambda w: lambda p: p.label in w or p.backend in w,
+            lambda p: p.label,
+        ),
+        ("--variants", _words(variants), _variant_matches, lambda p: p.variant),
+        ("--tile", _words(tiles), _tile_matches, lambda p: "none" if p.tile is None else p.tile),
+        ("--op", _words(ops), lambda w: lambda p: p.op in w, lambda p: p.op),
+        ("--dtype", _words(dtypes), lambda w: lambda p: p.dtype in w, lambda p: p.dtype),
+    ]
+    for option, words, matches, shown in filters:
+        if words is None:
+            continue
+        keep = matches(words)
+        kept = [point for point in points if keep(point)]
+        if not kept:
+            raise ValueError(
+                f"{option} {','.join(words)} matches no point; present: {_present(points, shown)}"
+            )
+        points = kept
+    return points
