@@ -78,6 +78,8 @@ class Ladder:
         self.op, self.labels = op, labels
         self.cells: dict[tuple[str, str, str], dict[str, str]] = {}
         self.wrong = False
+        # (size, label) -> TFLOP/s of that backend's own vendor line (CLBlast for OpenCL)
+        self.own_vendor: dict[tuple[str, str], float] = {}
 
     def measure(self, shape, A, B, opened, wanted: set[str] | None, repeat: int) -> float | None:
         """Every variant of every backend on A and B; the CUDA vendor line's TFLOP/s."""
@@ -112,8 +114,10 @@ class Ladder:
                     f"  {label} {self.op} {variant} T={measured.tile}: {cell} TFLOP/s{chosen}",
                     flush=True,
                 )
-                if variant == "vendor" and backend.name == "cuda" and equal:
-                    vendor = tflops
+                if variant == "vendor" and equal:
+                    self.own_vendor[(str(shape), label)] = tflops
+                    if backend.name == "cuda":
+                        vendor = tflops
         return vendor
 
     def add_ratios(self, shape, reference_tflops: float | None) -> None:
@@ -126,16 +130,30 @@ class Ladder:
                 if reference_tflops and value not in ("—", "WRONG"):
                     ratio = f"{float(value) / reference_tflops:.1%}"
                 cells[f"{label}%"] = ratio
+                own = self.own_vendor.get((key[0], label))
+                if own and label not in self._cuda_labels() and value not in ("—", "WRONG"):
+                    cells[f"{label}%own"] = f"{float(value) / own:.1%}"
+
+    def _cuda_labels(self) -> set[str]:
+        return {label for label in self.labels if label.split(":")[0] == "cuda"}
+
+    def _own_columns(self) -> list[str]:
+        """The labels whose own vendor line (CLBlast) ran: they get a second ratio."""
+        ran = {label for _, label in self.own_vendor}
+        return [label for label in self.labels if label in ran - self._cuda_labels()]
 
     def print_table(self, reference_name: str) -> None:
         header = ["size", "variant", "tile"]
+        own = self._own_columns()
         for label in self.labels:
             header += [f"{label} TFLOP/s", f"of {reference_name}"]
+            header += ["of CLBlast"] if label in own else []
         rows = [header]
         for (size, variant, tile), cells in self.cells.items():
             row = [size, variant, tile]
             for label in self.labels:
                 row += [cells.get(label, "—"), cells.get(f"{label}%", "—")]
+                row += [cells.get(f"{label}%own", "—")] if label in own else []
             rows.append(row)
         widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
         rows.insert(1, ["-" * width for width in widths])
