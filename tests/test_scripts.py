@@ -12,11 +12,15 @@ from pathlib import Path
 import xbackend
 
 ROOT = Path(__file__).resolve().parent.parent
+# The scripts run `python3`: let that be the interpreter running the tests, whether or
+# not its virtual environment is activated.
+PATH = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
 
 
 def test_gpu_proof_script_runs_small_on_the_cpu(tmp_path):
     env = {
         **os.environ,
+        "PATH": PATH,
         "WHEELS": "",
         "BACKENDS": "cpu",
         "SKIP_TESTS": "1",
@@ -55,6 +59,7 @@ def test_sanitize_script_reports_clean_runs_and_uncaught_kernels(tmp_path):
     broken kernels must be flagged as not caught (so the script cannot pass vacuously)."""
     env = {
         **os.environ,
+        "PATH": PATH,
         "SANITIZER": str(ROOT / "tests" / "fake_sanitizer.sh"),
         "PROBE_BACKEND": "opencl",
     }
@@ -79,7 +84,12 @@ def test_sanitize_script_reports_clean_runs_and_uncaught_kernels(tmp_path):
 
 
 def test_gpu_presets_script_runs_small_on_the_cpu(tmp_path):
-    env = {**os.environ, "BACKENDS": "cpu", "EXTRA_ARGS": "--sizes 16x16 --variants vendor,naive"}
+    env = {
+        **os.environ,
+        "PATH": PATH,
+        "BACKENDS": "cpu",
+        "EXTRA_ARGS": "--sizes 16x16 --variants vendor,naive",
+    }
     done = subprocess.run(
         ["bash", str(ROOT / "scripts" / "gpu_presets.sh"), str(tmp_path), "chapter", "blog"],
         capture_output=True,
