@@ -58,8 +58,8 @@ NO_PIP_RUNTIME_ENV = "XBACKEND_NO_PIP_OPENCL"
 # (pip installs them next to it, in a folder the dynamic loader does not search).
 _INTEL_DEPENDENCIES = ("libintlc.so.5", "libimf.so", "libsvml.so", "libirng.so")
 _PIP_ICD = "xbackend-pip-intel-cpu.icd"
-# What _extra_options builds to try the options of BUILD_OPTIONS_ENV.
-_PROBE_KERNEL = "__kernel void xbackend_probe(__global int* out) { out[0] = 1; }"
+# What _extra_options builds to try the options of BUILD_OPTIONS_ENV: kernels/opencl/probe.cl.
+_PROBE_FAMILY = "probe"
 _registered = False
 
 
@@ -394,7 +394,8 @@ class OpenCLBackend(CompiledBackend):
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", cl.CompilerWarning)
-                    program = cl.Program(self._context, _PROBE_KERNEL)
+                    _, probe = read_kernel(_PROBE_FAMILY, "opencl")
+                    program = cl.Program(self._context, probe)
                     # False: no binary cache (pyopencl/cache.py takes it; its hint says str).
                     program.build(options=list(extra), cache_dir=False)  # type: ignore[arg-type]
             except cl.Error as error:

@@ -4,7 +4,6 @@ running nothing."""
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -79,14 +78,10 @@ def _out_folder(args: argparse.Namespace) -> Path:
     return output_folder(args.out or (first if first.is_dir() else first.parent))
 
 
-def _warn(message: str) -> None:
-    print(f"xbackend: warning: {message}", file=sys.stderr)
-
-
 def report(args: argparse.Namespace) -> int:
     from xbackend.report import write_report_of
 
-    loaded = results_io.load(args.results, warn=_warn)
+    loaded = results_io.load(args.results, warn=results_io.warn_on_stderr)
     chosen = selected(args, loaded.points)
     loaded = Loaded(loaded.runs, chosen) if len(chosen) < len(loaded.points) else loaded
     written = write_report_of(loaded, _out_folder(args), sources=list(args.results))
@@ -99,7 +94,9 @@ def report(args: argparse.Namespace) -> int:
 def plot(args: argparse.Namespace) -> int:
     from xbackend.plots import draw
 
-    points = results_io.latest(selected(args, results_io.load(args.results, warn=_warn).points))
+    points = results_io.latest(
+        selected(args, results_io.load(args.results, warn=results_io.warn_on_stderr).points)
+    )
     figures = draw(points, _out_folder(args))
     print(summary_table(points))
     print(f"\nfigures: {', '.join(str(f) for f in figures)}")

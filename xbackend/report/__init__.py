@@ -25,7 +25,6 @@ figures), ``sections`` (one per experiment), ``equality`` (code equality, machin
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -35,7 +34,7 @@ from xbackend.report.equality import equality, machines
 from xbackend.report.figures import FigureFolder
 from xbackend.report.points import EXPERIMENTS, experiment_of, group
 from xbackend.report.sections import SECTIONS, SpeedUp, speedups
-from xbackend.results import Loaded, PointRecord, latest, load
+from xbackend.results import Loaded, PointRecord, latest, load, warn_on_stderr
 from xbackend.safeio import atomic_write, output_folder, refuse_link
 
 __all__ = [
@@ -56,12 +55,6 @@ MARKDOWN_NAME = "report.md"
 FIGURES_DIR = "report_figures"
 
 
-def _warn(message: str) -> None:
-    """A line of the results the loader skipped; control characters shown, not obeyed."""
-    shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
-    print(f"xbackend: warning: {shown}", file=sys.stderr)
-
-
 def write_report(paths: Sequence[Path], out: Path) -> list[Path]:
     """Write ``report.html``, ``report.md`` and ``report_figures/`` into ``out``.
 
@@ -71,7 +64,7 @@ def write_report(paths: Sequence[Path], out: Path) -> list[Path]:
     Raises :class:`~xbackend.safeio.UnsafePath` (a ValueError) where ``out`` cannot be
     a folder, or a symbolic link stands where a file or folder of the report goes.
     """
-    return write_report_of(load(paths, warn=_warn), out, sources=paths)
+    return write_report_of(load(paths, warn=warn_on_stderr), out, sources=paths)
 
 
 def write_report_of(

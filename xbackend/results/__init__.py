@@ -25,6 +25,7 @@ from xbackend.results.reading import (
     ResultsError,
     latest,
     load,
+    warn_on_stderr,
 )
 from xbackend.results.records import (
     MEASURED,
@@ -57,5 +58,6 @@ __all__ = [
     "latest",
     "load",
     "now_iso",
+    "warn_on_stderr",
     "write_csv",
 ]

@@ -8,6 +8,7 @@ short is dropped.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -126,3 +127,10 @@ def load(paths: Iterable[Path | str], *, warn: Callable[[str], None] | None = No
 def latest(points: Iterable[PointRecord]) -> list[PointRecord]:
     """One point per key, the last recorded (a resumed or repeated run wins)."""
     return list({point.key: point for point in points}.values())
+
+
+def warn_on_stderr(message: str) -> None:
+    """The ``warn`` of :func:`load` for the command line: one line on stderr per line the
+    loader skipped, with control characters shown, not obeyed (the data is not trusted)."""
+    shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
+    print(f"xbackend: warning: {shown}", file=sys.stderr)
