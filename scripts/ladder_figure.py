@@ -40,12 +40,15 @@ def main() -> int:
     parser.add_argument("--op", choices=("mm", "rmm"), default="mm", help="which table to draw")
     args = parser.parse_args()
     header, rows = read_table(args.ladder.read_text(encoding="utf-8"), args.op)
-    backends = [name.removesuffix(" TFLOP/s") for name in header[3::2]]
+    # Each backend's speed column, and its share of cuBLAS (or of pair sums + cuBLAS)
+    # right after it: "89.8% [88.1–91.0]", the share and its 95% interval.
+    columns = [i for i, name in enumerate(header) if name.endswith(" TFLOP/s")]
+    backends = [header[i].removesuffix(" TFLOP/s") for i in columns]
     figure, axes = plt.subplots(1, len(backends), figsize=(6 * len(backends), 6), squeeze=False)
     for panel, (axis, backend) in enumerate(zip(axes[0], backends, strict=True)):
         best: dict[str, tuple[float, str]] = {}  # variant -> (TFLOP/s, share), in ladder order
         for row in rows:
-            speed, share = row[3 + 2 * panel], row[4 + 2 * panel]
+            speed, share = row[columns[panel]], row[columns[panel] + 1]
             if row[0] != args.size or not re.fullmatch(r"[\d.]+", speed):
                 continue
             if row[1] not in best or float(speed) > best[row[1]][0]:

@@ -70,7 +70,7 @@ def test_the_mode_follows_the_terminal():
 
 def test_the_eta_counts_each_point_by_its_predicted_cost(tmp_path):
     plan = Plan(shapes=[Shape(100, 100, 100), Shape(200, 200, 200)], variants=["naive"],
-                samples=3, min_samples=3, warmup=1, max_sample_time_s=100.0)  # fmt: skip
+                samples=3, min_samples=3, warmup=1, timeout_s=100.0)  # fmt: skip
     todo = configs(plan, [("cpu", CpuBackend())])
     sweep = Sweep(plan, "run", todo, {}, SweepDisplay("plain", log=lambda line: None))
     assert sweep.remaining_s(1) is None  # nothing to go by yet

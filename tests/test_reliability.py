@@ -344,7 +344,7 @@ def test_resume_and_plot_of_a_wrong_line_are_one_line(tmp_path):
         (["compare", "--op", "bmm", "--batch", "100000000"], ["--batch"]),
         (["compare", "--warmup", "1000000000"], ["--warmup"]),
         (["compare", "--variants", ""], ["--variants"]),
-        (["compare", "--sample-time", "inf"], ["--sample-time"]),
+        (["compare", "--timeout", "inf"], ["--timeout"]),
         (["compare", "--backends", "cpu,cpu", "--sizes", "8x8"], ["twice"]),
         (["tune", "--backend", "cpu,opencl"], ["one backend"]),
     ],

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
 
 import xbackend
 
@@ -110,11 +115,12 @@ def test_ladder_benchmark_runs_small_anywhere(tmp_path):
     done = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "ladder_benchmark.py"),
          "--backends", "opencl", "--sizes", "33x20x17", "--rmm-sizes", "34x20x18",
-         "--repeat", "2"],
+         "--repeat", "2", "--rounds", "3"],
         capture_output=True, text=True, timeout=600,
         env={**os.environ, "PYTHONPATH": path},
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
+    assert "PyTorch's matmul is not timed" in done.stdout
     blocks = done.stdout.split("\n\n")
     mm = next(block for block in blocks if block.startswith("size") and "of cuBLAS" in block)
     rmm = blocks[-1]
@@ -130,7 +136,77 @@ def test_ladder_benchmark_runs_small_anywhere(tmp_path):
         rows = [line.split() for line in table.splitlines() if "·" in line]
         assert {row[3] for row in rows} == variants, table
         assert all(row[5] not in ("WRONG", "—") for row in rows), table  # opencl TFLOP/s
+        assert all(row[6] == "—" for row in rows), table  # no cuBLAS here
+        if vendor:  # each rung's share of CLBlast, with its interval: 57.9% [57.1–60.7]
+            for row in rows:
+                share = " ".join(row[7:])
+                if row[3] == "vendor":
+                    assert share == "100%", table
+                    continue
+                found = re.fullmatch(r"([\d.]+)% \[([\d.]+)–([\d.]+)\]", share)
+                assert found, table
+                value, low, high = map(float, found.groups())
+                assert 0 < low <= value <= high, table
+    if vendor:  # 3 rounds of 2 samples beside each rung
+        assert re.search(r"opencl CLBlast .* median of its \d+ samples beside \d+ rungs",
+                         done.stdout)  # fmt: skip
     assert "WRONG" not in done.stdout
+
+
+def _ladder_module():
+    spec = importlib.util.spec_from_file_location(
+        "ladder_benchmark", ROOT / "scripts" / "ladder_benchmark.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up while made
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_ladder_share_interval_is_the_ratio_of_medians_bootstrapped():
+    ladder = _ladder_module()
+    rng = np.random.default_rng(31)
+    rung = list(2e-3 * rng.lognormal(0.0, 0.03, 40))  # half the vendor's speed
+    vendor = list(1e-3 * rng.lognormal(0.0, 0.03, 40))
+    share, low, high = ladder.share_interval(rung, vendor)
+    assert share == pytest.approx(float(np.median(vendor) / np.median(rung)))
+    assert low < 0.5 < high and high - low < 0.05
+    assert ladder.share_interval(rung, vendor) == (share, low, high)  # seeded
+    # Fewer, noisier samples: a wider interval.
+    _, wide_low, wide_high = ladder.share_interval(rung[:6], vendor[:6])
+    assert wide_high - wide_low > high - low
+
+
+class _Recorder:
+    """A stand-in backend that computes with NumPy and records the order of its turns."""
+
+    name = "made-up"
+
+    def __init__(self, turns: list[str]):
+        self.turns = turns
+
+    def measure(self, A, B, variant, tile, *, op, warmup, samples, min_samples):
+        assert op == "mm" and samples == min_samples == 3 and warmup >= 0
+        self.turns.append(variant)
+        C = A @ B
+        return SimpleNamespace(
+            kernel_s=[1e-3] * samples, result=C, last_result=C, params=None, tile=tile
+        )
+
+
+def test_the_ladder_times_each_rung_interleaved_with_its_vendor_lines():
+    ladder = _ladder_module()
+    turns: list[str] = []
+    backend = _Recorder(turns)
+    rng = np.random.default_rng(5)
+    A, B = rng.standard_normal((9, 7), np.float32), rng.standard_normal((7, 5), np.float32)
+    rung = ladder.Line("x", backend, "tiled", 16)
+    vendors = [ladder.Line("cuda", backend, "cublas"), ladder.Line("x", backend, "vendor")]
+    timed, beside = ladder.interleaved(rung, vendors, A, B, "mm", 4, 3)
+    assert turns == ["cublas", "vendor", "tiled"] * 4
+    assert timed.equal and len(timed.samples_s) == 12
+    assert [len(vendor.samples_s) for vendor in beside] == [12, 12]
 
 
 def test_ladder_figure_draws_the_saved_h100_run(tmp_path):

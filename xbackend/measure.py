@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from xbackend.backends.peaks import peak_flags, peaks
 from xbackend.configs import Config
 from xbackend.cost import CostModel
 from xbackend.errors import UnsupportedParameter
@@ -30,6 +31,14 @@ Array = np.ndarray[Any, Any]
 
 # A configuration's first size above this many flops is preceded by a pilot run.
 PILOT_ABOVE_FLOPS = 2e9
+# The fewest samples a point is worth measuring with: a point whose first run, warm-up
+# and this many samples would exceed the budget is skipped. Between this and
+# --min-samples, sampling stops at --timeout.
+FEWEST_SAMPLES = 3
+
+
+def fewest_samples(plan: Plan) -> int:
+    return min(plan.min_samples, FEWEST_SAMPLES)
 
 
 class Inputs:
@@ -71,15 +80,7 @@ def measure_point(
         A, B = inputs.operands(op, config.dtype)
         reference = inputs.reference(op, config.dtype)
         measurement = config.backend.measure(
-            A,
-            B,
-            config.variant,
-            config.tile,
-            op=config.op,
-            warmup=plan.warmup,
-            samples=plan.samples,
-            min_samples=plan.min_samples,
-            max_sample_time_s=plan.max_sample_time_s,
+            A, B, config.variant, config.tile, op=config.op, sampling=plan.sampling()
         )
     except (KeyboardInterrupt, SystemExit):
         raise
@@ -87,7 +88,8 @@ def measure_point(
         reason = _describe_error(error)
         failed[config] = reason.splitlines()[0]
         return dataclasses.replace(record, status="error", reason=reason)
-    measured = _verified(record, measurement, reference)
+    measured = _verified(record, measurement, reference, plan.max_noise)
+    measured = _peak_checked(measured, config)
     assert measured.end_to_end_s is not None
     cost.add(config, record.flops, measured.end_to_end_s["median"])
     return measured
@@ -109,7 +111,7 @@ def _skip_reason(
     if plan.budget_s > 0 and per_run_s is None and record.flops > PILOT_ABOVE_FLOPS:
         per_run_s = _pilot(config, shape, record.batch, cost, record.flops)
     if plan.budget_s > 0 and per_run_s is not None:
-        point_s = per_run_s * (1 + plan.warmup + plan.min_samples)
+        point_s = per_run_s * (1 + plan.warmup + fewest_samples(plan))
         if point_s > plan.budget_s:
             return (
                 f"estimated {point_s:.3g} s for this point exceeds the budget of "
@@ -118,7 +120,9 @@ def _skip_reason(
     return None
 
 
-def _verified(record: PointRecord, measurement: Measurement, reference: Reference) -> PointRecord:
+def _verified(
+    record: PointRecord, measurement: Measurement, reference: Reference, max_noise: float
+) -> PointRecord:
     """The record of a measurement: checked against the reference, its statistics."""
     first = check(measurement.result, reference)
     last = check(measurement.last_result, reference)
@@ -129,8 +133,11 @@ def _verified(record: PointRecord, measurement: Measurement, reference: Referenc
         which = "the first run" if not first.equal else "the last timed run"
         nan = f", {worst.nan_count} elements not finite" if worst.nan_count else ""
         reason = f"{which} differs from the reference beyond the tolerance{nan}"
-    kernel = Stats.of(measurement.kernel_s)
-    end_to_end = Stats.of(measurement.end_to_end_s)
+    kernel_kept, end_to_end_kept = measurement.kept
+    marks = list(measurement.marks) if kernel_kept else []  # all marked: keep them all
+    kernel = Stats.of(kernel_kept or measurement.kernel_s)
+    end_to_end = Stats.of(end_to_end_kept or measurement.end_to_end_s)
+    flags = ["noisy"] if kernel.noise > max_noise else []
     # The record keeps the configuration's tile (None: the variant chose), so that a
     # resume finds it under the key it was asked for; a tuned choice is in params.
     return dataclasses.replace(
@@ -146,7 +153,31 @@ def _verified(record: PointRecord, measurement: Measurement, reference: Referenc
         kernel_samples_s=list(measurement.kernel_s),
         end_to_end_samples_s=list(measurement.end_to_end_s),
         gflops=record.flops / kernel.median / 1e9 if kernel.median > 0 else float("inf"),
+        stop=measurement.stop,
+        launches=measurement.launches,
+        cache=measurement.cache,
+        host_memory=measurement.host_memory,
+        clock=measurement.clock,
+        sample_marks=marks if any(marks) else [],
+        state=measurement.state,
+        flags=flags,
     )
+
+
+def _peak_checked(record: PointRecord, config: Config) -> PointRecord:
+    """The record, flagged where its time beats the device's peak (``backends/peaks.py``):
+    a number that cannot have happened, kept out of speed-ups and figures."""
+    median = record.kernel_median_s
+    if median is None:
+        return record
+    dtype = dtype_named(config.dtype)
+    a, b, _ = operation(config.op).elements(Shape(record.M, record.K, record.N), record.batch)
+    # What a cold kernel must read from memory: A and B once (see peak_flags).
+    found = peak_flags(
+        peaks(config.backend.device, dtype), record.flops, (a + b) * dtype.itemsize,
+        median, record.cache,
+    )  # fmt: skip
+    return dataclasses.replace(record, flags=[*record.flags, *found]) if found else record
 
 
 def _pilot(
@@ -163,7 +194,7 @@ def _pilot(
         A, B = op.operands(small, 0, dtype_named(config.dtype), batch)
         measured = config.backend.measure(
             A, B, config.variant, config.tile, op=config.op, warmup=0, samples=1, min_samples=1
-        )
+        )  # the plan's cache mode and host memory need not apply to a prediction
     except (KeyboardInterrupt, SystemExit):
         raise
     except Exception:  # MemoryError included

@@ -12,6 +12,7 @@ import dataclasses
 from typing import Any
 
 from xbackend.operations import DEFAULT, Shape
+from xbackend.timing import CACHE_MODES, HOST_MEMORY, Sampling
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,11 +46,30 @@ class Plan:
     tiles: list[int] | None = None  # None: each variant's default tile
     preset: str | None = None  # the experiment this plan comes from, for the report
     seed: int = 0
+    # How each point is sampled: see timing.Sampling, which sampling() makes of these.
     warmup: int = 1
-    samples: int = 10
-    min_samples: int = 3
-    max_sample_time_s: float = 1.0
+    samples: int = 100  # the most
+    min_samples: int = 10
+    max_noise: float = 0.01
+    min_time_s: float = 0.0
+    timeout_s: float = 10.0
+    noise_of: str = "kernel"
+    cache: str = "warm"
+    host_memory: str = "pageable"
     budget_s: float = 20.0  # per point; 0 turns the estimate off
+
+    def sampling(self) -> Sampling:
+        return Sampling(
+            warmup=self.warmup,
+            min_samples=self.min_samples,
+            max_samples=self.samples,
+            max_noise=self.max_noise,
+            min_time_s=self.min_time_s,
+            timeout_s=self.timeout_s,
+            noise_of=self.noise_of,
+            cache=self.cache,
+            host_memory=self.host_memory,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
@@ -81,7 +101,13 @@ class Plan:
             warmup=_count(data.get("warmup"), defaults.warmup),
             samples=_count(data.get("samples"), defaults.samples),
             min_samples=_count(data.get("min_samples"), defaults.min_samples),
-            max_sample_time_s=_real(data.get("max_sample_time_s"), defaults.max_sample_time_s),
+            max_noise=_real(data.get("max_noise"), defaults.max_noise),
+            min_time_s=_real(data.get("min_time_s"), defaults.min_time_s),
+            timeout_s=_real(data.get("timeout_s"), defaults.timeout_s),
+            noise_of=_choice(data.get("noise_of"), ("kernel", "both"), defaults.noise_of),
+            # A header from before the modes ran what is now called "warm".
+            cache=_choice(data.get("cache"), tuple(CACHE_MODES), defaults.cache),
+            host_memory=_choice(data.get("host_memory"), tuple(HOST_MEMORY), "pageable"),
             budget_s=_real(data.get("budget_s"), defaults.budget_s),
         )
 
@@ -96,6 +122,10 @@ def _count(value: Any, default: int) -> int:
 
 def _real(value: Any, default: float) -> float:
     return float(value) if _is_count(value) or isinstance(value, float) else default
+
+
+def _choice(value: Any, choices: tuple[str, ...], default: str) -> str:
+    return value if value in choices else default
 
 
 def _strings(value: Any) -> list[str] | None:

@@ -164,7 +164,22 @@ def equality_line(record: PointRecord, index: int, total: int) -> str:
     return (
         f"{head}  code equality: {record.equal}  "
         f"max|err| {record.max_abs_error:.2g} ({record.bound_ratio:.2g} of bound)  "
-        f"kernel {format_seconds(record.kernel_s['median'])}  "
+        f"kernel {format_seconds(record.kernel_s['median'])}{_noise(record)}  "
         f"end-to-end {format_seconds(record.end_to_end_s['median'])}  "
-        f"{record.gflops:.3g} GFLOP/s"
+        f"{record.gflops:.3g} GFLOP/s{_flags(record)}"
     )
+
+
+def _noise(record: PointRecord) -> str:
+    """How far the kernel time can be trusted: ±noise, the samples, why they stopped."""
+    stats = record.kernel_s or {}
+    if "noise" not in stats:
+        return ""
+    launches = f"×{record.launches}" if record.launches > 1 else ""
+    left_out = sum(bool(mark) for mark in record.sample_marks)
+    dropped = f", {left_out} left out" if left_out else ""
+    return f" ±{stats['noise']:.1%} (n={int(stats['n'])}{launches} {record.stop}{dropped})"
+
+
+def _flags(record: PointRecord) -> str:
+    return f"  [{', '.join(record.flags)}]" if record.flags else ""

@@ -15,12 +15,18 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from xbackend.configs import Config, configs
 from xbackend.cost import CostModel
 from xbackend.machine import environment
-from xbackend.measure import PILOT_ABOVE_FLOPS, Inputs, measure_point, memory_problem
+from xbackend.measure import (
+    PILOT_ABOVE_FLOPS,
+    Inputs,
+    fewest_samples,
+    measure_point,
+    memory_problem,
+)
 from xbackend.operations import operation
 from xbackend.plan import Plan, Target
 from xbackend.progress import SweepDisplay
@@ -130,16 +136,26 @@ class _Sweep:
         return total
 
 
+def _device_record(backend: Backend) -> dict[str, Any]:
+    """A device as the run header records it, with its state (NVML) where watched."""
+    record = backend.device.to_dict()
+    state = backend.monitor().header()
+    if state:
+        record["state"] = state
+    return record
+
+
 def point_time_s(plan: Plan, per_run_s: float | None) -> float | None:
     """How long a point of ``per_run_s`` a run takes: its checked run, the warm-up and the
     samples (0 if the budget will skip it; None if there is no prediction)."""
     if per_run_s is None:
         return None
-    runs = 1 + plan.warmup + plan.min_samples
+    runs = 1 + plan.warmup + fewest_samples(plan)
     if plan.budget_s > 0 and per_run_s * runs > plan.budget_s:
         return 0.0
-    by_time = math.ceil(plan.max_sample_time_s / per_run_s) if per_run_s > 0 else plan.samples
-    samples = min(plan.samples, max(plan.min_samples, by_time))
+    by_time = math.ceil(plan.timeout_s / per_run_s) if per_run_s > 0 else plan.samples
+    # Sampling usually stops on noise between min_samples and twice as many.
+    samples = max(1, min(plan.samples, 2 * plan.min_samples, by_time))
     return per_run_s * (1 + plan.warmup + samples)
 
 
@@ -174,7 +190,7 @@ def run(
         timestamp=now_iso(),
         environment=environment(),
         plan=plan,
-        devices={label: backend.device.to_dict() for label, backend in opened},
+        devices={label: _device_record(backend) for label, backend in opened},
     )
     with ResultsWriter(out, header) as writer, display.sweep(len(sweep.todo) * len(plan.shapes)):
         for step in range(1, len(plan.shapes) + 1):
@@ -240,8 +256,10 @@ def _config_plan(
 
 
 # What a resume must share with the recorded runs, and what it may change.
-_SAME_INPUTS = ("seed",)
-_THOROUGHNESS = ("warmup", "samples", "min_samples", "max_sample_time_s")
+# The cache mode and the host memory change what a time means: points measured one
+# way cannot be mixed with points measured another under the same key.
+_SAME_INPUTS = ("seed", "cache", "host_memory")
+_THOROUGHNESS = ("warmup", "samples", "min_samples", "max_noise", "min_time_s", "timeout_s")
 
 
 def resume_notes(plan: Plan, runs: list[RunHeader]) -> list[str]:

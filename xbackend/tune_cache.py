@@ -14,6 +14,15 @@ ignored. An entry without ``build`` was written by hand and holds wherever its k
 matches. Writes read, change and replace the file under a lock (``tuned.json.lock``
 beside it), so tuners running together lose nothing.
 
+An entry of a tune that raced its finalists also says how sure its choice is
+(optional, so that entries without them still load): ``margin`` (the runner-up's
+median kernel time over the winner's, minus 1), ``interval_s`` and
+``runner_up_interval_s`` (bootstrap 95% intervals of their medians, in seconds),
+``separated`` (the winner's interval lies below every other finalist's), ``tie``
+(the best did not separate from the default configuration, which was kept), and
+``race_samples`` and ``race_seconds``. A tie entry holds the default's parameters at
+the tuned size, and its products run the size-aware default, as without a cache.
+
 The file is edited by hand and shared between versions, so nothing in it is trusted:
 an entry that is malformed, or whose parameters the launch planner would refuse, is
 ignored with a ``TuneCacheWarning`` naming the file (once per file and process), and
@@ -102,6 +111,33 @@ def entry_problem(entry: Any) -> str | None:
     build = entry.get("build", {})
     if not isinstance(build, dict) or not all(isinstance(v, str) for v in build.values()):
         return f"build must be an object of texts, not {_shorten(build)!r}"
+    return _race_problem(entry)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _race_problem(entry: dict[str, Any]) -> str | None:
+    """Why the race's fields of an entry are malformed, or None (each is optional)."""
+    for name in ("tie", "separated"):
+        if not isinstance(entry.get(name, False), bool):
+            return f"{name} must be true or false, not {_shorten(entry[name])!r}"
+    for name in ("margin", "race_seconds"):
+        if not _is_number(entry.get(name, 0.0)):
+            return f"{name} must be a number, not {_shorten(entry[name])!r}"
+    count = entry.get("race_samples", 0)
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        return f"race_samples must be a count, not {_shorten(count)!r}"
+    for name in ("interval_s", "runner_up_interval_s"):
+        interval = entry.get(name, [0.0, 0.0])
+        if not (
+            isinstance(interval, list)
+            and len(interval) == 2
+            and all(_is_number(value) for value in interval)
+            and 0 <= interval[0] <= interval[1]
+        ):
+            return f"{name} must be [low, high] seconds, not {_shorten(interval)!r}"
     return None
 
 
@@ -233,7 +269,8 @@ def choose(
     choice is refitted to that size: as many K ranges as give the blocks its tuned
     launch had (see ``warp.refit_slices``), so a small output gets a deeper split
     than the tuned one. An entry for another build, or one that the request's
-    ``check`` refuses, is ignored with a warning, as if not there.
+    ``check`` refuses, is ignored with a warning, as if not there. A tie entry (the
+    tuned best did not beat the default) gives None: the size-aware default.
     """
     classes = list(filter(None, (request.shape_class, NEIGHBOUR.get(request.shape_class))))
     for entry_op in request.op.tuned_as:
@@ -248,6 +285,8 @@ def choose(
                 _warn_once(path, f"{key} {changed}", f"{path}: ignoring the entry {key!r}, "
                            f"tuned for another {changed} (run xbackend tune again)")  # fmt: skip
                 continue
+            if entry.get("tie"):
+                return None
             config = warp.WarpConfig.from_dict(entry["params"])  # checked by load_entries
             blocks = entry.get("blocks", 0)
             if request.size is not None and config.slices > 1 and blocks > 0:

@@ -1,10 +1,15 @@
 """``xbackend tune``: search the mm_warp parameters on this device and cache the best.
 
 Every candidate is verified against the float64 check before its time counts; a
-wrong one is reported and never chosen. The best of each variant, operation, dtype
-and shape class goes to the tune cache (``tune_cache.py``, whose names this module
-also gives: ``load_entries``, ``lookup``, ``attach``, ...), which the tuned variants
-then take their configurations from.
+wrong one is reported and never chosen. The search ranks the candidates by a few
+samples each; then the finalists (the best few, and the default configuration the
+variant runs without a cache) race: timed again in turns, round-robin, until the
+bootstrap 95% interval of the fastest's median lies below every other's, or a time
+cap (``race``). A best that does not separate from the default is a tie, and the
+default is kept. The choice of each variant, operation, dtype and shape class goes
+to the tune cache with its margin and intervals (``tune_cache.py``, whose names this
+module also gives: ``load_entries``, ``lookup``, ``attach``, ...), which the tuned
+variants then take their configurations from.
 """
 
 from __future__ import annotations
@@ -12,8 +17,9 @@ from __future__ import annotations
 import dataclasses
 import statistics
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -21,6 +27,7 @@ from xbackend.backends import warp
 from xbackend.backends.interface import Backend
 from xbackend.operations import OPERATIONS, operation
 from xbackend.problems import Reference, Shape, check, flops, make_operands, output_size
+from xbackend.timing import bootstrap_median_interval
 from xbackend.tune_cache import (
     CACHE_ENV,
     FORMAT,
@@ -47,17 +54,22 @@ __all__ = [
     "OPS",
     "SPLITS",
     "CachedChoices",
+    "Finalist",
+    "Race",
     "Trial",
     "TuneCacheWarning",
     "TuneResult",
     "attach",
+    "cache_entry",
     "cache_path",
     "cached_choices",
     "choose",
     "current_build",
     "entry_problem",
+    "finalists",
     "load_entries",
     "lookup",
+    "race",
     "save_entries",
     "search_space",
     "tune",
@@ -68,12 +80,58 @@ SPLITS = (1, 2, 3, 4, 6)  # K ranges tried where the output is small
 # The operations tuned: those that take a cached choice of their own (bmm takes none).
 OPS = tuple(name for name, op in OPERATIONS.items() if name in op.tuned_as)
 
+# The race of the finalists (see ``race``). The finalists: the search's best two, and
+# the others within FINALIST_WITHIN of the best, FINALISTS in all at most; the default
+# configuration besides.
+FINALISTS = 3
+FINALIST_WITHIN = 0.05
+FINALIST_TIME_S = 5.0  # the race's time cap, per variant, operation and shape
+TURN_SAMPLES = 5  # samples of one finalist's turn
+MIN_RACE_SAMPLES = 10  # samples of each finalist before it may drop out of the race
+MAX_RACE_SAMPLES = 400  # samples of each finalist at most, whatever the time cap
+
+# Timed samples (kernel seconds) of a configuration: ``sampler(config, count)``.
+Sampler = Callable[[warp.WarpConfig, int], Sequence[float]]
+
 
 @dataclasses.dataclass
 class Trial:
     config: warp.WarpConfig
     tflops: float | None  # None: not timed (wrong result or error)
     status: str  # "ok", "wrong", or the error
+
+
+@dataclasses.dataclass
+class Finalist:
+    """A configuration in the race, with the samples of its turns and their summary."""
+
+    config: warp.WarpConfig
+    default: bool = False  # the configuration the variant runs without a cache
+    samples_s: list[float] = dataclasses.field(default_factory=list)
+    median_s: float = float("nan")
+    interval_s: tuple[float, float] = (float("nan"), float("nan"))  # 95%, of the median
+
+    def summarise(self) -> None:
+        self.median_s = statistics.median(self.samples_s)
+        self.interval_s = bootstrap_median_interval(self.samples_s)
+
+    def below(self, other: Finalist) -> bool:
+        """Whether this one's interval lies entirely below ``other``'s: faster, and told apart."""
+        return self.interval_s[1] < other.interval_s[0]
+
+
+@dataclasses.dataclass
+class Race:
+    """The finalists' race: who won, by how much, and how sure that is."""
+
+    finalists: list[Finalist]
+    winner: Finalist
+    runner_up: Finalist | None  # the fastest of the others
+    margin: float | None  # the runner-up's median over the winner's, minus 1
+    separated: bool  # the winner's interval lies below every other finalist's
+    tie: bool  # the fastest did not separate from the default: the default won
+    rounds: int = 0
+    seconds: float = 0.0
 
 
 @dataclasses.dataclass
@@ -85,6 +143,8 @@ class TuneResult:
     trials: list[Trial]
     untuned: Trial  # what the variant ran before this search (a cached or default choice)
     seconds: float = 0.0  # the search's time
+    default: Trial | None = None  # the variant's configuration without a cache
+    race: Race | None = None  # the finalists' race; None: not run (``--finalist-time 0``)
 
     @property
     def untuned_tflops(self) -> float | None:
@@ -92,10 +152,85 @@ class TuneResult:
 
     @property
     def best(self) -> Trial | None:
-        """The fastest correct candidate; the untuned choice where it beat them all (it
-        can lie outside the search space: a split refitted from another size)."""
+        """The fastest correct candidate of the search; the untuned choice where it beat
+        them all (it can lie outside the search space: a split refitted from another size)."""
         timed = [trial for trial in (*self.trials, self.untuned) if trial.tflops is not None]
         return max(timed, key=lambda trial: trial.tflops or 0.0) if timed else None
+
+    @property
+    def chosen(self) -> Trial | None:
+        """What goes to the cache: the race's winner at its race median, else the best."""
+        if self.race is None:
+            return self.best
+        seconds = self.race.winner.median_s
+        return Trial(self.race.winner.config, flops(self.op, self.shape) / seconds / 1e12, "ok")
+
+
+def finalists(result: TuneResult) -> list[Finalist]:
+    """The configurations worth a race: the search's best two, the others within
+    FINALIST_WITHIN of the best (FINALISTS at most), and the default, each once."""
+    timed = [trial for trial in (*result.trials, result.untuned) if trial.tflops]
+    ranked = sorted(timed, key=lambda trial: -(trial.tflops or 0.0))
+    chosen: list[Finalist] = []
+    for trial in ranked:
+        close = (trial.tflops or 0.0) >= (1 - FINALIST_WITHIN) * (ranked[0].tflops or 0.0)
+        if len(chosen) >= FINALISTS or (len(chosen) >= 2 and not close):
+            break
+        if all(trial.config != finalist.config for finalist in chosen):
+            chosen.append(Finalist(trial.config))
+    default = result.default
+    if default is not None and default.tflops:
+        known = next((f for f in chosen if f.config == default.config), None)
+        if known is None:
+            chosen.append(Finalist(default.config, default=True))
+        else:
+            known.default = True
+    return chosen
+
+
+def race(
+    racers: list[Finalist],
+    sampler: Sampler,
+    time_cap_s: float,
+    *,
+    turn_samples: int = TURN_SAMPLES,
+    clock: Callable[[], float] = time.perf_counter,
+) -> Race:
+    """Time the finalists in turns, round-robin (a turn of ``turn_samples`` each, again
+    and again), so that a drift of the device's clock or temperature falls on all of
+    them alike. Once each has MIN_RACE_SAMPLES, a finalist whose 95% interval lies
+    above the fastest's drops out; the race ends when one is left, at ``time_cap_s``,
+    or at MAX_RACE_SAMPLES each. See ``verdict`` for who wins."""
+    started = clock()
+    active = list(racers)
+    rounds = 0
+    while True:
+        for finalist in active:
+            finalist.samples_s.extend(sampler(finalist.config, turn_samples))
+        rounds += 1
+        for finalist in active:
+            finalist.summarise()
+        if min(len(finalist.samples_s) for finalist in active) >= MIN_RACE_SAMPLES:
+            fastest = min(racers, key=lambda finalist: finalist.median_s)
+            active = [f for f in active if f is fastest or not fastest.below(f)]
+        exhausted = max(len(finalist.samples_s) for finalist in active) >= MAX_RACE_SAMPLES
+        if len(active) <= 1 or exhausted or clock() - started >= time_cap_s:
+            break
+    return verdict(racers, rounds, clock() - started)
+
+
+def verdict(racers: list[Finalist], rounds: int = 0, seconds: float = 0.0) -> Race:
+    """Who won: the fastest median, unless its interval does not lie below the default's
+    (a tie: the default is kept, not worth a cache entry of its own)."""
+    ranked = sorted(racers, key=lambda finalist: finalist.median_s)
+    default = next((finalist for finalist in racers if finalist.default), None)
+    tie = default is not None and ranked[0] is not default and not ranked[0].below(default)
+    winner = default if tie and default is not None else ranked[0]
+    others = [finalist for finalist in ranked if finalist is not winner]
+    runner_up = others[0] if others else None
+    margin = runner_up.median_s / winner.median_s - 1 if runner_up else None
+    separated = all(winner.below(other) for other in others)
+    return Race(racers, winner, runner_up, margin, separated, tie, rounds, round(seconds, 2))
 
 
 def search_space(
@@ -140,12 +275,14 @@ def tune(
     ops: Iterable[str] = ("mm",),
     seed: int = 0,
     samples: int = 5,
+    finalist_time_s: float = FINALIST_TIME_S,
     progress: Callable[[str], None] = print,
     path: Path | None = None,
 ) -> list[TuneResult]:
     """Time every candidate of every variant at every shape, for each operation of
-    ``ops`` that the variant has (rmm: at shapes with even M and N); cache the best
-    of each."""
+    ``ops`` that the variant has (rmm: at shapes with even M and N); race the finalists
+    for up to ``finalist_time_s`` (0: no race, the search's best is chosen); cache the
+    choice of each."""
     results = []
     variants = list(variants)
     if backend.choices is None:  # the untuned choice is the cached one, as in a run
@@ -161,8 +298,10 @@ def tune(
             runnable = backend.runnable_variants(op, A.dtype)
             for variant in (v for v in variants if v in runnable):
                 result = _search(backend, product, variant, samples, progress)
+                if result.best is not None and finalist_time_s > 0:
+                    result.race = _race(backend, product, result, finalist_time_s, progress)
                 results.append(result)
-                if result.best is not None:
+                if result.chosen is not None:
                     _remember(backend, product, result, path)
     return results
 
@@ -174,9 +313,11 @@ def _search(
     samples: int,
     progress: Callable[[str], None],
 ) -> TuneResult:
-    """Time the untuned choice, then every candidate, of one variant for one product."""
+    """Time the untuned choice, the default, then every candidate, of one variant for
+    one product."""
     shape_class = warp.shape_class(*product.output, backend.device.compute_units or 0)
     untuned = _time(backend, product, variant, None, samples)
+    default = _default(backend, product, variant, samples, untuned)
     space = search_space(backend, variant, product.shape, product.A.itemsize, product.op)
     progress(f"{product.shape} ({shape_class}) {product.op} {variant}: {len(space)} candidates")
     trials = []
@@ -188,13 +329,92 @@ def _search(
         speed = f"{trial.tflops * 1000:.3g} GFLOP/s" if trial.tflops else trial.status
         progress(f"  [{number}/{len(space)}] {config.label}: {speed}")
     seconds = round(time.perf_counter() - started, 1)
-    return TuneResult(variant, product.op, product.shape, shape_class, trials, untuned, seconds)
+    return TuneResult(
+        variant, product.op, product.shape, shape_class, trials, untuned, seconds, default
+    )
+
+
+def _default(
+    backend: Backend, product: _Product, variant: str, samples: int, untuned: Trial
+) -> Trial:
+    """The variant's configuration without a cache, timed (the untuned one where the
+    cache holds no choice for the product: then they are the same)."""
+    held = backend.choices
+    backend.use_choices(None)
+    try:
+        default = _time(backend, product, variant, None, samples)
+    finally:
+        backend.use_choices(held)
+    return untuned if default.config == untuned.config else default
+
+
+def _race(
+    backend: Backend,
+    product: _Product,
+    result: TuneResult,
+    time_cap_s: float,
+    progress: Callable[[str], None],
+) -> Race:
+    """Race ``result``'s finalists on the device (see ``race``), and say who won."""
+
+    def sampler(config: warp.WarpConfig, count: int) -> list[float]:
+        measured = backend.measure(
+            product.A, product.B, result.variant, op=product.op, params=config.to_dict(),
+            warmup=1, samples=count, min_samples=count,
+        )  # fmt: skip
+        return measured.kept[0]  # without samples the device marked (throttled, hold)
+
+    racers = finalists(result)
+    progress(f"  race of {len(racers)} finalists (at most {time_cap_s:g} s)")
+    outcome = race(racers, sampler, time_cap_s)
+    work = flops(product.op, product.shape)
+    for finalist in racers:
+        low, high = (work / seconds / 1e9 for seconds in reversed(finalist.interval_s))
+        role = " (default)" if finalist.default else ""
+        progress(
+            f"  {finalist.config.label}{role}: {work / finalist.median_s / 1e9:.4g} GFLOP/s "
+            f"(95%: {low:.4g}–{high:.4g}; {len(finalist.samples_s)} samples)"
+        )
+    return outcome
+
+
+def cache_entry(result: TuneResult, build: dict[str, str]) -> dict[str, Any]:
+    """The cache entry of ``result``'s choice, with the blocks its launch had (see
+    lookup), and the race's margin, intervals (seconds of the median kernel time) and
+    verdict where it ran."""
+    chosen = result.chosen
+    assert chosen is not None and chosen.tflops is not None
+    output = output_size(result.op, result.shape)
+    entry: dict[str, Any] = {
+        "params": chosen.config.to_dict(),
+        "blocks": warp.output_tiles(chosen.config, *output) * chosen.config.slices,
+        "tflops": _digits(chosen.tflops),  # 4 significant digits, however small
+        "shape": str(result.shape),
+        "tuned_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "seconds": result.seconds,
+        "build": build,
+    }
+    outcome = result.race
+    if outcome is not None:
+        entry["tie"] = outcome.tie
+        entry["separated"] = outcome.separated
+        entry["interval_s"] = [_digits(value) for value in outcome.winner.interval_s]
+        entry["race_samples"] = len(outcome.winner.samples_s)
+        entry["race_seconds"] = outcome.seconds
+        if outcome.runner_up is not None and outcome.margin is not None:
+            entry["margin"] = _digits(outcome.margin)
+            entry["runner_up_interval_s"] = [
+                _digits(value) for value in outcome.runner_up.interval_s
+            ]
+    return entry
+
+
+def _digits(value: float) -> float:
+    return float(f"{value:.4g}")
 
 
 def _remember(backend: Backend, product: _Product, result: TuneResult, path: Path | None) -> None:
-    """Cache the best of ``result``, with the blocks its launch had (see lookup)."""
-    best = result.best
-    assert best is not None and best.tflops is not None
+    """Cache the choice of ``result``."""
     key = entry_key(
         backend.name,
         backend.device.name,
@@ -203,15 +423,7 @@ def _remember(backend: Backend, product: _Product, result: TuneResult, path: Pat
         product.A.dtype.name,
         result.shape_class,
     )
-    entry = {
-        "params": best.config.to_dict(),
-        "blocks": warp.output_tiles(best.config, *product.output) * best.config.slices,
-        "tflops": float(f"{best.tflops:.4g}"),  # 4 significant digits, however small
-        "shape": str(product.shape),
-        "tuned_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "seconds": result.seconds,
-        "build": current_build(backend, result.variant, product.op),
-    }
+    entry = cache_entry(result, current_build(backend, result.variant, product.op))
     update_entries({key: entry}, path)
 
 

@@ -21,6 +21,7 @@ from xbackend.backends.groups import group_problem
 from xbackend.backends.interface import Backend, Execution
 from xbackend.backends.kernels import SUM_BLOCK, source_digest
 from xbackend.backends.launch import KernelLaunch, Product
+from xbackend.backends.monitor import DeviceMonitor, monitor_for
 from xbackend.backends.plans import plan_tiled, plan_vendor, plan_warp
 from xbackend.backends.specs import VariantSpec
 from xbackend.errors import UnsupportedParameter
@@ -51,6 +52,20 @@ class CompiledBackend(Backend):
         workers, memory = self.GROUP_WORDS
         spec = self.variant_spec(variant, op)
         return group_problem(self.device, spec, tile, itemsize, workers, memory, config)
+
+    _monitor: DeviceMonitor | None = None
+
+    def monitor(self) -> DeviceMonitor:
+        """The device's clocks and throttling through NVML, where it is an NVIDIA GPU."""
+        if self._monitor is None:
+            self._monitor = monitor_for(self.device)
+        return self._monitor
+
+    def close(self) -> None:
+        if self._monitor is not None:
+            self._monitor.close()
+            self._monitor = None
+        super().close()
 
     def kernel_build(self, variant: str, op: str = "mm") -> dict[str, str]:
         spec = self.variant_spec(variant, op)

@@ -25,12 +25,13 @@ import os
 import platform
 import time
 from collections.abc import Mapping
+from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
 
 from xbackend.backends.interface import Backend, Execution
-from xbackend.backends.numpy_blas import numpy_blas_name
+from xbackend.backends.numpy_blas import blas_threads, numpy_blas_name
 from xbackend.backends.operands import poison_value
 from xbackend.backends.specs import DeviceInfo, VariantSpec, VariantTable
 from xbackend.machine import cpu_name
@@ -81,6 +82,42 @@ def _compute(variant: str, tile: int | None, A: np.ndarray, B: np.ndarray, C: np
         np.matmul(A, B, out=C)
 
 
+_FLUSH_FLOOR_BYTES = 64 * 2**20
+_flush_buffer: list[np.ndarray] = []
+
+
+def _flush_host_cache() -> None:
+    """Write a buffer four times the last-level cache (at least 64 MiB), made once."""
+    if not _flush_buffer:
+        nbytes = max(4 * (last_level_cache_bytes() or 0), _FLUSH_FLOOR_BYTES)
+        _flush_buffer.append(np.empty(nbytes // 8, np.float64))
+    _flush_buffer[0].fill(1.0)
+
+
+def last_level_cache_bytes() -> int | None:
+    """The largest cache of CPU 0, as Linux describes it (None elsewhere)."""
+    largest = 0
+    for index in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
+        try:
+            text = (index / "size").read_text().strip()
+        except OSError:
+            continue
+        scale = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1:], 1)
+        digits = text.rstrip("KMG")
+        if digits.isdigit():
+            largest = max(largest, int(digits) * scale)
+    return largest or None
+
+
+def _clock() -> dict[str, float]:
+    """The CPU's highest clock in MHz, where Linux says (for the peak, peaks.py)."""
+    path = Path("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq")
+    try:
+        return {"clock_mhz": int(path.read_text()) / 1000}
+    except (OSError, ValueError):
+        return {}
+
+
 class _HostExecution(Execution):
     def __init__(self, op: str, variant: str, tile: int | None, A: np.ndarray, B: np.ndarray):
         self._op = operation(op)
@@ -114,6 +151,12 @@ class _HostExecution(Execution):
 
     def download(self) -> np.ndarray:
         return self._C.copy()
+
+    def flush_cache(self) -> None:
+        _flush_host_cache()
+
+    def use_host_memory(self, kind: str) -> str:
+        return ""  # nothing crosses a bus: the "transfers" are copies in host memory
 
 
 class CpuBackend(Backend):
@@ -157,7 +200,8 @@ class CpuBackend(Backend):
                 platform="NumPy",
                 runtime_version=np.__version__,
                 compute_units=os.cpu_count(),
-                extra={"blas": numpy_blas_name()},
+                cache_bytes=last_level_cache_bytes(),
+                extra={"blas": numpy_blas_name(), **blas_threads(), **_clock()},
             )
         ]
 

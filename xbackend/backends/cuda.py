@@ -12,9 +12,8 @@ PyCUDA caches each compiled module by source and options.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from types import TracebackType
 from typing import Any, ClassVar
 
@@ -39,6 +38,8 @@ else:
     _IMPORT_ERROR = None
 
 _MAX_GRID_Y = 65535
+# The smallest cache flush: a GPU whose L2 attribute reads 0 still gets this many bytes.
+FLUSH_FLOOR_BYTES = 64 * 2**20
 # The bit pattern of a float32 quiet NaN, for cuMemsetD32.
 _NAN_BITS_F32 = 0x7FC00000
 
@@ -71,6 +72,7 @@ def _describe(index: int) -> DeviceInfo:
         "pycuda": pycuda.VERSION_TEXT,
         "pycuda_built_for_cuda": ".".join(map(str, drv.get_version())),
     }
+    extra.update(_clocks(device))
     # The variables that override the vendor line's arithmetic (NVIDIA_TF32_OVERRIDE=1
     # makes cuBLAS's float32 GEMMs use TF32), recorded with every result where set.
     environment = cublas_math_environment()
@@ -91,6 +93,28 @@ def _describe(index: int) -> DeviceInfo:
         max_work_group_size=device.get_attribute(attributes.MAX_THREADS_PER_BLOCK),
         extra=extra,
     )
+
+
+def _clocks(device: Any) -> dict[str, Any]:
+    """The facts the peaks and the device monitor need, where this CUDA still says them
+    (CUDA 13 deprecates the clock attributes): clocks in MHz, bus width, PCI address."""
+    found: dict[str, Any] = {}
+    names = {
+        "clock_mhz": "CLOCK_RATE",  # kHz
+        "memory_clock_mhz": "MEMORY_CLOCK_RATE",  # kHz
+        "memory_bus_bits": "GLOBAL_MEMORY_BUS_WIDTH",
+    }
+    for key, name in names.items():
+        attribute = getattr(drv.device_attribute, name, None)
+        try:
+            value = device.get_attribute(attribute) if attribute is not None else 0
+        except drv.Error:
+            value = 0
+        if value:
+            found[key] = value / 1000 if key.endswith("_mhz") else value
+    with suppress(drv.Error):
+        found["pci_bus_id"] = device.pci_bus_id()
+    return found
 
 
 class _Gate:
@@ -134,10 +158,23 @@ class _Gate:
 
 class _CudaDevice(Device):
     """A CUDA context's default stream, as executions need it: memory, copies, the
-    timing gate, and the cuBLAS handle where the vendor line runs."""
+    timing gate, the cache flush, and the cuBLAS handle where the vendor line runs."""
 
-    def __init__(self, gate: _Gate, cublas: Any = None):
-        self._gate, self._cublas = gate, cublas
+    def __init__(self, gate: _Gate, cublas: Any = None, flush: Any = None):
+        self._gate, self._cublas, self._flush = gate, cublas, flush
+
+    def flush_cache(self) -> None:
+        buffer, nbytes = self._flush()
+        drv.memset_d32(buffer, 0x3F800000, nbytes // 4)  # writes go through the L2
+        drv.Context.synchronize()
+
+    def pinned(self, shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
+        array: np.ndarray[Any, Any] = drv.pagelocked_empty(shape, dtype)
+        return array
+
+    def unpin(self, array: np.ndarray[Any, Any]) -> None:
+        allocation: Any = array.base  # PyCUDA's HostAllocation
+        allocation.free()
 
     def allocate(self, nbytes: int, access: str) -> Any:
         return drv.mem_alloc(nbytes)
@@ -185,30 +222,27 @@ class _CudaDevice(Device):
 class _EventTimer:
     """CUDA events around one execution's steps, queued behind the gate (see _Gate)."""
 
+    clock = "cuda-events"
+
     def __init__(self, gate: _Gate):
         self._gate = gate
         self._start, self._end = drv.Event(), drv.Event()
-        self._warned = False
         self._runs = 0
+        self.gave_up = False
 
-    def __call__(self, steps: Sequence[Queued]) -> float:
+    def __call__(self, steps: Sequence[Queued], launches: int = 1) -> float:
         with self._gate:
             self._start.record()
-            for queue in steps:
-                queue()
+            for _ in range(launches):
+                for queue in steps:
+                    queue()
             self._end.record()
         self._end.synchronize()
         self._runs += 1
-        # The first run may load modules on first use (CUDA's lazy loading, cuBLAS):
-        # it is never a timed sample, and may keep the GPU waiting.
-        if self._gate.gave_up and self._runs > 1 and not self._warned:
-            warnings.warn(
-                "the GPU waited for the host over 17 ms: this kernel time may include the "
-                "launch (normal under compute-sanitizer or Nsight Compute)",
-                RuntimeWarning,
-                stacklevel=3,
-            )
-            self._warned = True
+        # The first run may load modules on first use (CUDA's lazy loading, cuBLAS) and
+        # keep the GPU waiting: it is never a timed sample. Later, a hold that gave up
+        # marks its sample, which the statistics then leave out (sampler.py).
+        self.gave_up = self._gate.gave_up and self._runs > 1
         return float(self._start.time_till(self._end)) * 1e-3
 
 
@@ -236,6 +270,7 @@ class CudaBackend(CompiledBackend):
         self._modules: dict[tuple[str, tuple[str, ...]], Any] = {}  # (family, options)
         self._functions: dict[tuple[str, tuple[str, ...], str], Any] = {}
         self._held: _Gate | None = None  # made on first use: see _gate
+        self._flusher: tuple[Any, int] | None = None  # made on first use: see _flush_buffer
 
     @staticmethod
     def _select(selector: str | int | None) -> int:
@@ -340,7 +375,15 @@ class CudaBackend(CompiledBackend):
         return self._function(launch.family, launch.options, launch.kernel, signature)
 
     def _device_handle(self) -> Device:
-        return _CudaDevice(self._gate(), self._cublas)
+        return _CudaDevice(self._gate(), self._cublas, self._flush_buffer)
+
+    def _flush_buffer(self) -> tuple[Any, int]:
+        """A buffer four times the L2 (CUDA's attribute), made on first use."""
+        if self._flusher is None:
+            l2 = self._device.cache_bytes or 0
+            nbytes = max(4 * l2, FLUSH_FLOOR_BYTES)
+            self._flusher = (drv.mem_alloc(nbytes), nbytes)
+        return self._flusher
 
     def _check_product(self, product: Product) -> None:
         for launch in product.launches:
@@ -364,6 +407,9 @@ class CudaBackend(CompiledBackend):
                 if self._held is not None:
                     self._held.free()
                     self._held = None
+                if self._flusher is not None:
+                    self._flusher[0].free()
+                    self._flusher = None
                 self._modules.clear()  # unloads the modules while their context is current
                 drv.Context.synchronize()
             except drv.Error:

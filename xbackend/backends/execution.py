@@ -10,16 +10,26 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from xbackend.backends.interface import Execution
 from xbackend.backends.launch import OUTPUT, Product, Step
+from xbackend.errors import UnsupportedParameter
 
 Array = np.ndarray[Any, Any]
 Queued = Callable[[], Any]  # queues one step; returns its event, if the device has them
-Timer = Callable[[Sequence[Queued]], float]  # queues the steps, waits, gives their seconds
+
+
+class Timer(Protocol):
+    """The clock of one execution: queues the steps ``launches`` times back to back,
+    waits, and gives the seconds from the first step's start to the last one's end."""
+
+    clock: str  # "cuda-events", "opencl-profiling", "host"
+    gave_up: bool  # the last call could not hold the device until its work was queued
+
+    def __call__(self, steps: Sequence[Queued], launches: int = 1) -> float: ...
 
 
 class Device(abc.ABC):
@@ -57,6 +67,17 @@ class Device(abc.ABC):
     def timer(self, product: Product) -> Timer:
         """The clock of one execution of ``product``."""
 
+    def flush_cache(self) -> None:
+        """Evict the device's last-level cache (write a buffer larger than it) and wait."""
+        raise UnsupportedParameter(f"{type(self).__name__} cannot flush its cache")
+
+    def pinned(self, shape: tuple[int, ...], dtype: np.dtype[Any]) -> Array:
+        """A host array in page-locked memory, for ``--host-memory pinned``."""
+        raise UnsupportedParameter(f"{type(self).__name__} has no page-locked host memory")
+
+    def unpin(self, array: Array) -> None:  # noqa: B027 - nothing to give back by default
+        """Give back an array made by ``pinned``."""
+
 
 class LaunchExecution(Execution):
     """A planned product on a device: its buffers, and its steps bound to them."""
@@ -78,7 +99,21 @@ class LaunchExecution(Execution):
             for step, kernel in zip(product.steps, kernels, strict=True)
         ]
         self._timer = device.timer(product)
+        self._pinned: list[Array] = []
         self.tile, self.params = product.tile, product.params
+        self.clock = self._timer.clock
+
+    def use_host_memory(self, kind: str) -> str:
+        if kind == "pinned" and not self._pinned:
+            inputs = {}
+            for name, X in self._inputs.items():
+                inputs[name] = self._device.pinned(X.shape, X.dtype)
+                self._pinned.append(inputs[name])
+                np.copyto(inputs[name], X)
+            self._inputs = inputs
+            self._C = self._device.pinned(self._C.shape, self._C.dtype)
+            self._pinned.append(self._C)
+        return "pinned" if self._pinned else super().use_host_memory(kind)
 
     def upload(self) -> None:
         self._device.upload([(self._buffers[name], X) for name, X in self._inputs.items()])
@@ -89,6 +124,16 @@ class LaunchExecution(Execution):
     def run(self) -> float:
         return self._timer(self._queued)
 
+    def run_batch(self, launches: int) -> float:
+        return self._timer(self._queued, launches)
+
+    @property
+    def run_mark(self) -> str:
+        return "hold" if self._timer.gave_up else ""
+
+    def flush_cache(self) -> None:
+        self._device.flush_cache()
+
     def download(self) -> Array:
         self._device.download(self._C, self._buffers[OUTPUT])
         return self._C.copy()
@@ -97,3 +142,6 @@ class LaunchExecution(Execution):
         for buffer in self._buffers.values():
             self._device.free(buffer)
         self._buffers = {}
+        for array in self._pinned:
+            self._device.unpin(array)
+        self._pinned = []

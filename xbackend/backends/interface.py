@@ -16,8 +16,9 @@ backends is ``registry.py``.
 from __future__ import annotations
 
 import abc
+import dataclasses
+import math
 import numbers
-import time
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any, ClassVar
@@ -27,9 +28,11 @@ import numpy as np
 from xbackend.backends import warp
 from xbackend.backends.choices import Choices
 from xbackend.backends.operands import check_operands, uploaded_nbytes
+from xbackend.backends.sampler import NO_MONITOR, Monitor, sample
 from xbackend.backends.specs import DeviceInfo, Measurement, VariantSpec, VariantTable
 from xbackend.errors import DeviceOutOfMemory, UnsupportedParameter, XBackendError
 from xbackend.operations import operation
+from xbackend.timing import Sampling
 
 Array = np.ndarray[Any, Any]
 
@@ -40,6 +43,8 @@ class Execution(abc.ABC):
     # What the launch chose, where the variant chooses per product (tuned variants).
     tile: int | None = None
     params: dict[str, int] | None = None
+    # What ``run`` times with: "cuda-events", "opencl-profiling" or "host".
+    clock: str = "host"
 
     @abc.abstractmethod
     def upload(self) -> None:
@@ -60,6 +65,30 @@ class Execution(abc.ABC):
     @abc.abstractmethod
     def download(self) -> Array:
         """Copy the output to a new host array and wait for the copy."""
+
+    def run_batch(self, launches: int) -> float:
+        """Run the kernel ``launches`` times back to back; the seconds of all of them.
+
+        The compiled backends queue every launch before the first starts and time
+        them with one pair of device events; this default sums single runs.
+        """
+        return math.fsum(self.run() for _ in range(launches))
+
+    @property
+    def run_mark(self) -> str:
+        """Why the last run's time should be left out ("hold": the CUDA hold gave up), or ""."""
+        return ""
+
+    def flush_cache(self) -> None:
+        """Evict the device's last-level cache and wait (``--cache cold``)."""
+        raise UnsupportedParameter(f"{type(self).__name__} cannot flush its cache")
+
+    def use_host_memory(self, kind: str) -> str:
+        """Keep the host side of the transfers in ``kind`` memory ("pageable", "pinned"),
+        before the first upload; the kind used, or "" where nothing is copied."""
+        if kind != "pageable":
+            raise UnsupportedParameter(f"{type(self).__name__} has no {kind} host memory")
+        return kind
 
     def release(self) -> None:  # noqa: B027 - optional hook, nothing to free by default
         """Free the device buffers."""
@@ -225,17 +254,17 @@ class Backend(abc.ABC):
         *,
         op: str = "mm",
         params: Mapping[str, int] | None = None,
-        warmup: int = 1,
-        samples: int = 10,
-        min_samples: int = 3,
-        max_sample_time_s: float = 1.0,
+        sampling: Sampling | None = None,
+        warmup: int | None = None,
+        samples: int | None = None,
+        min_samples: int | None = None,
     ) -> Measurement:
         """Compute ``op`` of A and B (``A @ B`` by default) and time it.
 
         The first run (which also absorbs compilation and first-touch costs)
-        gives ``result``; then ``warmup`` untimed runs; then timed samples, each
-        one upload + kernel + download. Sampling stops after ``samples`` runs,
-        or earlier once ``min_samples`` runs together took ``max_sample_time_s``.
+        gives ``result``; then the warm-up runs; then timed samples, taken and
+        stopped as ``sampling`` says (see ``timing.Sampling`` and ``sampler.py``).
+        ``warmup``, ``samples`` (the most) and ``min_samples`` override its fields.
         ``params`` sets every launch parameter of a tuned variant (see
         ``backends/warp.py``); without it the variant chooses them per product.
         Before every run the output is poisoned (NaN; for integers the most
@@ -244,6 +273,7 @@ class Backend(abc.ABC):
         A product with a zero dimension is what NumPy gives (an empty matrix, or
         zeros when K is 0) and runs nothing, so it has no samples.
         """
+        sampling = _overridden(sampling or Sampling(), warmup, samples, min_samples)
         A, B, tile = self._checked(A, B, variant, tile, op, params)
         shape = operation(op).output_shape(A, B)
         if 0 in A.shape or 0 in B.shape or 0 in shape:
@@ -253,13 +283,30 @@ class Backend(abc.ABC):
         with self._active(), self._out_of_memory_named(A, B, shape, op):
             execution = self._execution(op, variant, tile, A, B, params)
             try:
-                result, last, kernel_s, end_to_end_s = _sampled(
-                    execution, warmup, samples, min_samples, max_sample_time_s
-                )
+                host_memory = execution.use_host_memory(sampling.host_memory)
+                sampled = sample(execution, sampling, self.monitor())
             finally:
                 execution.release()
         chosen = execution.tile if execution.tile is not None else tile
-        return Measurement(result, last, kernel_s, end_to_end_s, chosen, execution.params)
+        return Measurement(
+            sampled.result,
+            sampled.last_result,
+            sampled.kernel_s,
+            sampled.end_to_end_s,
+            chosen,
+            execution.params,
+            launches=sampled.launches,
+            stop=sampled.stop,
+            marks=sampled.marks,
+            clock=execution.clock,
+            cache=sampling.cache,
+            host_memory=host_memory,
+            state=sampled.state,
+        )
+
+    def monitor(self) -> Monitor:
+        """What watches this device's clocks while it is measured (nothing by default)."""
+        return NO_MONITOR
 
     def _checked(
         self,
@@ -373,33 +420,18 @@ class Backend(abc.ABC):
         return f"<{type(self).__name__} on {self.device.name}>"
 
 
-def _sampled(
-    execution: Execution, warmup: int, samples: int, min_samples: int, max_sample_time_s: float
-) -> tuple[Array, Array, list[float], list[float]]:
-    """The measurement loop every backend shares: the first result, then ``warmup``
-    untimed runs, then timed samples (see ``Backend.measure``)."""
-    execution.poison()
-    execution.upload()
-    execution.run()
-    result = last_result = execution.download()
-    for _ in range(warmup):
-        execution.upload()
-        execution.run()
-        execution.download()
-    kernel_s: list[float] = []
-    end_to_end_s: list[float] = []
-    spent_s = 0.0
-    while len(kernel_s) < samples and not (
-        len(kernel_s) >= min_samples and spent_s >= max_sample_time_s
-    ):
-        execution.poison()
-        start = time.perf_counter()
-        execution.upload()
-        kernel_s.append(execution.run())
-        last_result = execution.download()
-        end_to_end_s.append(time.perf_counter() - start)
-        spent_s += end_to_end_s[-1]
-    return result, last_result, kernel_s, end_to_end_s
+def _overridden(
+    sampling: Sampling, warmup: int | None, samples: int | None, min_samples: int | None
+) -> Sampling:
+    """``sampling`` with the counts a caller gave by keyword."""
+    changes: dict[str, Any] = {}
+    if warmup is not None:
+        changes["warmup"] = warmup
+    if samples is not None:
+        changes["max_samples"] = samples
+    if min_samples is not None:
+        changes["min_samples"] = min_samples
+    return dataclasses.replace(sampling, **changes) if changes else sampling
 
 
 def _gib(nbytes: int) -> str:

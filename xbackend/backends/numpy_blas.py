@@ -3,6 +3,7 @@ numbers can be labelled."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -24,3 +25,23 @@ def numpy_blas_name() -> str:
         return fallback
     version = str(blas.get("version") or "").strip()
     return f"{name} {version}" if version and version != "unknown" else name
+
+
+_THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def blas_threads() -> dict[str, Any]:
+    """How many threads NumPy's BLAS runs on (threadpoolctl, where installed) and the
+    variables that set it, for the CPU backend's device record."""
+    found: dict[str, Any] = {
+        name: os.environ[name] for name in _THREAD_VARIABLES if name in os.environ
+    }
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return found
+    pools = [pool for pool in threadpool_info() if pool.get("user_api") == "blas"]
+    if pools:
+        found["blas_threads"] = int(pools[0].get("num_threads", 0))
+        found["blas_library"] = f"{pools[0].get('internal_api', '')} {pools[0].get('version', '')}"
+    return found

@@ -23,19 +23,18 @@ import shlex
 import shutil
 import sysconfig
 import tempfile
-import time
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 
 from xbackend.backends.compiled import CompiledBackend
-from xbackend.backends.execution import Device, Queued, Timer
+from xbackend.backends.execution import Device
 from xbackend.backends.kernels import read_kernel
-from xbackend.backends.launch import Buffer, KernelLaunch, LibraryCall, Product, Step
-from xbackend.backends.operands import poison_value
+from xbackend.backends.launch import KernelLaunch
+from xbackend.backends.opencl_device import ClDevice
 from xbackend.backends.specs import DeviceInfo, VariantTable
 from xbackend.backends.variants import compiled_variants, with_vendor
 from xbackend.errors import KernelCompileError, UnsupportedParameter, XBackendError
@@ -170,8 +169,32 @@ def _describe(platform: Any, device: Any) -> DeviceInfo:
         local_mem_bytes=device.local_mem_size,
         cache_bytes=device.global_mem_cache_size,
         max_work_group_size=device.max_work_group_size,
-        extra={"pyopencl": cl.VERSION_TEXT, "fp64": bool(device.double_fp_config)},
+        extra={
+            "pyopencl": cl.VERSION_TEXT,
+            "fp64": bool(device.double_fp_config),
+            **({"clock_mhz": device.max_clock_frequency} if device.max_clock_frequency else {}),
+            **_nvidia_facts(device),
+        },
     )
+
+
+def _nvidia_facts(device: Any) -> dict[str, Any]:
+    """NVIDIA's OpenCL names the compute capability and the PCI address
+    (cl_nv_device_attribute_query), for the peaks and the device monitor."""
+    if "cl_nv_device_attribute_query" not in device.extensions:
+        return {}
+    try:
+        major = device.compute_capability_major_nv
+        minor = device.compute_capability_minor_nv
+        bus, slot = device.pci_bus_id_nv, device.pci_slot_id_nv
+    except (cl.Error, AttributeError):
+        return {}
+    # Written as CUDA writes it (the slot is the device number; measured on an H100:
+    # bus 0, slot 6 is CUDA's 0000:00:06.0), so that NVML finds the same GPU.
+    return {
+        "compute_capability": f"{major}.{minor}",
+        "pci_bus_id": f"0000:{bus:02X}:{slot:02X}.0",
+    }
 
 
 def select_device(selector: str | int | None, pairs: list[tuple[Any, Any]]) -> tuple[Any, Any]:
@@ -199,106 +222,6 @@ def select_device(selector: str | int | None, pairs: list[tuple[Any, Any]]) -> t
     raise UnsupportedParameter(f"no OpenCL device matches {selector!r}; devices: {listing}")
 
 
-class _ClDevice(Device):
-    """An OpenCL context and its profiling queue, as executions need them."""
-
-    _ACCESS: ClassVar[dict[str, str]] = {
-        "read": "READ_ONLY",
-        "write": "WRITE_ONLY",
-        "read_write": "READ_WRITE",
-    }
-
-    def __init__(self, context: Any, queue: Any):
-        self._context, self._queue = context, queue
-        self._clblast: Any = None  # made on first use of the vendor variant
-        # Which step last set each kernel's arguments: a kernel bound by two steps (or
-        # two executions) gets its own arguments again before each launch.
-        self._arguments_of: dict[int, object] = {}
-
-    def allocate(self, nbytes: int, access: str) -> Any:
-        return cl.Buffer(self._context, getattr(cl.mem_flags, self._ACCESS[access]), nbytes)
-
-    def free(self, buffer: Any) -> None:
-        buffer.release()
-
-    def upload(self, copies: Sequence[tuple[Any, np.ndarray[Any, Any]]]) -> None:
-        for number, (buffer, array) in enumerate(copies, 1):
-            last = number == len(copies)  # the in-order queue: waiting for the last waits all
-            cl.enqueue_copy(self._queue, buffer, array, is_blocking=last)
-
-    def download(self, target: np.ndarray[Any, Any], buffer: Any) -> None:
-        cl.enqueue_copy(self._queue, target, buffer, is_blocking=True)
-
-    def fill(self, targets: Sequence[tuple[Any, int]], dtype: np.dtype[Any]) -> None:
-        pattern = np.array(poison_value(dtype), dtype=dtype)
-        for buffer, nbytes in targets:
-            cl.enqueue_fill_buffer(self._queue, buffer, pattern, 0, nbytes).wait()
-
-    def bind(
-        self, step: Step, kernel: Any, buffers: Mapping[str, Any], dtype: np.dtype[Any]
-    ) -> Queued:
-        args = {
-            name: buffers[value.name] if isinstance(value, Buffer) else value
-            for name, value in step.args.items()
-        }
-        if isinstance(step, LibraryCall):
-            if self._clblast is None:
-                from xbackend.backends.clblast import Clblast
-
-                self._clblast = Clblast()
-            return lambda: self._gemm(args, dtype)
-        values = [_cl_arg(value) for value in args.values()]
-        sizes = step.global_size, step.local_size
-        return lambda: self._launch(kernel, values, *sizes)
-
-    def _gemm(self, args: Mapping[str, Any], dtype: np.dtype[Any]) -> None:
-        self._clblast.gemm(
-            self._queue, args["A"], args["B"], args["C"], args["M"], args["N"], args["K"],
-            args["lda"], args["ldb"], args["ldc"], dtype,
-        )  # fmt: skip
-
-    def _launch(
-        self, kernel: Any, values: list[Any], size: tuple[int, ...], local: tuple[int, ...]
-    ) -> Any:
-        if self._arguments_of.get(id(kernel)) is not values:
-            kernel.set_args(*values)
-            self._arguments_of[id(kernel)] = values
-        try:
-            return cl.enqueue_nd_range_kernel(self._queue, kernel, size, local)
-        except cl.LogicError as error:
-            if error.code == cl.status_code.INVALID_WORK_GROUP_SIZE:
-                groups = "×".join(map(str, local[:2]))
-                raise UnsupportedParameter(
-                    f"the device refused work-groups of {groups} for this kernel: {error}"
-                ) from error
-            raise
-
-    def timer(self, product: Product) -> Timer:
-        return self._host_timed if product.calls_library else self._event_timed
-
-    @staticmethod
-    def _event_timed(steps: Sequence[Queued]) -> float:
-        events = [queue() for queue in steps]
-        events[-1].wait()
-        # An in-order queue: each launch starts after the one before ends.
-        return float(events[-1].profile.end - events[0].profile.start) * 1e-9
-
-    def _host_timed(self, steps: Sequence[Queued]) -> float:
-        """A library may run helper kernels and its event covers only the last one
-        (CLBlast), so the whole call is timed by the host clock around a finished queue."""
-        self._queue.finish()
-        start = time.perf_counter()
-        for queue in steps:
-            queue()
-        self._queue.finish()
-        return time.perf_counter() - start
-
-
-def _cl_arg(value: Any) -> Any:
-    """A kernel argument as PyOpenCL takes it: buffers as they are, sizes as int32."""
-    return np.int32(value) if isinstance(value, int) else value
-
-
 class OpenCLBackend(CompiledBackend):
     name = "opencl"
     description = "PyOpenCL kernels from kernels/opencl on any OpenCL device"
@@ -321,7 +244,7 @@ class OpenCLBackend(CompiledBackend):
         self._queue = cl.CommandQueue(
             self._context, properties=cl.command_queue_properties.PROFILING_ENABLE
         )
-        self._handle = _ClDevice(self._context, self._queue)
+        self._handle = ClDevice(self._context, self._queue, self._device.cache_bytes or 0)
         self._programs: dict[tuple[str, tuple[str, ...]], Any] = {}  # (family, options)
         self._accepted_options: set[tuple[str, ...]] = set()  # see _extra_options
         self._kernels: dict[tuple[str, tuple[str, ...], str], Any] = {}
@@ -462,6 +385,7 @@ class OpenCLBackend(CompiledBackend):
         queue = getattr(self, "_queue", None)
         if queue is not None:
             queue.finish()
+            self._handle.release()
             # The queue and context go with their last reference: ours.
             del self._queue, self._context, self._handle
         super().close()

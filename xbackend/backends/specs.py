@@ -88,6 +88,24 @@ class Measurement:
     end_to_end_s: list[float]  # host-clock time of upload + kernel + download
     tile: int | None
     params: dict[str, int] | None = None  # every launch parameter, for tuned variants
+    launches: int = 1  # back-to-back launches per sample; kernel_s is per launch
+    stop: str = ""  # why sampling stopped (timing.STOP_REASONS); "" without samples
+    marks: list[str] = dataclasses.field(default_factory=list)  # per sample, "" kept
+    clock: str = "host"  # what timed the kernel
+    cache: str = "warm"  # timing.CACHE_MODES
+    host_memory: str = "pageable"  # "pageable", "pinned", "" where nothing is copied
+    state: dict[str, Any] | None = None  # the device's clocks and temperature (NVML)
+
+    @property
+    def kept(self) -> tuple[list[float], list[float]]:
+        """The kernel and end-to-end samples the statistics are made of (not marked)."""
+        if not any(self.marks):
+            return list(self.kernel_s), list(self.end_to_end_s)
+        keep = [not mark for mark in self.marks]
+        return (
+            [s for s, k in zip(self.kernel_s, keep, strict=True) if k],
+            [s for s, k in zip(self.end_to_end_s, keep, strict=True) if k],
+        )
 
 
 # operation -> variant name -> spec

@@ -107,3 +107,13 @@ def non_negative(kind: Callable[[str], _Number]) -> Callable[[str], _Number]:
         return value
 
     return parse
+
+
+def positive(kind: Callable[[str], _Number]) -> Callable[[str], _Number]:
+    def parse(text: str) -> _Number:
+        value = non_negative(kind)(text)
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be more than 0, not {value}")
+        return value
+
+    return parse

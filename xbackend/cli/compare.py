@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 
 import xbackend.cli.arguments as arguments
+import xbackend.cli.sampling as sampling
 from xbackend import Backend, backend_names, get_backend
 from xbackend import results as results_io
 from xbackend.cli.summary import summary_table
@@ -66,6 +67,7 @@ def add_parser(commands: Any) -> None:
     _what(compare)
     _schedule(compare)
     _thoroughness(compare)
+    sampling.add_options(compare)
     compare.set_defaults(func=run)
 
 
@@ -131,14 +133,6 @@ def _thoroughness(compare: argparse.ArgumentParser) -> None:
     compare.add_argument(
         "--warmup", type=arguments.bounded_int(0, arguments.MAX_WARMUP), default=1,
         help="untimed runs after the first, checked run (default: 1)",
-    )  # fmt: skip
-    compare.add_argument(
-        "--samples", type=arguments.bounded_int(1, arguments.MAX_SAMPLES), default=10,
-        help="timed samples per point at most (default: 10)",
-    )  # fmt: skip
-    compare.add_argument(
-        "--sample-time", type=arguments.non_negative(float), default=1.0, metavar="SECONDS",
-        help="stop sampling a point after 3 samples once they took this long (default: 1)",
     )  # fmt: skip
     compare.add_argument(
         "--budget", type=arguments.non_negative(float), default=20.0, metavar="SECONDS",
@@ -235,9 +229,8 @@ def _plan(
         preset=preset.name if preset else None,
         seed=args.seed,
         warmup=args.warmup,
-        samples=args.samples,
-        max_sample_time_s=args.sample_time,
         budget_s=args.budget,
+        **sampling.plan_fields(args),
     )
 
 

@@ -6,7 +6,7 @@ from xbackend.results import MEASURED, LineKey, PointRecord
 from xbackend.timing import format_seconds
 
 _HEADER = ("backend", "device", "op", "variant", "tile", "dtype", "equal", "skipped",
-           "largest verified", "kernel", "end-to-end", "GFLOP/s")  # fmt: skip
+           "largest verified", "kernel", "noise", "end-to-end", "GFLOP/s")  # fmt: skip
 
 
 def _row(key: LineKey, group: list[PointRecord]) -> tuple[str, ...]:
@@ -15,16 +15,33 @@ def _row(key: LineKey, group: list[PointRecord]) -> tuple[str, ...]:
     failed = [p for p in group if p.status == "error"]
     skipped = len(group) - len(measured) - len(failed)
     equal = f"{len(good)}/{len(measured) + len(failed)}"
-    size = kernel = end_to_end = gflops = "—"
+    size = kernel = noise = end_to_end = gflops = "—"
     if good:
         top = max(good, key=lambda p: (p.flops, p.M))
         batch = f"{top.batch}×" if top.batched else ""
         size = f"{batch}{top.M}×{top.K}·{top.K}×{top.N}"
         kernel = format_seconds((top.kernel_s or {})["median"])
+        noise = _noise(top, group)
         end_to_end = format_seconds((top.end_to_end_s or {})["median"])
         gflops = f"{top.gflops:.4g}"
     return (key.label, key.device[:28], key.op, key.variant, str(key.tile or "—"), key.dtype,
-            equal, str(skipped), size, kernel, end_to_end, gflops)  # fmt: skip
+            equal, str(skipped), size, kernel, noise, end_to_end, gflops)  # fmt: skip
+
+
+def _noise(top: PointRecord, group: list[PointRecord]) -> str:
+    """The largest point's relative noise, and how many of the line's points are noisy
+    (over the run's --max-noise) or flagged as impossible."""
+    stats = top.kernel_s or {}
+    if "noise" not in stats:
+        return "—"
+    text = f"{stats['noise']:.1%}"
+    noisy = sum("noisy" in p.flags for p in group)
+    impossible = sum(p.measured and not p.trusted for p in group)
+    if noisy:
+        text += f" ({noisy} noisy)"
+    if impossible:
+        text += f" ({impossible} above peak)"
+    return text
 
 
 def summary_table(points: list[PointRecord]) -> str:

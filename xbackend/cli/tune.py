@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import xbackend.cli.arguments as arguments
 from xbackend.cli.compare import open_backends
 from xbackend.errors import XBackendError
-from xbackend.problems import dtype_named
+from xbackend.problems import dtype_named, flops
 from xbackend.sweep import parse_shapes
 
 if TYPE_CHECKING:
@@ -25,10 +25,13 @@ def add_parser(commands: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Time every candidate configuration of the tuned variants (vec4, vec4_db, "
         "warp, warp_db: tile shapes, group tiles, patches per thread, K splits) on one "
-        "device, for mm and for the reduced product rmm, check each result, and cache the "
-        "fastest per device, variant, operation, dtype and shape class. Those variants then "
-        "use the cached choice for every product (an rmm with no choice of its own takes "
-        "mm's).",
+        "device, for mm and for the reduced product rmm, and check each result. The best "
+        "few and the variant's default configuration then race: timed again in turns, "
+        "round-robin, until the 95% interval of the fastest's median lies below every "
+        "other's, or --finalist-time. The winner is cached per device, variant, operation, "
+        "dtype and shape class, with its margin over the runner-up; a best that does not "
+        "beat the default is a tie, and the default is kept. Those variants then use the "
+        "cached choice for every product (an rmm with no choice of its own takes mm's).",
         epilog="examples:\n"
         "  xbackend tune --backends cuda\n"
         "  xbackend tune --backends opencl:nvidia --variants warp_db --sizes 4096x4096x4096\n"
@@ -58,7 +61,14 @@ def add_parser(commands: Any) -> None:
     )  # fmt: skip
     tune.add_argument("--dtype", default="float32", help="element type (default float32)")
     samples = arguments.bounded_int(1, arguments.MAX_SAMPLES)
-    tune.add_argument("--samples", type=samples, default=5, help="timed runs per candidate")
+    tune.add_argument(
+        "--samples", type=samples, default=5, help="timed runs per candidate of the search"
+    )
+    tune.add_argument(
+        "--finalist-time", type=arguments.non_negative(float), default=5.0, metavar="SECONDS",
+        help="the finalists' race, at most, per variant, operation and size (default 5; "
+        "0: no race, the search's best is cached)",
+    )  # fmt: skip
     seed = arguments.bounded_int(0, arguments.MAX_SEED)
     tune.add_argument("--seed", type=seed, default=0, help="seed of the random operands")
     tune.add_argument(
@@ -74,23 +84,45 @@ def _show() -> int:
     print(f"{tuning.cache_path()}: {len(entries)} entries")
     for key, entry in sorted(entries.items()):
         rate = _gflops(entry.get("tflops"))
-        print(f"  {key}: {entry['params']} {rate} GFLOP/s at {entry.get('shape')}")
+        margin = entry.get("margin")
+        sure = f" margin {margin:+.1%}" if isinstance(margin, float | int) else ""
+        sure += " (a tie: the default kept)" if entry.get("tie") is True else ""
+        print(f"  {key}: {entry['params']} {rate} GFLOP/s at {entry.get('shape')}{sure}")
     return 0
 
 
 def _print(results: list[TuneResult]) -> None:
     print()
     print(f"{'':<42} {'GFLOP/s':^17}")
-    print(f"{'size':<21} {'op':<4} {'class':<7} {'variant':<8} {'untuned':>8} {'tuned':>8}  best")
+    print(
+        f"{'size':<21} {'op':<4} {'class':<7} {'variant':<8} {'untuned':>8} {'tuned':>8} "
+        f"{'margin':>7} {'tuned 95%':>15}  choice"
+    )
     for result in results:
-        best = result.best
+        chosen = result.chosen
         before = _gflops(result.untuned_tflops)
-        after = _gflops(best.tflops if best else None)
-        choice = best.config.label if best else "nothing ran correctly"
+        after = _gflops(chosen.tflops if chosen else None)
+        choice = chosen.config.label if chosen else "nothing ran correctly"
+        margin, interval = "—", "—"
+        outcome = result.race
+        if outcome is not None:
+            if outcome.margin is not None:
+                margin = f"{outcome.margin:+.1%}"
+            work = flops(result.op, result.shape)
+            low, high = (_gflops(work / s / 1e12) for s in reversed(outcome.winner.interval_s))
+            interval = f"{low}–{high}"
+            if outcome.tie:
+                choice += " (a tie: the default kept)"
+            elif not outcome.separated:
+                choice += f" (not told apart in {outcome.seconds:g} s)"
         print(
             f"{result.shape!s:<21} {result.op:<4} {result.shape_class:<7} {result.variant:<8} "
-            f"{before:>8} {after:>8}  {choice}"
+            f"{before:>8} {after:>8} {margin:>7} {interval:>15}  {choice}"
         )
+    print(
+        "margin: the runner-up's median kernel time over the choice's, minus 1; tuned 95%: "
+        "a bootstrap interval of the choice's median, from the finalists' race"
+    )
 
 
 def _gflops(tflops: object) -> str:
@@ -128,8 +160,9 @@ def run(args: argparse.Namespace) -> int:
         sizes = args.sizes or parse_shapes(TUNE_SIZES_GPU if gpu else TUNE_SIZES_CPU)
         print(f"tuning {label} on {backend.device.name}; cache {tuning.cache_path()}")
         results = tuning.tune(
-            backend, variants, sizes, dtype, ops=ops, seed=args.seed, samples=args.samples
-        )
+            backend, variants, sizes, dtype, ops=ops, seed=args.seed, samples=args.samples,
+            finalist_time_s=args.finalist_time,
+        )  # fmt: skip
     _print(results)
     wrong = sum(trial.status == "wrong" for result in results for trial in result.trials)
     if wrong:

@@ -23,6 +23,13 @@ MEASURED = ("ok", "mismatch")
 # Dimensions beyond this are no product any device holds: a field that large is damage.
 _MAX_DIMENSION = 2**40
 _STATS = ("median", "q1", "q3", "min")
+FLAGS = {
+    "noisy": "the kernel time's relative noise is over the run's --max-noise",
+    "above-peak-compute": "faster than the device's compute peak: the timing is wrong",
+    "above-peak-bandwidth": "moved its operands faster than the device's memory can "
+    "(cold cache only): the timing is wrong",
+}
+IMPOSSIBLE = ("above-peak-compute", "above-peak-bandwidth")
 
 
 def now_iso() -> str:
@@ -92,6 +99,17 @@ class PointRecord:
     timestamp: str = ""
     params: dict[str, int] | None = None  # every launch parameter of a tuned variant
     step: int | None = None  # the size's place in the plan's schedule, from 1
+    # How the samples were taken (see timing.Sampling) and why sampling stopped.
+    stop: str = ""  # timing.STOP_REASONS, "" before they were recorded
+    launches: int = 1  # back-to-back launches per sample (short kernels), each time divided by it
+    cache: str = ""  # timing.CACHE_MODES; "" in files from before the modes ("warm")
+    host_memory: str = ""  # "pageable", "pinned"; "" where nothing is copied (the CPU)
+    clock: str = ""  # what timed the kernel: "cuda-events", "opencl-profiling", "host"
+    # One mark per sample where any was left out of the statistics: "" kept,
+    # "throttled" (the device slowed its clocks), "hold" (the CUDA hold gave up).
+    sample_marks: list[str] = dataclasses.field(default_factory=list)
+    state: dict[str, Any] | None = None  # the device's clocks, temperature, power (NVML)
+    flags: list[str] = dataclasses.field(default_factory=list)  # see FLAGS
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": "point", **dataclasses.asdict(self)}
@@ -122,6 +140,20 @@ class PointRecord:
     def measured(self) -> bool:
         """Timed: a verified result or a wrong one, with its statistics."""
         return self.status in MEASURED and self.kernel_s is not None
+
+    @property
+    def kept_kernel_samples_s(self) -> list[float]:
+        """The kernel samples the statistics are made of: those not marked."""
+        return _kept(self.kernel_samples_s, self.sample_marks)
+
+    @property
+    def kept_end_to_end_samples_s(self) -> list[float]:
+        return _kept(self.end_to_end_samples_s, self.sample_marks)
+
+    @property
+    def trusted(self) -> bool:
+        """Measured and not flagged as impossible (above the device's peak)."""
+        return self.measured and not any(flag in IMPOSSIBLE for flag in self.flags)
 
     @property
     def kernel_median_s(self) -> float | None:
@@ -247,6 +279,7 @@ def _checked_point(item: Mapping[str, Any]) -> dict[str, Any]:
         raise RecordError("equal", "expected true, false or null")
     fields["equal"] = point.get("equal")
     fields.update(_samples(point))
+    fields.update(_sampling(point))
     fields["params"] = _params(point.get("params"))
     measured = point["status"] in MEASURED
     fields["kernel_s"] = _stats(point, "kernel_s", measured)
@@ -269,9 +302,36 @@ def _samples(point: Mapping[str, Any]) -> dict[str, list[float]]:
     return found
 
 
+def _sampling(point: Mapping[str, Any]) -> dict[str, Any]:
+    """How the point was sampled; older files have none of it (one launch, unmarked)."""
+    found: dict[str, Any] = {}
+    for field in ("stop", "cache", "host_memory", "clock"):
+        value = point.get(field)
+        if value is not None and not isinstance(value, str):
+            raise RecordError(field, f"expected a string, found {value!r:.40}")
+        found[field] = value or ""
+    found["launches"] = _integer(point, "launches", 1, 2**31) if "launches" in point else 1
+    for field in ("sample_marks", "flags"):
+        values = point.get(field) or []
+        if not (isinstance(values, list) and all(isinstance(v, str) for v in values)):
+            raise RecordError(field, "expected a list of strings")
+        found[field] = list(values)
+    state = point.get("state")
+    if state is not None and not isinstance(state, dict):
+        raise RecordError("state", "expected an object")
+    found["state"] = state
+    return found
+
+
 def _params(params: Any) -> dict[str, int] | None:
     if params is None:
         return None
     if not (isinstance(params, dict) and all(isinstance(v, int) for v in params.values())):
         raise RecordError("params", "expected an object of integers")
     return {str(name): int(value) for name, value in params.items()}
+
+
+def _kept(samples: list[float], marks: list[str]) -> list[float]:
+    if not marks:
+        return list(samples)
+    return [value for value, mark in zip(samples, marks, strict=False) if not mark]

@@ -1,0 +1,317 @@
+"""Trustworthy numbers: the stopping rule, the cache modes, batches of short kernels,
+marked samples, the statistics, the peak check, and what the records keep."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+import xbackend.measure as measure_module
+from xbackend.backends.cpu import CpuBackend, _HostExecution
+from xbackend.backends.monitor import SampleState
+from xbackend.backends.peaks import Peaks
+from xbackend.backends.sampler import sample
+from xbackend.cli import main
+from xbackend.problems import Shape
+from xbackend.results import PointRecord
+from xbackend.runner import Plan, run
+from xbackend.timing import Sampling, Stats, stop_reason
+
+RNG_SEED = 1411
+
+
+def _rng():
+    return np.random.default_rng(RNG_SEED)
+
+
+# -- the stopping rule ------------------------------------------------------------------
+
+
+def test_stops_on_noise_only_after_the_fewest_samples():
+    sampling = Sampling(min_samples=10, max_noise=0.01)
+    quiet = list(1e-3 * (1 + 0.001 * _rng().standard_normal(20)))
+    assert stop_reason(sampling, quiet[:9], quiet[:9], 0.1) is None
+    assert stop_reason(sampling, quiet[:10], quiet[:10], 0.1) == "noise"
+
+
+def test_noisy_samples_go_on_until_the_noise_settles():
+    sampling = Sampling(min_samples=10, max_noise=0.01, max_samples=1000)
+    noisy = list(1e-3 * (1 + 0.2 * np.abs(_rng().standard_normal(400))))
+    history, stopped = [], None
+    for n in range(1, len(noisy) + 1):
+        history.append(np.std(noisy[:n], ddof=1) / np.mean(noisy[:n]) if n > 1 else 0.0)
+        stopped = stop_reason(sampling, noisy[:n], noisy[:n], 0.1, history)
+        if stopped:
+            break
+    assert stopped == "stable" and 20 <= n < 400
+    # Settled: over the last min_samples samples the noise moved by under a tenth of itself.
+    assert abs(history[-1] - history[-11]) <= 0.1 * history[-1]
+    assert history[-1] > sampling.max_noise
+
+
+def test_min_time_counts_kernel_time_not_transfers():
+    sampling = Sampling(min_samples=2, max_noise=0.5, min_time_s=1.0)
+    kernel = [0.01] * 10  # 0.1 s of kernel time...
+    transfers = [1.0] * 10  # ...inside 10 s of end-to-end time
+    assert stop_reason(sampling, kernel, transfers, 5.0) is None
+    assert stop_reason(sampling, [0.2] * 10, transfers, 5.0) == "noise"
+
+
+def test_timeout_and_max_samples():
+    assert stop_reason(Sampling(timeout_s=1.0), [1.0], [1.0], 1.5) == "timeout"
+    assert stop_reason(Sampling(max_samples=3), [1.0, 2.0, 3.0], [1.0] * 3, 0.0) == "max-samples"
+
+
+def test_noise_of_both_waits_for_the_end_to_end_time_too():
+    rng = _rng()
+    kernel = list(1.0 + 0.001 * rng.standard_normal(12))
+    end_to_end = list(1.0 + 0.3 * np.abs(rng.standard_normal(12)))
+    assert stop_reason(Sampling(), kernel, end_to_end, 0.1) == "noise"
+    assert stop_reason(Sampling(noise_of="both"), kernel, end_to_end, 0.1) is None
+
+
+def test_stats_carry_noise_and_an_interval_of_the_median():
+    samples = list(np.exp(_rng().normal(np.log(2e-3), 0.05, 200)))
+    stats = Stats.of(samples)
+    assert stats.ci_low <= stats.median <= stats.ci_high
+    assert stats.ci_high - stats.ci_low < stats.q3 - stats.q1  # the median is known better
+    assert stats.noise == pytest.approx(np.std(samples, ddof=1) / np.mean(samples))
+    assert stats.std == pytest.approx(np.std(samples, ddof=1))
+    assert Stats.of(samples) == stats  # the bootstrap is seeded: the same interval again
+
+
+# -- the loop, on a scripted execution ----------------------------------------------------
+
+
+class _Scripted:
+    """An execution whose kernel takes ``kernel_s`` and that logs every step."""
+
+    clock = "host"
+
+    def __init__(self, kernel_s, marks=()):
+        self.kernel_s, self.log, self._marks = kernel_s, [], list(marks)
+        self.run_mark = ""
+
+    def upload(self):
+        self.log.append("upload")
+
+    def poison(self):
+        self.log.append("poison")
+
+    def run(self):
+        self.log.append("run")
+        self.run_mark = self._marks.pop(0) if self._marks else ""
+        return self.kernel_s
+
+    def run_batch(self, launches):
+        self.log.append(f"batch{launches}")
+        self.run_mark = self._marks.pop(0) if self._marks else ""
+        return self.kernel_s * launches * 1.5  # a batch is not n single runs
+
+    def download(self):
+        self.log.append("download")
+        return np.full((2, 2), np.float32(len(self.log)))
+
+    def flush_cache(self):
+        self.log.append("flush")
+
+
+def test_a_short_kernel_is_timed_as_a_batch_and_divided():
+    execution = _Scripted(kernel_s=2e-6)
+    sampled = sample(execution, Sampling(min_samples=3, max_samples=3))
+    assert sampled.launches == 100  # 200 µs of batch for a 2 µs kernel
+    assert sampled.kernel_s == pytest.approx([3e-6] * 3)  # the batch's time over 100
+    assert execution.log.count("batch100") == 3
+
+
+def test_a_long_kernel_and_a_cold_sample_are_single_launches():
+    assert sample(_Scripted(1e-3), Sampling(max_samples=2)).launches == 1
+    cold = sample(_Scripted(2e-6), Sampling(max_samples=2, cache="cold"))
+    assert cold.launches == 1
+
+
+def test_cold_flushes_and_hot_runs_once_before_every_timed_kernel():
+    cold = _Scripted(1e-3)
+    sample(cold, Sampling(warmup=0, min_samples=2, max_samples=2, cache="cold"))
+    timed = cold.log[cold.log.index("download") + 1 :]  # after the checked first run
+    assert timed == ["poison", "upload", "flush", "run", "download"] * 2
+    hot = _Scripted(1e-3)
+    sample(hot, Sampling(warmup=0, min_samples=2, max_samples=2, cache="hot"))
+    timed = hot.log[hot.log.index("download") + 1 :]
+    # The untimed run leaves the cache hot; the output is poisoned again after it.
+    assert timed == ["poison", "upload", "run", "poison", "run", "download"] * 2
+
+
+def test_marked_samples_are_kept_raw_and_left_out_of_the_rule():
+    # The second sample's hold gave up (its time may include the launching).
+    execution = _Scripted(1e-3, marks=["", "", "hold"])  # first run, sample 1, sample 2
+    sampled = sample(execution, Sampling(warmup=0, min_samples=3, max_samples=4))
+    assert sampled.marks == ["", "hold", "", ""]
+    kept, _ = sampled.kept()
+    assert len(sampled.kernel_s) == 4 and len(kept) == 3
+
+
+class _Throttling:
+    def __init__(self, pattern):
+        self.pattern = list(pattern)
+
+    def header(self):
+        return {}
+
+    def start(self):
+        pass
+
+    def sample(self):
+        throttled = self.pattern.pop(0)
+        return SampleState(throttled, ("sw_thermal",) if throttled else ())
+
+    def finish(self):
+        return {"samples_throttled": 1}
+
+
+def test_throttled_samples_are_marked_and_the_state_recorded():
+    monitor = _Throttling([False, True, False])
+    sampled = sample(_Scripted(1e-3), Sampling(warmup=0, max_samples=3), monitor)
+    assert sampled.marks == ["", "throttled", ""]
+    assert sampled.state == {"samples_throttled": 1}
+
+
+# -- real backends -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cache", ["warm", "cold", "hot"])
+@pytest.mark.parametrize("host_memory", ["pageable", "pinned"])
+def test_every_mode_computes_the_product(backend, cache, host_memory):
+    rng = _rng()
+    A = rng.standard_normal((67, 45), dtype=np.float32)
+    B = rng.standard_normal((45, 71), dtype=np.float32)
+    variant = backend.runnable_variants()[0]
+    sampling = Sampling(min_samples=2, max_samples=3, cache=cache, host_memory=host_memory)
+    measured = backend.measure(A, B, variant, sampling=sampling)
+    expected = A.astype(np.float64) @ B
+    np.testing.assert_allclose(measured.result, expected, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(measured.last_result, expected, rtol=1e-4, atol=1e-4)
+    assert 2 <= len(measured.kernel_s) <= 3 and measured.stop
+    assert measured.cache == cache
+    copies = backend.device.kind != "cpu" or backend.name != "cpu"
+    assert measured.host_memory == (host_memory if copies else "")
+
+
+class _MissesTimedRuns(_HostExecution):
+    """Leaves C[3, 4] unwritten in every timed run of the hot mode (runs 3, 5, ...)."""
+
+    runs = 0
+
+    def run(self):
+        before = self._C[3, 4]
+        took = super().run()
+        self.runs += 1
+        if self.runs > 1 and self.runs % 2 == 1:
+            self._C[3, 4] = before
+        return took
+
+
+class _MissingBackend(CpuBackend):
+    def _execution(self, op, variant, tile, A, B, params=None):
+        return _MissesTimedRuns(op, variant, tile, A, B)
+
+
+def test_the_hot_mode_poisons_again_after_its_untimed_run():
+    """Else an element the timed kernel misses would keep the untimed run's value."""
+    rng = _rng()
+    A = rng.standard_normal((16, 12), dtype=np.float32)
+    B = rng.standard_normal((12, 16), dtype=np.float32)
+    sampling = Sampling(warmup=0, min_samples=2, max_samples=2, cache="hot")
+    measured = _MissingBackend().measure(A, B, "vendor", sampling=sampling)
+    assert np.isnan(measured.last_result[3, 4])
+    assert np.isfinite(measured.result).all()  # the checked first run wrote everything
+
+
+# -- the sweep: records and flags ---------------------------------------------------------
+
+SHAPES = [Shape(16, 14, 16), Shape(32, 28, 32)]
+
+
+def test_records_keep_how_they_were_sampled(tmp_path):
+    plan = Plan(shapes=SHAPES, variants=["vendor"], samples=12, min_samples=3, cache="hot")
+    records = run(plan, [("cpu", CpuBackend())], tmp_path, log=lambda line: None)
+    for record in records:
+        assert record.kernel_s is not None
+        assert record.stop in ("noise", "stable", "timeout", "max-samples")
+        assert record.cache == "hot" and record.clock == "host" and record.host_memory == ""
+        assert record.launches >= 1 and "noise" in record.kernel_s
+        assert record.kernel_s["ci_low"] <= record.kernel_s["median"] <= record.kernel_s["ci_high"]
+    header = json.loads((tmp_path / "results.jsonl").read_text().splitlines()[0])
+    assert header["plan"]["cache"] == "hot" and header["plan"]["min_samples"] == 3
+    assert "blas_threads" in header["devices"]["cpu"]["extra"]
+    again = PointRecord.from_dict(json.loads(json.dumps(records[0].to_dict())))
+    assert again == records[0]
+
+
+def test_a_point_above_the_peak_is_flagged_and_not_trusted(tmp_path, monkeypatch):
+    impossible = Peaks(flops_per_s=1.0, bytes_per_s=None, how="a test's 1 FLOP/s device")
+    monkeypatch.setattr(measure_module, "peaks", lambda device, dtype: impossible)
+    plan = Plan(shapes=SHAPES[:1], variants=["vendor"], samples=2, min_samples=1)
+    (record,) = run(plan, [("cpu", CpuBackend())], tmp_path, log=lambda line: None)
+    assert "above-peak-compute" in record.flags
+    assert record.measured and not record.trusted
+
+
+def test_noisy_points_are_flagged_against_the_plans_target(tmp_path):
+    plan = Plan(shapes=SHAPES[:1], variants=["naive"], samples=6, min_samples=6, max_noise=1e-9)
+    (record,) = run(plan, [("cpu", CpuBackend())], tmp_path, log=lambda line: None)
+    assert record.kernel_s is not None
+    assert record.kernel_s["noise"] > 1e-9 and record.flags == ["noisy"]
+
+
+def test_old_records_read_as_warm_single_launches():
+    record = PointRecord(run_id="r", backend="cpu", label="cpu", device="d", variant="naive",
+                         tile=None, dtype="float32", M=2, K=2, N=2, flops=16, status="ok",
+                         kernel_s={"median": 1.0, "q1": 1.0, "q3": 1.0, "min": 1.0},
+                         end_to_end_s={"median": 1.0, "q1": 1.0, "q3": 1.0, "min": 1.0},
+                         kernel_samples_s=[1.0, 2.0])  # fmt: skip
+    old = {k: v for k, v in record.to_dict().items() if k not in ("stop", "launches", "cache")}
+    read = PointRecord.from_dict(old)
+    assert read.launches == 1 and read.cache == "" and read.kept_kernel_samples_s == [1.0, 2.0]
+    marked = dataclasses.replace(read, sample_marks=["throttled", ""])
+    assert marked.kept_kernel_samples_s == [2.0]
+    with pytest.raises(ValueError, match="launches"):
+        PointRecord.from_dict({**old, "launches": 0})
+
+
+# -- the command line ----------------------------------------------------------------------
+
+
+def test_sampling_options_reach_the_plan(tmp_path):
+    out = tmp_path / "run"
+    code = main(["compare", "--backends", "cpu", "--variants", "vendor", "--sizes", "16x14",
+                 "--max-noise", "5%", "--min-samples", "3", "--samples", "7", "--cache", "cold",
+                 "--timeout", "30", "--out", str(out), "--no-plots", "-q"])  # fmt: skip
+    assert code == 0
+    plan = json.loads((out / "results.jsonl").read_text().splitlines()[0])["plan"]
+    assert plan["max_noise"] == pytest.approx(0.05) and plan["cache"] == "cold"
+    assert (plan["min_samples"], plan["samples"], plan["timeout_s"]) == (3, 7, 30.0)
+    # A resume cannot mix cache modes under one key.
+    again = ["compare", "--backends", "cpu", "--variants", "vendor", "--sizes", "16x14,32x28",
+             "--out", str(out), "--resume", "--no-plots", "-q"]  # fmt: skip
+    assert main(again) == 2
+    assert main([*again, "--cache", "cold"]) == 0
+
+
+@pytest.mark.parametrize(
+    "bad", [["--max-noise", "0"], ["--max-noise", "x%"], ["--timeout", "0"], ["--cache", "tepid"]]
+)
+def test_bad_sampling_options_are_refused(tmp_path, bad):
+    with pytest.raises(SystemExit) as refused:
+        main(["compare", "--backends", "cpu", "--out", str(tmp_path / "x"), *bad])
+    assert refused.value.code == 2 and not (tmp_path / "x").exists()
+
+
+def test_fewer_samples_than_the_fewest_is_refused(tmp_path, capsys):
+    code = main(["compare", "--backends", "cpu", "--out", str(tmp_path / "x"),
+                 "--min-samples", "9", "--samples", "3"])  # fmt: skip
+    assert code == 2 and "--min-samples 9 is more than --samples 3" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()

@@ -1,0 +1,181 @@
+"""The OpenCL device handle of executions: a context and its profiling queue.
+
+Kernel times come from the queue's profiling events: from the start of a batch's
+first launch to the end of its last (an in-order queue runs them back to back).
+A library call (CLBlast) may run helper kernels whose events it does not return,
+so it is timed by the host clock around a finished queue.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+from xbackend.backends.execution import Device, Queued, Timer
+from xbackend.backends.launch import Buffer, LibraryCall, Product, Step
+from xbackend.backends.operands import poison_value
+from xbackend.errors import UnsupportedParameter
+
+try:
+    import pyopencl as cl
+except ImportError:  # pragma: no cover - pyopencl is a dependency
+    cl = None  # type: ignore[assignment]
+
+# NVIDIA's OpenCL reports a 4 MiB global_mem_cache_size for GPUs with a 50 MB L2: a
+# flush is never smaller than this.
+FLUSH_FLOOR_BYTES = 256 * 2**20
+
+
+class ClDevice(Device):
+    """An OpenCL context and its profiling queue, as executions need them."""
+
+    _ACCESS: ClassVar[dict[str, str]] = {
+        "read": "READ_ONLY",
+        "write": "WRITE_ONLY",
+        "read_write": "READ_WRITE",
+    }
+
+    def __init__(self, context: Any, queue: Any, cache_bytes: int = 0):
+        self._context, self._queue = context, queue
+        self._flush_bytes = max(4 * cache_bytes, FLUSH_FLOOR_BYTES)
+        self._flusher: Any = None  # made on first use
+        self._maps: dict[int, Any] = {}  # id(array) -> (buffer, its mapping)
+        self._clblast: Any = None  # made on first use of the vendor variant
+        # Which step last set each kernel's arguments: a kernel bound by two steps (or
+        # two executions) gets its own arguments again before each launch.
+        self._arguments_of: dict[int, object] = {}
+
+    def allocate(self, nbytes: int, access: str) -> Any:
+        return cl.Buffer(self._context, getattr(cl.mem_flags, self._ACCESS[access]), nbytes)
+
+    def free(self, buffer: Any) -> None:
+        buffer.release()
+
+    def upload(self, copies: Sequence[tuple[Any, np.ndarray[Any, Any]]]) -> None:
+        for number, (buffer, array) in enumerate(copies, 1):
+            last = number == len(copies)  # the in-order queue: waiting for the last waits all
+            cl.enqueue_copy(self._queue, buffer, array, is_blocking=last)
+
+    def download(self, target: np.ndarray[Any, Any], buffer: Any) -> None:
+        cl.enqueue_copy(self._queue, target, buffer, is_blocking=True)
+
+    def fill(self, targets: Sequence[tuple[Any, int]], dtype: np.dtype[Any]) -> None:
+        pattern = np.array(poison_value(dtype), dtype=dtype)
+        for buffer, nbytes in targets:
+            cl.enqueue_fill_buffer(self._queue, buffer, pattern, 0, nbytes).wait()
+
+    def bind(
+        self, step: Step, kernel: Any, buffers: Mapping[str, Any], dtype: np.dtype[Any]
+    ) -> Queued:
+        args = {
+            name: buffers[value.name] if isinstance(value, Buffer) else value
+            for name, value in step.args.items()
+        }
+        if isinstance(step, LibraryCall):
+            if self._clblast is None:
+                from xbackend.backends.clblast import Clblast
+
+                self._clblast = Clblast()
+            return lambda: self._gemm(args, dtype)
+        values = [_cl_arg(value) for value in args.values()]
+        sizes = step.global_size, step.local_size
+        return lambda: self._launch(kernel, values, *sizes)
+
+    def _gemm(self, args: Mapping[str, Any], dtype: np.dtype[Any]) -> None:
+        self._clblast.gemm(
+            self._queue, args["A"], args["B"], args["C"], args["M"], args["N"], args["K"],
+            args["lda"], args["ldb"], args["ldc"], dtype,
+        )  # fmt: skip
+
+    def _launch(
+        self, kernel: Any, values: list[Any], size: tuple[int, ...], local: tuple[int, ...]
+    ) -> Any:
+        if self._arguments_of.get(id(kernel)) is not values:
+            kernel.set_args(*values)
+            self._arguments_of[id(kernel)] = values
+        try:
+            return cl.enqueue_nd_range_kernel(self._queue, kernel, size, local)
+        except cl.LogicError as error:
+            if error.code == cl.status_code.INVALID_WORK_GROUP_SIZE:
+                groups = "×".join(map(str, local[:2]))
+                raise UnsupportedParameter(
+                    f"the device refused work-groups of {groups} for this kernel: {error}"
+                ) from error
+            raise
+
+    def timer(self, product: Product) -> Timer:
+        return _HostTimer(self._queue) if product.calls_library else _EventTimer()
+
+    def flush_cache(self) -> None:
+        if self._flusher is None:
+            self._flusher = cl.Buffer(self._context, cl.mem_flags.READ_WRITE, self._flush_bytes)
+        ones = np.ones(1, np.float32)
+        cl.enqueue_fill_buffer(self._queue, self._flusher, ones, 0, self._flush_bytes).wait()
+
+    def pinned(self, shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
+        """Host memory the driver allocates (CL_MEM_ALLOC_HOST_PTR), mapped: page-locked
+        on the GPU drivers, the way OpenCL spells pinned memory."""
+        nbytes = max(int(np.prod(shape)) * np.dtype(dtype).itemsize, 1)
+        flags = cl.mem_flags.READ_WRITE | cl.mem_flags.ALLOC_HOST_PTR
+        buffer = cl.Buffer(self._context, flags, nbytes)
+        access: Any = cl.map_flags.READ | cl.map_flags.WRITE
+        array, _ = cl.enqueue_map_buffer(
+            self._queue, buffer, access, 0, shape, dtype, is_blocking=True
+        )
+        self._maps[id(array)] = buffer
+        return array  # type: ignore[no-any-return]
+
+    def unpin(self, array: np.ndarray[Any, Any]) -> None:
+        buffer = self._maps.pop(id(array), None)
+        mapping: Any = array.base  # PyOpenCL's MemoryMap
+        mapping.release(self._queue)  # the mapping, then the buffer
+        self._queue.finish()
+        if buffer is not None:
+            buffer.release()
+
+    def release(self) -> None:
+        """Give back the flush buffer."""
+        if self._flusher is not None:
+            self._flusher.release()
+            self._flusher = None
+
+
+class _EventTimer:
+    """Profiling events: from the first launch's start to the last one's end."""
+
+    clock = "opencl-profiling"
+    gave_up = False
+
+    def __call__(self, steps: Sequence[Queued], launches: int = 1) -> float:
+        events = [queue() for _ in range(launches) for queue in steps]
+        events[-1].wait()
+        # An in-order queue: each launch starts after the one before ends.
+        return float(events[-1].profile.end - events[0].profile.start) * 1e-9
+
+
+class _HostTimer:
+    """A library may run helper kernels and its event covers only the last one
+    (CLBlast), so the whole call is timed by the host clock around a finished queue."""
+
+    clock = "host"
+    gave_up = False
+
+    def __init__(self, queue: Any):
+        self._queue = queue
+
+    def __call__(self, steps: Sequence[Queued], launches: int = 1) -> float:
+        self._queue.finish()
+        start = time.perf_counter()
+        for _ in range(launches):
+            for queue in steps:
+                queue()
+        self._queue.finish()
+        return time.perf_counter() - start
+
+
+def _cl_arg(value: Any) -> Any:
+    """A kernel argument as PyOpenCL takes it: buffers as they are, sizes as int32."""
+    return np.int32(value) if isinstance(value, int) else value

@@ -1,0 +1,158 @@
+"""The measurement loop every backend shares: the checked first run, the warm-up, then
+timed samples until ``timing.stop_reason`` says enough.
+
+Each sample poisons the output, uploads the inputs, prepares the cache as the
+mode asks (``--cache``: flushed for ``cold``, one untimed run for ``hot``), runs
+the kernel (a batch of back-to-back launches where one launch is shorter than
+``Sampling.short_kernel_s``) and downloads the output. The kernel time is the
+device clock's, divided by the launches; the end-to-end time is the host clock's
+over the upload, one launch and the download, without the cache preparation.
+A sample is marked, and left out of the statistics and the stopping rule, when
+the device throttled during it or the CUDA hold gave up (the time may then
+include the host's launching).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any, Protocol
+
+import numpy as np
+
+from xbackend.backends.monitor import SampleState
+from xbackend.timing import Sampling, relative_noise, stop_reason
+
+Array = np.ndarray[Any, Any]
+
+
+class Runs(Protocol):
+    """What the loop needs of an ``interface.Execution``."""
+
+    def upload(self) -> None: ...
+    def poison(self) -> None: ...
+    def run(self) -> float: ...
+    def run_batch(self, launches: int) -> float: ...
+    def download(self) -> Array: ...
+    def flush_cache(self) -> None: ...
+    @property
+    def run_mark(self) -> str: ...
+
+
+class Monitor(Protocol):
+    """What watches the device while a point is sampled (``monitor.DeviceMonitor``)."""
+
+    def header(self) -> dict[str, Any]: ...
+    def start(self) -> None: ...
+    def sample(self) -> SampleState: ...
+    def finish(self) -> dict[str, Any] | None: ...
+
+
+class _Unwatched:
+    """No monitor: every sample is taken as it came."""
+
+    def header(self) -> dict[str, Any]:
+        return {}
+
+    def start(self) -> None:
+        pass
+
+    def sample(self) -> SampleState:
+        return SampleState(False, ())
+
+    def finish(self) -> dict[str, Any] | None:
+        return None
+
+
+NO_MONITOR: Monitor = _Unwatched()
+
+
+@dataclasses.dataclass
+class Sampled:
+    """The loop's outcome: the checked outputs, the samples, and how they were taken."""
+
+    result: Array
+    last_result: Array
+    kernel_s: list[float] = dataclasses.field(default_factory=list)
+    end_to_end_s: list[float] = dataclasses.field(default_factory=list)
+    marks: list[str] = dataclasses.field(default_factory=list)
+    launches: int = 1
+    stop: str = ""
+    state: dict[str, Any] | None = None
+
+    def kept(self) -> tuple[list[float], list[float]]:
+        keep = [not mark for mark in self.marks]
+        return (
+            [s for s, k in zip(self.kernel_s, keep, strict=True) if k],
+            [s for s, k in zip(self.end_to_end_s, keep, strict=True) if k],
+        )
+
+
+def sample(execution: Runs, sampling: Sampling, monitor: Monitor = NO_MONITOR) -> Sampled:
+    """The first result, then ``sampling.warmup`` untimed runs, then timed samples."""
+    execution.poison()
+    execution.upload()
+    shortest = execution.run()
+    result = execution.download()
+    for _ in range(sampling.warmup):
+        execution.upload()
+        shortest = min(shortest, execution.run())
+        execution.download()
+    sampled = Sampled(result, result, launches=sampling.launches_for(shortest))
+    if sampling.max_samples <= 0:
+        return sampled
+    monitor.start()
+    try:
+        _take_samples(execution, sampling, monitor, sampled)
+    finally:
+        sampled.state = monitor.finish()
+    return sampled
+
+
+def _take_samples(execution: Runs, sampling: Sampling, monitor: Monitor, into: Sampled) -> None:
+    began = time.perf_counter()
+    noise: list[float] = []
+    while True:
+        kernel_s, end_to_end_s = _one_sample(execution, sampling, into)
+        mark = execution.run_mark
+        if monitor.sample().throttled:
+            mark = mark or "throttled"
+        into.kernel_s.append(kernel_s)
+        into.end_to_end_s.append(end_to_end_s)
+        into.marks.append(mark)
+        kept_kernel, kept_end_to_end = into.kept()
+        if not mark:
+            noise.append(relative_noise(kept_kernel))
+        elapsed = time.perf_counter() - began
+        if len(into.kernel_s) >= sampling.max_samples:
+            into.stop = "max-samples"
+        elif elapsed >= sampling.timeout_s:
+            into.stop = "timeout"
+        else:
+            into.stop = stop_reason(sampling, kept_kernel, kept_end_to_end, elapsed, noise) or ""
+        if into.stop:
+            return
+
+
+def _one_sample(execution: Runs, sampling: Sampling, into: Sampled) -> tuple[float, float]:
+    """(kernel seconds per launch, end-to-end seconds) of one sample; the output is
+    downloaded into ``into.last_result``."""
+    execution.poison()
+    start = time.perf_counter()
+    execution.upload()
+    uploaded = time.perf_counter()
+    if sampling.cache == "cold":
+        execution.flush_cache()
+    elif sampling.cache == "hot":
+        execution.run()  # the timed run finds what this one left in the cache
+        execution.poison()
+    launched = time.perf_counter()
+    if into.launches == 1:
+        kernel_s = execution.run()
+    else:
+        kernel_s = execution.run_batch(into.launches) / into.launches
+    into.last_result = execution.download()
+    done = time.perf_counter()
+    # The other launches of a batch are not part of one product's end-to-end time.
+    end_to_end_s = (uploaded - start) + (done - launched) - (into.launches - 1) * kernel_s
+    return kernel_s, max(end_to_end_s, kernel_s)
