@@ -3,6 +3,7 @@ legends off the data, the output's size on the x axis, bars for a single size.""
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 
 import pytest
@@ -128,3 +129,27 @@ def test_one_size_is_drawn_as_bars_with_a_legend_that_fits():
 @pytest.mark.parametrize("count", [1, 3])
 def test_a_figure_has_no_tight_layout_warning(count):
     drawn(run(("naive", "tiled"), sizes=(16, 32), labels=("cpu", "opencl", "cuda")[:count]))
+
+
+def test_points_above_the_devices_peak_are_left_out_of_the_figures():
+    points = run(("naive", "tiled"), labels=("opencl",))
+    flagged = [
+        dataclasses.replace(p, flags=["above-peak-compute"]) if p.variant == "tiled" else p
+        for p in points
+    ]
+    figure = drawn(flagged)["runtime_all"]
+    assert set(kernel_colours(figure)) == {"naive"}
+    with pytest.raises(ValueError, match="2 timed above the device's peak"):
+        plots.figures([dataclasses.replace(p, flags=["above-peak-bandwidth"]) for p in points[:2]])
+
+
+def test_a_cache_mode_other_than_warm_is_named_in_the_title():
+    points = run(("naive", "tiled"), labels=("opencl",))
+    warm = drawn(points)["runtime_all"].get_suptitle()
+    assert "cache" not in warm
+    cold = [dataclasses.replace(p, cache="cold") for p in points]
+    assert "cache: cold" in drawn(cold)["runtime_all"].get_suptitle()
+    mixed = [dataclasses.replace(p, cache="hot") for p in points[:3]] + points[3:]
+    assert "cache modes: hot, warm" in drawn(mixed)["gflops"].get_suptitle()
+    one_size = [dataclasses.replace(p, cache="cold") for p in run(sizes=(64,))]
+    assert "cache: cold" in drawn(one_size)["runtime_by_backend"].get_suptitle()

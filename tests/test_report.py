@@ -444,3 +444,31 @@ def test_experiments_do_not_replace_each_others_points(tmp_path):
     markdown = (tmp_path / "out" / "report.md").read_text()
     lab = markdown.split("## Lab")[1].split("## ")[0]
     assert "| 1024 | 2.00× |" in lab, lab
+
+
+def test_noise_flags_and_untrusted_times_in_the_tables_and_not_in_figures_or_speedups(tmp_path):
+    """A newer run: each point with its noise; one tiled time above the device's peak."""
+    lines: list[dict[str, Any]] = [_run("new", ASSIGNMENT[:2], {"cpu": "Test CPU"})]
+    for shape in ASSIGNMENT[:2]:
+        for variant, tile in (("naive", None), ("tiled", 64)):
+            point = _point("new", "cpu", "Test CPU", variant, tile, shape)
+            point["kernel_s"]["noise"] = 0.034 if variant == "naive" else 0.004
+            point["flags"] = ["noisy"] if variant == "naive" else []
+            point["cache"] = "cold"
+            if (variant, shape) == ("tiled", ASSIGNMENT[1]):
+                point["flags"] = ["above-peak-compute"]
+            lines.append(point)
+    out = tmp_path / "out"
+    write_report([_write(tmp_path / "new", lines)], out)
+    markdown = (out / "report.md").read_text(encoding="utf-8")
+    table = _table(_section(markdown, "Assignment"), "size", "backend")
+    assert table[0][8] == "noise"
+    noise = {(row[0], row[3]): row[8] for row in table[1:]}
+    assert set(noise.values()) == {"3.4%\\~", "0.4%"}  # the Markdown escapes the ~
+    untrusted = [row for row in table[1:] if row[6].startswith("**UNTRUSTED**")]
+    assert len(untrusted) == 1 and untrusted[0][3] == "tiled" and untrusted[0][-1] == ""
+    trusted_tiled = [row for row in table[1:] if row[3] == "tiled" and row not in untrusted]
+    assert trusted_tiled[0][-1].endswith("×")  # its speed-up stays
+    assert "[above-peak-compute]" in _section(markdown, "Code equality")
+    figure = next((out / FIGURES_DIR / "assignment").glob("runtime_all.svg")).read_text()
+    assert "cache: cold" in figure

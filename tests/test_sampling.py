@@ -127,6 +127,11 @@ def test_a_short_kernel_is_timed_as_a_batch_and_divided():
     assert execution.log.count("batch100") == 3
 
 
+def test_batches_can_be_turned_off():
+    assert Sampling(short_kernel_s=0).launches_for(1e-7) == 1
+    assert Sampling().launches_for(1e-7) == 1000  # at most max_launches
+
+
 def test_a_long_kernel_and_a_cold_sample_are_single_launches():
     assert sample(_Scripted(1e-3), Sampling(max_samples=2)).launches == 1
     cold = sample(_Scripted(2e-6), Sampling(max_samples=2, cache="cold"))

@@ -35,6 +35,14 @@ LOWER_LAYERS = {
     "xbackend.report": ("xbackend.backends",),
     "xbackend.figures": ("xbackend.backends",),
     "xbackend.tables": ("xbackend.backends",),
+    # Comparing two runs reads records: never the devices, the command line or drawing.
+    "xbackend.diff": (
+        "xbackend.backends",
+        "xbackend.cli",
+        "xbackend.plots",
+        "xbackend.figures",
+        "xbackend.report",
+    ),
     "xbackend.operations": ("xbackend.backends", "xbackend.problems"),
 }
 _OP_COMPARISON = re.compile(

@@ -4,6 +4,7 @@ CSV, and the selection of records by the plot and report filters."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 
 import pytest
 from test_plots import point, run
@@ -73,3 +74,42 @@ def test_a_filter_that_leaves_nothing_names_the_values_present():
         select(run(("naive", "tiled")), variants="nope")
     with pytest.raises(ValueError, match=r"--dtype int8 .* present: float32$"):
         select(run(("naive",)), dtypes="int8")
+
+
+def _sampled(p, noise, flags=(), stop="noise"):
+    """``p`` as a newer run records it: with its noise, why sampling stopped, its flags."""
+    return dataclasses.replace(
+        p, kernel_s={**(p.kernel_s or {}), "noise": noise}, stop=stop, flags=list(flags)
+    )
+
+
+def test_rows_carry_the_noise_the_stop_and_the_flags():
+    naive, tiled = run(("naive", "tiled"), sizes=(16,), labels=("opencl",))
+    rows = size_rows([_sampled(naive, 0.034, ["noisy"], "stable"), tiled])
+    assert rows[0]["kernel_noise"] == pytest.approx(0.034)
+    assert rows[0]["stop"] == "stable" and rows[0]["flags"] == "noisy"
+    assert rows[1]["kernel_noise"] is None and rows[1]["stop"] == "" and rows[1]["flags"] == ""
+    table = size_table([_sampled(naive, 0.034, ["noisy"]), _sampled(tiled, 0.004)])
+    assert "noise" in table.splitlines()[1]
+    assert "3.4%!" in table and "0.4%" in table and "0.4%!" not in table
+    assert "—" in size_table([naive, tiled]).splitlines()[3]  # older files: no noise
+
+
+def test_an_untrusted_point_is_listed_with_its_flag_but_gives_no_speedup():
+    naive, tiled = run(("naive", "tiled"), sizes=(16,), labels=("opencl",))
+    impossible = _sampled(tiled, 0.01, ["above-peak-compute"])
+    rows = size_rows([naive, impossible])
+    assert rows[1]["kernel_median_s"] == pytest.approx(16e-6)
+    assert rows[1]["speedup_vs_naive"] is None
+    assert "ok (above-peak-compute)" in size_table([naive, impossible])
+    no_partner = size_rows([_sampled(naive, 0.01, ["above-peak-bandwidth"]), tiled])
+    assert no_partner[1]["speedup_vs_naive"] is None
+
+
+def test_the_csv_has_the_noise_the_stop_and_the_flags(tmp_path):
+    naive, tiled = run(("naive", "tiled"), sizes=(16,), labels=("opencl",))
+    path = write_size_csv([_sampled(naive, 0.034, ["noisy"], "stable"), tiled], tmp_path)
+    rows = list(csv.DictReader(path.open()))
+    assert float(rows[0]["kernel_noise"]) == pytest.approx(0.034)
+    assert (rows[0]["stop"], rows[0]["flags"]) == ("stable", "noisy")
+    assert (rows[1]["kernel_noise"], rows[1]["stop"], rows[1]["flags"]) == ("", "", "")

@@ -56,6 +56,7 @@ class Plan:
     noise_of: str = "kernel"
     cache: str = "warm"
     host_memory: str = "pageable"
+    short_kernel_s: float = 20e-6  # under this, a sample is a batch of launches; 0: never
     budget_s: float = 20.0  # per point; 0 turns the estimate off
 
     def sampling(self) -> Sampling:
@@ -69,6 +70,7 @@ class Plan:
             noise_of=self.noise_of,
             cache=self.cache,
             host_memory=self.host_memory,
+            short_kernel_s=self.short_kernel_s,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -108,6 +110,8 @@ class Plan:
             # A header from before the modes ran what is now called "warm".
             cache=_choice(data.get("cache"), tuple(CACHE_MODES), defaults.cache),
             host_memory=_choice(data.get("host_memory"), tuple(HOST_MEMORY), "pageable"),
+            # Older headers: every sample was one launch.
+            short_kernel_s=_real(data.get("short_kernel_s"), 0.0),
             budget_s=_real(data.get("budget_s"), defaults.budget_s),
         )
 

@@ -14,7 +14,9 @@ one colour per variant in every panel and figure, legends outside the data. Poin
 a single size (one x per line, the blog's latency runs) are drawn as bars
 (``figures/bars.py``). Each figure is written as PNG and SVG. Only verified points
 ("ok") draw the lines; a point whose result was wrong is drawn as a red cross, so a
-fast but wrong kernel cannot pass for a fast one.
+fast but wrong kernel cannot pass for a fast one. A point timed faster than its
+device's peak (not ``trusted``: its timing is wrong) is left out of every figure. A
+figure of points timed in another cache state than warm names it under its title.
 
 Results files may come from anywhere: their strings reach a figure only through
 :func:`literal` (a ``$`` is a dollar sign, not mathtext), file names are fixed here,
@@ -50,7 +52,9 @@ from xbackend.figures.style import (
     outside_legend,
     series_name,
     short,
+    suptitle,
     variant_sort,
+    with_cache_note,
 )
 from xbackend.operations import OPS, operation
 from xbackend.results import LineKey, PointRecord
@@ -85,7 +89,7 @@ def x_of(point: PointRecord) -> int:
 def _lines(points: Iterable[PointRecord]) -> Lines:
     lines: Lines = defaultdict(list)
     for point in points:
-        if point.measured:
+        if point.trusted:  # measured, and not faster than the device can be
             lines[_line_of(point)].append(point)
     for line in lines.values():
         line.sort(key=lambda p: (x_of(p), p.K))
@@ -249,7 +253,8 @@ def _grid(lines: Lines, style: Panels, palette: Palette) -> Figure:
             title.append(_group_title(group))  # type: ignore[arg-type]
         axes.set_title("\n".join(short(part) for part in title), fontsize=9)
         _finish(axes, style.ylabel, [line.key.op for line in panel_lines])
-    figure.suptitle(style.title, fontsize=10)
+    modes = (point.cache for points in lines.values() for point in points)
+    suptitle(figure, with_cache_note(style.title, modes))
     outside_legend(figure, _handles(lines, style, palette), height)
     return figure
 
@@ -331,7 +336,9 @@ def figures(points: list[PointRecord]) -> list[tuple[str, Figure]]:
     """Every figure for ``points``, with the file name (without suffix) it is saved as."""
     lines = _lines(points)
     if not lines:
-        raise ValueError("no measured points to draw")
+        untrusted = sum(p.measured and not p.trusted for p in points)
+        why = f" ({untrusted} timed above the device's peak, left out)" if untrusted else ""
+        raise ValueError(f"no measured points to draw{why}")
     palette = Palette((line.key.label, line.key.variant, line.key.tile) for line in lines)
     if all(len({x_of(p) for p in line}) == 1 for line in lines.values()):
         return bars.figures(lines, palette)

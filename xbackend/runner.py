@@ -259,7 +259,9 @@ def _config_plan(
 # The cache mode and the host memory change what a time means: points measured one
 # way cannot be mixed with points measured another under the same key.
 _SAME_INPUTS = ("seed", "cache", "host_memory")
-_THOROUGHNESS = ("warmup", "samples", "min_samples", "max_noise", "min_time_s", "timeout_s")
+_THOROUGHNESS = (
+    "warmup", "samples", "min_samples", "max_noise", "min_time_s", "timeout_s", "short_kernel_s",
+)  # fmt: skip
 
 
 def resume_notes(plan: Plan, runs: list[RunHeader]) -> list[str]:

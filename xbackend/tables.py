@@ -7,8 +7,14 @@
 * :func:`select`: the records a ``--backends``/``--variants``/``--tile``/``--op``/
   ``--dtype`` filter keeps, or a one-line error naming the values present.
 
+Each row carries the kernel time's relative noise (standard deviation over mean; absent
+in older files), why sampling stopped, and the point's flags (``results.records.FLAGS``):
+the terminal table marks a noisy point's noise with ``!``, and a point timed faster than
+its device's peak (not ``trusted``) is listed with its flag but gives no speed-up.
+
 The speed-up is the naive kernel's median time over this configuration's, on the same
-backend, device, operation, data type, batch and size, from verified ("ok") points only:
+backend, device, operation, data type, batch and size, from verified ("ok") and trusted
+points only:
 for ``tiled`` it is the speed-up of tiling; for the ladder and the vendor line, how far
 each is from the naive kernel. The naive kernel of the same tile is preferred (the same
 work-group shape), else the one that takes no tile, else the only one measured there.
@@ -22,6 +28,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from xbackend.results import PointRecord, latest
+from xbackend.results.records import IMPOSSIBLE
 from xbackend.safeio import atomic_write
 from xbackend.timing import format_seconds
 
@@ -45,6 +52,9 @@ ROW_FIELDS = (
     "kernel_q3_s",
     "end_to_end_median_s",
     "speedup_vs_naive",
+    "kernel_noise",
+    "stop",
+    "flags",
     "reason",
 )
 
@@ -75,7 +85,7 @@ def _naive_partners(
 ) -> dict[tuple[object, ...], dict[int | None, PointRecord]]:
     partners: dict[tuple[object, ...], dict[int | None, PointRecord]] = {}
     for point in points:
-        if point.variant == "naive" and point.status == "ok" and point.kernel_median_s:
+        if _comparable(point) and point.variant == "naive":
             partners.setdefault(_pair_key(point), {})[point.tile] = point
     return partners
 
@@ -93,54 +103,61 @@ def _pair_key(point: PointRecord) -> tuple[object, ...]:
     )
 
 
+def _comparable(point: PointRecord) -> bool:
+    """Whether a point's time may enter a speed-up: verified, trusted, and not zero."""
+    return point.status == "ok" and point.trusted and bool(point.kernel_median_s)
+
+
 def _speedup(point: PointRecord, naive: dict[int | None, PointRecord]) -> float | None:
-    if point.variant == "naive" or point.status != "ok" or not point.kernel_median_s:
+    median = point.kernel_median_s
+    if point.variant == "naive" or not _comparable(point) or not median:
         return None
     partner = naive.get(point.tile) or naive.get(None)
     if partner is None and len(naive) == 1:
         partner = next(iter(naive.values()))
     if partner is None or partner.kernel_median_s is None:
         return None
-    return partner.kernel_median_s / point.kernel_median_s
+    return partner.kernel_median_s / median
 
 
 def size_rows(records: Iterable[PointRecord]) -> list[Row]:
     """One row per size and configuration (line key), sizes from the smallest output.
 
     A point recorded more than once counts once, as last recorded. Times are in
-    seconds; a value that does not exist (a skipped point's time, a naive row's
-    speed-up) is None.
+    seconds, the noise a share (0.01: 1%); a value that does not exist (a skipped
+    point's time, a naive row's speed-up, the noise in an older file) is None.
     """
     points = sorted(latest(records), key=lambda p: (_size_sort(p), _config_sort(p)))
     partners = _naive_partners(points)
-    rows = []
-    for point in points:
-        kernel = point.kernel_s or {}
-        measured = point.measured
-        rows.append(
-            {
-                "M": point.M,
-                "K": point.K,
-                "N": point.N,
-                "op": point.op,
-                "batch": point.batch,
-                "backend": point.label,
-                "device": point.device,
-                "variant": point.variant,
-                "tile": point.tile,
-                "dtype": point.dtype,
-                "status": point.status,
-                "kernel_median_s": kernel.get("median") if measured else None,
-                "kernel_q1_s": kernel.get("q1") if measured else None,
-                "kernel_q3_s": kernel.get("q3") if measured else None,
-                "end_to_end_median_s": (point.end_to_end_s or {}).get("median")
-                if measured
-                else None,
-                "speedup_vs_naive": _speedup(point, partners.get(_pair_key(point), {})),
-                "reason": point.reason,
-            }
-        )
-    return rows
+    return [_row(point, partners.get(_pair_key(point), {})) for point in points]
+
+
+def _row(point: PointRecord, naive: dict[int | None, PointRecord]) -> Row:
+    kernel = (point.kernel_s or {}) if point.measured else {}
+    end_to_end = (point.end_to_end_s or {}) if point.measured else {}
+    noise = kernel.get("noise")
+    return {
+        "M": point.M,
+        "K": point.K,
+        "N": point.N,
+        "op": point.op,
+        "batch": point.batch,
+        "backend": point.label,
+        "device": point.device,
+        "variant": point.variant,
+        "tile": point.tile,
+        "dtype": point.dtype,
+        "status": point.status,
+        "kernel_median_s": kernel.get("median"),
+        "kernel_q1_s": kernel.get("q1"),
+        "kernel_q3_s": kernel.get("q3"),
+        "end_to_end_median_s": end_to_end.get("median"),
+        "speedup_vs_naive": _speedup(point, naive),
+        "kernel_noise": None if noise is None else float(noise),
+        "stop": point.stop,
+        "flags": ",".join(point.flags),
+        "reason": point.reason,
+    }
 
 
 # ---------------------------------------------------------------------------
@@ -163,21 +180,38 @@ def _speedup_text(row: Row) -> str:
     return f"{value:.3g}×" if isinstance(value, float) else ""
 
 
+def _noise_text(row: Row) -> str:
+    """The relative noise in per cent, ``!`` after it where the run flagged it noisy."""
+    value = row["kernel_noise"]
+    if not isinstance(value, float):
+        return "—"
+    mark = "!" if "noisy" in str(row["flags"]).split(",") else ""
+    return f"{value * 100:.2g}%{mark}"
+
+
+def _status_text(row: Row) -> str:
+    """The status, with the flags that make a time untrusted (above the device's peak)."""
+    flags = [flag for flag in str(row["flags"]).split(",") if flag in IMPOSSIBLE]
+    return str(row["status"]) + (f" ({', '.join(flags)})" if flags else "")
+
+
 # Columns: header, cell, and the order in which they go where the width is short
-# (the highest number first; 0: never dropped).
+# (the highest number first; 0: never dropped). The first _LEFT are left-aligned.
 _COLUMNS: tuple[tuple[str, Callable[[Row], str], int], ...] = (
     ("backend", lambda row: str(row["backend"]), 0),
-    ("device", lambda row: str(row["device"]), 5),
+    ("device", lambda row: str(row["device"]), 6),
     ("op", lambda row: str(row["op"]) + (f" ×{row['batch']}" if row["batch"] != 1 else ""), 2),
     ("variant", lambda row: str(row["variant"]), 0),
     ("tile", lambda row: "" if row["tile"] is None else str(row["tile"]), 1),
     ("dtype", lambda row: str(row["dtype"]), 2),
-    ("status", lambda row: str(row["status"]), 1),
+    ("status", _status_text, 1),
     ("kernel", lambda row: _seconds(row["kernel_median_s"]), 0),
-    ("kernel q1 – q3", _quartiles, 4),
-    ("end-to-end", lambda row: _seconds(row["end_to_end_median_s"]), 3),
+    ("noise", _noise_text, 3),
+    ("kernel q1 – q3", _quartiles, 5),
+    ("end-to-end", lambda row: _seconds(row["end_to_end_median_s"]), 4),
     ("× naive", _speedup_text, 0),
 )
+_LEFT = 7
 
 
 def _fit(cells: list[list[str]], width: int | None) -> list[int]:
@@ -208,7 +242,7 @@ def size_table(records: Iterable[PointRecord], width: int | None = None) -> str:
 
     def line(row: list[str]) -> str:
         text = "  ".join(
-            row[i].ljust(widths[i]) if i < 7 else row[i].rjust(widths[i]) for i in shown
+            row[i].ljust(widths[i]) if i < _LEFT else row[i].rjust(widths[i]) for i in shown
         )
         text = text.rstrip()
         return text if width is None or len(text) <= width else text[: max(1, width - 1)] + "…"

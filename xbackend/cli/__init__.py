@@ -6,6 +6,7 @@
   (``compare.py``, ``summary.py``);
 * ``plot`` and ``report``: figures or the report from results files, running nothing
   (``results_commands.py``);
+* ``diff``: two runs compared point by point, a verdict for each (``diff.py``);
 * ``tune``: search the tuned variants' parameters on one device and cache the best
   (``tune.py``).
 
@@ -20,7 +21,7 @@ import sys
 from collections.abc import Sequence
 
 from xbackend import __version__
-from xbackend.cli import compare, devices, results_commands, tune
+from xbackend.cli import compare, devices, diff, results_commands, tune
 from xbackend.cli.compare import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, silence_stdout
 from xbackend.cli.summary import summary_table
 from xbackend.errors import XBackendError
@@ -50,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     devices.add_parser(commands)
     compare.add_parser(commands)
     results_commands.add_parsers(commands)
+    diff.add_parser(commands)
     tune.add_parser(commands)
     return parser
 

@@ -366,8 +366,8 @@ def _summarize(args: argparse.Namespace, out: Path, console: Console, mode: Mode
     if args.table:
         print()
         print(size_table(points, width=console.width if mode == "live" else None))
-    if args.no_plots or not any(p.status == "ok" for p in points):
-        return False
+    if args.no_plots or not any(p.status == "ok" and p.trusted for p in points):
+        return False  # nothing to draw: every point failed, or beat the device's peak
     try:
         with _drawing(console, mode), warnings.catch_warnings():
             # The figures' own warnings (a layout matplotlib could not fit) are not the

@@ -1,5 +1,6 @@
 """``xbackend plot`` and ``xbackend report``: figures and the report from results files,
-running nothing."""
+running nothing. Where several runs measured the same points, each run's lines are drawn
+and tabled apart, named by their run (``results.reading.apart``)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 from xbackend import results as results_io
 from xbackend.cli.summary import summary_table
 from xbackend.results import Loaded, PointRecord
+from xbackend.results.reading import apart, load_runs
 from xbackend.safeio import output_folder
 from xbackend.tables import select
 
@@ -42,6 +44,12 @@ def _results_command(
         "--out", type=Path, default=None,
         help=f"folder for {writes} (default: the first results folder)",
     )  # fmt: skip
+    add_filters(command)
+    return command
+
+
+def add_filters(command: argparse.ArgumentParser) -> None:
+    """The options that choose points: backends, variants, tiles, operations, data types."""
     filters = command.add_argument_group(
         "filters (comma lists; a point is kept if it matches one value of each)"
     )
@@ -58,7 +66,6 @@ def _results_command(
     )
     filters.add_argument("--op", metavar="LIST", help="operations, e.g. mm,rmm")
     filters.add_argument("--dtype", metavar="LIST", help="data types, e.g. float32")
-    return command
 
 
 def selected(args: argparse.Namespace, points: list[PointRecord]) -> list[PointRecord]:
@@ -81,10 +88,10 @@ def _out_folder(args: argparse.Namespace) -> Path:
 def report(args: argparse.Namespace) -> int:
     from xbackend.report import write_report_of
 
-    loaded = results_io.load(args.results, warn=results_io.warn_on_stderr)
+    loaded, runs = load_runs(args.results, warn=results_io.warn_on_stderr)
     chosen = selected(args, loaded.points)
     loaded = Loaded(loaded.runs, chosen) if len(chosen) < len(loaded.points) else loaded
-    written = write_report_of(loaded, _out_folder(args), sources=list(args.results))
+    written = write_report_of(loaded, _out_folder(args), sources=list(args.results), run_names=runs)
     for path in written:
         if path.suffix in (".html", ".md"):
             print(f"report: {path}")
@@ -94,9 +101,9 @@ def report(args: argparse.Namespace) -> int:
 def plot(args: argparse.Namespace) -> int:
     from xbackend.plots import draw
 
-    points = results_io.latest(
-        selected(args, results_io.load(args.results, warn=results_io.warn_on_stderr).points)
-    )
+    loaded, runs = load_runs(args.results, warn=results_io.warn_on_stderr)
+    # Runs that measured the same points are drawn as lines of their own, named by run.
+    points = results_io.latest(apart(selected(args, loaded.points), runs))
     figures = draw(points, _out_folder(args))
     print(summary_table(points))
     print(f"\nfigures: {', '.join(str(f) for f in figures)}")

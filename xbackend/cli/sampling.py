@@ -67,6 +67,12 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         f"(default: {_DEFAULT.timeout_s:g})",
     )  # fmt: skip
     group.add_argument(
+        "--short-kernel", type=arguments.non_negative(float), default=_DEFAULT.short_kernel_s,
+        metavar="SECONDS",
+        help="time a kernel shorter than this as a batch of back-to-back launches, divided "
+        f"(default: {_DEFAULT.short_kernel_s:g}; 0: one launch per sample always)",
+    )  # fmt: skip
+    group.add_argument(
         "--cache", choices=tuple(CACHE_MODES), default=_DEFAULT.cache,
         help="; ".join(f"{name}: {text}" for name, text in CACHE_MODES.items())
         + f" (default: {_DEFAULT.cache})",
@@ -95,4 +101,5 @@ def plan_fields(args: argparse.Namespace) -> dict[str, Any]:
         "timeout_s": args.timeout,
         "cache": args.cache,
         "host_memory": args.host_memory,
+        "short_kernel_s": args.short_kernel,
     }

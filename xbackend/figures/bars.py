@@ -5,7 +5,9 @@ axes and tells them apart by hatching.
 Lines through one x each would stack every series at one place; bars keep them apart.
 The time axis is logarithmic only where the values span more than 30×, so close
 latencies stay comparable by eye. A wrong result is a hatched bar with a red cross; a
-skipped or failed point says so where its bar would be.
+skipped or failed point says so where its bar would be. Only trusted points reach here
+(``plots`` leaves out those timed above the device's peak); the title names the cache
+mode where it is not warm.
 """
 
 from __future__ import annotations
@@ -27,7 +29,9 @@ from xbackend.figures.style import (
     outside_legend,
     series_name,
     short,
+    suptitle,
     variant_sort,
+    with_cache_note,
 )
 from xbackend.operations import OPS, operation
 from xbackend.results import PointRecord
@@ -141,7 +145,7 @@ def _figure(
             markeredgewidth=2,
             label="wrong result",
         )
-    figure.suptitle(title, fontsize=10)
+    suptitle(figure, with_cache_note(title, (p.cache for p in points if p.measured)))
     outside_legend(figure, list(handles.values()), height)
     return figure
 

@@ -9,7 +9,8 @@
   (a reference, not a kernel of ours).
 
 Legends go outside the axes (:func:`outside_legend`); strings from results files reach
-a figure only through :func:`literal`.
+a figure only through :func:`literal`. A figure of points timed in another cache state
+than the usual warm one says so under its title (:func:`cache_note`).
 """
 
 from __future__ import annotations
@@ -169,6 +170,29 @@ def output_label(ops: Iterable[str]) -> str:
     if reduced == {False}:
         return "output elements M·N"
     return "output elements (M·N; (M/2)·(N/2) for rmm)"
+
+
+def cache_note(modes: Iterable[str]) -> str:
+    """What a title says of the cache states of the points drawn (each point's ``cache``;
+    "" is "warm", as in files from before the modes): nothing where all were warm."""
+    found = sorted({mode or "warm" for mode in modes})
+    if not found or found == ["warm"]:
+        return ""
+    if len(found) == 1:
+        return f"cache: {found[0]}"
+    return f"cache modes: {', '.join(found)}"
+
+
+def with_cache_note(title: str, modes: Iterable[str]) -> str:
+    """``title``, with :func:`cache_note` as its second line where there is one."""
+    note = cache_note(modes)
+    return f"{title}\n{literal(note)}" if note else title
+
+
+def suptitle(figure: Figure, text: str) -> None:
+    """The figure's title, left-aligned over its panels: a title centred on the whole
+    figure would run into a wide legend right of the panels."""
+    figure.suptitle(text, x=0.01, ha="left", fontsize=10)
 
 
 def meaning_handles(end_to_end: bool) -> list[Artist]:

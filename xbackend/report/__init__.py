@@ -35,6 +35,7 @@ from xbackend.report.figures import FigureFolder
 from xbackend.report.points import EXPERIMENTS, experiment_of, group
 from xbackend.report.sections import SECTIONS, SpeedUp, speedups
 from xbackend.results import Loaded, PointRecord, latest, load, warn_on_stderr
+from xbackend.results.reading import RunNames, apart, load_runs
 from xbackend.safeio import atomic_write, output_folder, refuse_link
 
 __all__ = [
@@ -64,23 +65,31 @@ def write_report(paths: Sequence[Path], out: Path) -> list[Path]:
     Raises :class:`~xbackend.safeio.UnsafePath` (a ValueError) where ``out`` cannot be
     a folder, or a symbolic link stands where a file or folder of the report goes.
     """
-    return write_report_of(load(paths, warn=warn_on_stderr), out, sources=paths)
+    loaded, run_names = load_runs(paths, warn=warn_on_stderr, reader=load)
+    return write_report_of(loaded, out, sources=paths, run_names=run_names)
 
 
 def write_report_of(
-    loaded: Loaded, out: Path, *, sources: Sequence[Path], drawn: Drawn | None = None
+    loaded: Loaded,
+    out: Path,
+    *,
+    sources: Sequence[Path],
+    drawn: Drawn | None = None,
+    run_names: RunNames | None = None,
 ) -> list[Path]:
     """The report of results already read (from ``sources``), written into ``out``.
 
-    A point measured more than once in one experiment counts once, as last
-    recorded. ``drawn``: generic figures the command drew already; where a part of
+    A point measured more than once in one run counts once, as last recorded; where
+    several runs measured the same point of an experiment, each run's lines are shown
+    apart, named by their run (``run_names``, from ``results.reading.load_runs``; None:
+    the run ids). ``drawn``: generic figures the command drew already; where a part of
     the report shows the same points, it shows those files instead of drawing again.
     """
     runs = loaded.runs
-    # De-duplicate within each experiment only: the lab and the blog may both have
-    # measured 1024³, and neither may take the other's point.
+    # Runs are told apart within each experiment only: the lab and the blog may both
+    # have measured 1024³, and neither may take the other's point nor rename it.
     by_experiment = group(loaded.points, lambda p: experiment_of(p, runs))
-    points = [point for part in by_experiment.values() for point in latest(part)]
+    points = [point for part in by_experiment.values() for point in latest(apart(part, run_names))]
     output_folder(out)
     html_path = out / HTML_NAME
     markdown_path = out / MARKDOWN_NAME

@@ -15,13 +15,15 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-_FLAG_WORDS = {"wrong": "WRONG", "error": "ERROR"}
-_LOG_WORDS = {"": "ok", "wrong": "WRONG", "error": "ERROR", "skipped": "skipped"}
+_FLAG_WORDS = {"wrong": "WRONG", "error": "ERROR", "untrusted": "UNTRUSTED"}
+_LOG_WORDS = {"": "ok", "wrong": "WRONG", "error": "ERROR", "skipped": "skipped",
+              "untrusted": "UNTRUSTED"}  # fmt: skip
 
 
 @dataclasses.dataclass
 class Cell:
-    """Text from the results; ``flag`` ("wrong", "error", "skipped") marks it for the eye."""
+    """Text from the results; ``flag`` ("wrong", "error", "skipped", "untrusted": timed
+    faster than the device's peak) marks it for the eye."""
 
     text: str
     flag: str = ""
@@ -90,6 +92,7 @@ figure img { max-width: 100%; }
 figcaption { font-size: .85em; color: #555; }
 pre { font-size: .8em; background: #f8f8f8; padding: .6em; overflow-x: auto; }
 .wrong, .error { color: #b00; font-weight: bold; }
+.untrusted { color: #a60; font-weight: bold; }
 .skipped { color: #888; }
 """
 

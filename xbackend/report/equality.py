@@ -23,11 +23,16 @@ def log_line(point: PointRecord) -> Cell:
         parts.append(f"({point.bound_ratio:.3g} of the tolerance)")
     if point.kernel_median_s is not None:
         parts.append(f"kernel {format_seconds(point.kernel_median_s)}")
+    if point.flags:
+        parts.append(f"[{', '.join(point.flags)}]")
     if point.status not in MEASURED and point.reason:
         first, *_ = point.reason.strip().splitlines() or [""]
         parts.append(f"— {first}")
+    flag = _FLAGS.get(point.status, "") or (
+        "untrusted" if point.measured and not point.trusted else ""
+    )
     # One line, so that no string can forge a line of the log ("ok ..." under a wrong result).
-    return Cell(one_line(" ".join(parts)), _FLAGS.get(point.status, ""))
+    return Cell(one_line(" ".join(parts)), flag)
 
 
 def _counts(name: str, points: list[PointRecord]) -> list[Cell]:

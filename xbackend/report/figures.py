@@ -162,7 +162,7 @@ def generic_figures(points: list[PointRecord], folder: FigureFolder) -> Section:
     )
     for op, dtype, batch in order:
         part = groups[(op, dtype, batch)]
-        if not any(point.measured for point in part):
+        if not any(point.trusted for point in part):
             continue
         sub = folder / subfolders[(op, dtype, batch)] if len(groups) > 1 else folder
         what = f"{op}, {dtype}" + (f", batch {batch}" if batch != 1 else "")
@@ -170,7 +170,12 @@ def generic_figures(points: list[PointRecord], folder: FigureFolder) -> Section:
             caption = _GENERIC_CAPTIONS.get(name, name.replace("_", " "))
             blocks.append(Image(png, data, f"{caption.rstrip('.')} ({what})."))
     if not blocks:
-        blocks.append(Paragraph("No measured points to draw: every point was skipped or failed."))
+        blocks.append(
+            Paragraph(
+                "No measured points to draw: every point was skipped, failed, or timed "
+                "faster than its device's peak."
+            )
+        )
     return blocks, written
 
 

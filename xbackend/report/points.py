@@ -135,9 +135,15 @@ def size_text(point: PointRecord) -> str:
 
 
 def time_cell(point: PointRecord | None) -> Cell:
-    """A point's median kernel time in ms, flagged unless it is a verified time."""
+    """A point's median kernel time in ms, flagged unless it is a verified time (a time
+    above the device's peak is flagged untrusted, with a ``~`` where the run found it
+    noisy)."""
     if point is None:
         return Cell("—")
+    if point.measured and not point.trusted:
+        return Cell(three_digits(median(point) * 1e3), "untrusted")
+    if point.status == "ok" and "noisy" in point.flags:
+        return Cell(f"{three_digits(median(point) * 1e3)}~")
     if point.status == "ok":
         return Cell(three_digits(median(point) * 1e3) if point.measured else "—")
     if point.status == "mismatch":

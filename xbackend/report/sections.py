@@ -5,6 +5,9 @@
 * chapter: the reduced product (rmm), a table of kernel times per size and configuration;
 * blog: latency at one size per data type, for mm and bmm, as tables and grouped bars;
 * other: whatever fits none of them, drawn as ``compare`` draws it.
+
+Points timed faster than their device's peak (not ``trusted``) are in the tables, flagged,
+but in no figure and no speed-up; a figure names the cache mode where it is not warm.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from xbackend.figures.style import Palette, outside_legend
+from xbackend.figures.style import Palette, outside_legend, with_cache_note
 from xbackend.plots import literal
 from xbackend.report.document import Block, Cell, Heading, Paragraph, Table
 from xbackend.report.figures import (
@@ -89,9 +92,9 @@ def speedups(points: list[PointRecord]) -> list[SpeedUp]:
     ]
     same = group(products, lambda p: (p.label, p.device, p.dtype, p.M, p.K, p.N))
     for (label, device, dtype, M, K, N), part in same.items():
-        naive = {p.tile: p for p in part if p.variant == "naive" and p.measured}
+        naive = {p.tile: p for p in part if p.variant == "naive" and p.trusted}
         for tiled in part:
-            if tiled.variant != "tiled" or not tiled.measured:
+            if tiled.variant != "tiled" or not tiled.trusted:
                 continue
             partner = naive.get(tiled.tile) or naive.get(None)
             if partner is None and len(naive) == 1:
@@ -141,7 +144,7 @@ def _lab(points: list[PointRecord], folder: FigureFolder) -> Section:
         return blocks, written
     names = _speedup_names(s.key for s in found)
     image, paths = save(
-        _speedup_figure(found, names),
+        _speedup_figure(found, names, (p.cache for p in points if p.trusted)),
         folder,
         "speedup",
         "Speed-up of the tiled kernel over the naive one (above 1: tiling wins).",
@@ -158,7 +161,9 @@ def _lab(points: list[PointRecord], folder: FigureFolder) -> Section:
     return blocks, written
 
 
-def _speedup_figure(found: list[SpeedUp], names: dict[SpeedUpKey, str]) -> Figure:
+def _speedup_figure(
+    found: list[SpeedUp], names: dict[SpeedUpKey, str], modes: Iterable[str]
+) -> Figure:
     figure = Figure(figsize=(8, 5), layout="constrained")
     axes = figure.add_subplot(1, 1, 1)
     palette = Palette((key[0], "tiled", key[2]) for key in names)
@@ -173,7 +178,8 @@ def _speedup_figure(found: list[SpeedUp], names: dict[SpeedUpKey, str]) -> Figur
     size_axis(axes, [s.N for s in found])
     axes.set_xlabel("N")
     axes.set_ylabel("speed-up (naive time / tiled time)")
-    axes.set_title("Speed-up of tiling, from median kernel times", fontsize=10)
+    title = with_cache_note("Speed-up of tiling, from median kernel times", modes)
+    axes.set_title(title, fontsize=10)
     axes.grid(True, alpha=0.3)
     legend(figure, axes)
     return figure
@@ -230,7 +236,7 @@ def _chapter(points: list[PointRecord], folder: FigureFolder) -> Section:
             blocks.append(Heading(dtype, 3))
         keys, table = _time_table(part, lambda p: p.N, str, "N", lambda p: p.line_key)
         blocks.append(table)
-        if not any(p.measured for p in part):
+        if not any(p.trusted for p in part):
             continue
         caption = f"rmm: median kernel time against N ({dtype})."
         figure = _chapter_figure(part, keys, dtype)
@@ -241,7 +247,7 @@ def _chapter(points: list[PointRecord], folder: FigureFolder) -> Section:
 
 
 def _chapter_figure(points: list[PointRecord], keys: list[LineKey], dtype: str) -> Figure:
-    measured = [p for p in points if p.measured]
+    measured = [p for p in points if p.trusted]
     names = line_names(keys)
     figure = Figure(figsize=(8, 5), layout="constrained")
     axes = figure.add_subplot(1, 1, 1)
@@ -261,7 +267,8 @@ def _chapter_figure(points: list[PointRecord], keys: list[LineKey], dtype: str) 
     axes.set_yscale("log")
     axes.set_xlabel("N (inputs N×N, output (N/2)×(N/2))")
     axes.set_ylabel("median kernel time (ms)")
-    axes.set_title(literal(f"Reduced matrix multiplication, {dtype}"), fontsize=10)
+    title = literal(f"Reduced matrix multiplication, {dtype}")
+    axes.set_title(with_cache_note(title, (p.cache for p in measured)), fontsize=10)
     axes.grid(True, which="major", alpha=0.4)
     axes.grid(True, which="minor", alpha=0.1)
     legend(figure, axes)
@@ -283,7 +290,7 @@ def _bars(points: list[PointRecord], keys: list[LineKey], title: str) -> Figure:
     names = line_names(keys)
     dtypes = sorted({p.dtype for p in points}, key=dtype_sort)
     cells = {(p.dtype, _column(p)): p for p in points}
-    times_ms = [median(p) * 1e3 for p in points if p.measured]
+    times_ms = [median(p) * 1e3 for p in points if p.trusted]
     width = 0.8 / max(1, len(keys))
     figure_width = max(6.0, 1.2 + 0.35 * len(keys) * len(dtypes))
     figure = Figure(figsize=(figure_width + 2.6, 4.8), layout="constrained")
@@ -300,7 +307,8 @@ def _bars(points: list[PointRecord], keys: list[LineKey], title: str) -> Figure:
     axes.margins(y=0.15)
     axes.set_xticks(range(len(dtypes)), [literal(dtype) for dtype in dtypes])
     axes.set_ylabel("median kernel time (ms)")
-    axes.set_title(literal(title), fontsize=10)
+    modes = (p.cache for p in points if p.trusted)
+    axes.set_title(with_cache_note(literal(title), modes), fontsize=10)
     axes.grid(True, axis="y", which="major", alpha=0.4)
     # Drawn by hand: a hatched (wrong) bar must not stand for its line in the legend.
     handles: list[Artist] = [
@@ -322,12 +330,13 @@ def _bar_look(palette: Palette, key: LineKey) -> dict[str, Any]:
 
 
 def _bar(axes: Any, point: PointRecord, x: float, width: float, look: dict[str, Any]) -> None:
-    """One bar of :func:`_bars`, or what stands where it would be."""
-    if not point.measured:
+    """One bar of :func:`_bars`, or what stands where it would be (a point timed above
+    its device's peak is no time: it says "untrusted")."""
+    if not point.trusted:
         axes.text(
             x,
             0.02,
-            literal(point.status),
+            literal(point.status if not point.measured else "untrusted"),
             rotation=90,
             fontsize=7,
             ha="center",
@@ -371,7 +380,7 @@ def _blog(points: list[PointRecord], folder: FigureFolder) -> Section:
             part, lambda p: dtype_sort(p.dtype), lambda r: str(r[1]), "dtype", _column
         )
         blocks.append(table)
-        if not any(p.measured for p in part):
+        if not any(p.trusted for p in part):
             continue
         figure = _bars(part, keys, f"{op} {size}: latency per data type")
         caption = f"{op} at {size}: median kernel time per data type."

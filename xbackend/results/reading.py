@@ -3,17 +3,23 @@
 A file that is damaged, or made to look like results, gives one message naming
 the file, the line and the field (:func:`load`); a last line that a crash cut
 short is dropped.
+
+Results of several runs are kept apart where they overlap: :func:`load_runs` says which
+run each point belongs to (its file: a resumed run is one run), and :func:`apart` names
+the runs in the labels of the backends that more than one run measured at the same
+point, so that figures and tables draw each run's line instead of keeping one silently.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from xbackend.results.records import PointRecord, RecordError, RunHeader
+from xbackend.results.records import PointKey, PointRecord, RecordError, RunHeader
 
 JSONL_NAME = "results.jsonl"
 CSV_NAME = "results.csv"
@@ -125,8 +131,111 @@ def load(paths: Iterable[Path | str], *, warn: Callable[[str], None] | None = No
 
 
 def latest(points: Iterable[PointRecord]) -> list[PointRecord]:
-    """One point per key, the last recorded (a resumed or repeated run wins)."""
+    """One point per key, the last recorded (a resumed or repeated run wins).
+
+    Points of several runs go through :func:`apart` first, so that no run's point
+    silently takes the place of another's.
+    """
     return list({point.key: point for point in points}.values())
+
+
+# -- runs kept apart ---------------------------------------------------------------------------
+
+RunNames = Mapping[int, str]  # id(point) -> the name of the run it belongs to
+
+
+def _source_name(path: Path) -> str:
+    """How a run is named after its file: the folder of a results.jsonl, else the file."""
+    return path.parent.name if path.name == JSONL_NAME and path.parent.name else path.name
+
+
+def _ids_overlap(points: list[PointRecord]) -> bool:
+    """Whether two run ids of one file measured the same point (files joined by hand):
+    a resume measures only what its file lacks, so its run ids never do."""
+    first: dict[PointKey, str] = {}
+    for point in points:
+        if point.measured and first.setdefault(point.key, point.run_id) != point.run_id:
+            return True
+    return False
+
+
+def load_runs(
+    paths: Iterable[Path | str],
+    *,
+    warn: Callable[[str], None] | None = None,
+    reader: Callable[..., Loaded] | None = None,
+) -> tuple[Loaded, dict[int, str]]:
+    """:func:`load`, and the name of the run each point belongs to (by ``id(point)``).
+
+    A run is a results file, named after its folder (the path as given where two
+    folders share a name): a resumed run appends to its file under new run ids and
+    stays one run. A file whose run ids measured the same point holds one run per id.
+    A file given twice is read once. ``reader``: what reads one file (default
+    :func:`load`), called as ``reader([path], warn=warn)``.
+    """
+    reader = reader or load
+    merged = Loaded({}, [])
+    names: dict[int, str] = {}
+    taken: set[str] = set()
+    seen: set[Path] = set()
+    for given in paths:
+        path = _results_file(given)
+        if path.resolve() in seen:
+            continue
+        seen.add(path.resolve())
+        part = reader([path], warn=warn)
+        merged.runs.update(part.runs)
+        merged.points.extend(part.points)
+        name = _source_name(path)
+        if name in taken:
+            name = str(given)
+        serial = 2
+        while name in taken:
+            name, serial = f"{_source_name(path)} #{serial}", serial + 1
+        taken.add(name)
+        by_id = _ids_overlap(part.points)
+        for point in part.points:
+            names[id(point)] = f"{name} {point.run_id[:8]}" if by_id else name
+    return merged, names
+
+
+def _run_name(point: PointRecord, runs: RunNames | None) -> str:
+    name = None if runs is None else runs.get(id(point))
+    return name if name is not None else point.run_id[:8] or "?"
+
+
+def apart(points: Iterable[PointRecord], runs: RunNames | None = None) -> list[PointRecord]:
+    """``points``, with the runs that measured the same point told apart by their labels.
+
+    Where more than one run measured a point of a backend (label and device), every
+    point of that backend gets its run's name in its label (``cpu (run NAME)``), so
+    that each run is drawn and tabled as lines of its own; where the overlapping runs
+    used different cache modes, the name says which. Every other point is as it was:
+    a single run, or runs that measured different points, look as they always did.
+    ``runs``: the run of each point (:func:`load_runs`); None: the run ids.
+    """
+    points = list(points)
+    first: dict[PointKey, str] = {}
+    overlapping: set[tuple[str, str]] = set()
+    for point in points:
+        run = _run_name(point, runs)
+        if point.measured and first.setdefault(point.key, run) != run:
+            overlapping.add((point.label, point.device))
+    if not overlapping:
+        return points
+    shown = [p for p in points if (p.label, p.device) in overlapping]
+    modes: dict[str, set[str]] = {}
+    for point in shown:
+        if point.measured:
+            modes.setdefault(_run_name(point, runs), set()).add(point.cache or "warm")
+    several = len({frozenset(found) for found in modes.values()}) > 1
+    renamed = {}
+    for point in shown:
+        name = _run_name(point, runs)
+        if several and name in modes:
+            name += f", {'/'.join(sorted(modes[name]))} cache"
+        renamed[id(point)] = dataclasses.replace(point, label=f"{point.label} (run {name})")
+    return [renamed.get(id(point), point) for point in points]
 
 
 def warn_on_stderr(message: str) -> None:

@@ -1,0 +1,236 @@
+"""``xbackend diff A B``: two runs compared point by point, with a verdict for each point
+(FASTER, SLOWER, SAME, UNCERTAIN) from a bootstrap interval of the ratio of medians
+(``xbackend.diff``); a table on the terminal, ``diff.csv`` and ``diff.png``."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime
+import io
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+from xbackend import diff
+from xbackend.cli.results_commands import add_filters, selected
+from xbackend.results import JSONL_NAME, Loaded, latest, load, warn_on_stderr
+from xbackend.safeio import atomic_write, output_folder
+from xbackend.timing import format_seconds
+
+CSV_NAME = "diff.csv"
+FIGURE_NAME = "diff"
+
+
+def threshold(text: str) -> float:
+    """A minimum effect: ``2%`` or ``0.02``; from 0 up to (not including) 100%."""
+    word = text.strip()
+    try:
+        value = float(word[:-1]) / 100 if word.endswith("%") else float(word)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a share such as 2% or 0.02, not {text!r}") from None
+    if not 0 <= value < 1:
+        hint = f" (for {word} per cent, write {word}%)" if not word.endswith("%") else ""
+        raise argparse.ArgumentTypeError(f"{text!r} is not a share from 0 to under 100%{hint}")
+    return value
+
+
+def add_parser(commands: Any) -> None:
+    command: argparse.ArgumentParser = commands.add_parser(
+        "diff",
+        help="compare two runs point by point: faster, slower, the same, or uncertain",
+        description="Match the points of two results folders (or results.jsonl files) by "
+        "configuration and size, and give each a verdict from a bootstrap 95% interval of "
+        "the ratio of median times B/A: SLOWER if it lies above 1+threshold, FASTER below "
+        "1-threshold, SAME within both, UNCERTAIN otherwise. Writes diff.csv and diff.png.",
+    )
+    command.add_argument("a", type=Path, metavar="A", help="the baseline run's results")
+    command.add_argument("b", type=Path, metavar="B", help="the run compared with it")
+    command.add_argument(
+        "--threshold", type=threshold, default=diff.DEFAULT_THRESHOLD, metavar="SHARE",
+        help="the smallest change that counts, e.g. 2%% or 0.02 (default 2%%)",
+    )  # fmt: skip
+    command.add_argument(
+        "--fail-on", choices=tuple(diff.FAIL_ON), default=None,
+        help="exit with status 1 where a point is slower, faster, or either (changed)",
+    )  # fmt: skip
+    times = command.add_mutually_exclusive_group()
+    times.add_argument(
+        "--kernel", dest="time", action="store_const", const="kernel",
+        help="compare the kernel times (the default)",
+    )  # fmt: skip
+    times.add_argument(
+        "--end-to-end", dest="time", action="store_const", const="end-to-end",
+        help="compare the end-to-end times, transfers included",
+    )  # fmt: skip
+    command.set_defaults(time="kernel")
+    command.add_argument(
+        "--any-device", action="store_true",
+        help="match points by backend label whatever their device (two machines' runs)",
+    )  # fmt: skip
+    command.add_argument(
+        "--out", type=Path, default=None,
+        help="folder for diff.csv and diff.png (default: results/diff-<date-time>)",
+    )  # fmt: skip
+    add_filters(command)
+    command.set_defaults(func=run)
+
+
+def _name(given: Path) -> str:
+    """How the figure names a run: its folder."""
+    path = given.parent if given.name == JSONL_NAME else given
+    return path.name or str(given)
+
+
+def _sides(args: argparse.Namespace) -> tuple[Loaded, Loaded]:
+    """A's and B's records, each point as last recorded, after the filters."""
+    a = load([args.a], warn=warn_on_stderr)
+    b = load([args.b], warn=warn_on_stderr)
+    a_points, b_points = latest(a.points), latest(b.points)
+    kept = {id(point) for point in selected(args, [*a_points, *b_points])}
+    return (
+        Loaded(a.runs, [p for p in a_points if id(p) in kept]),
+        Loaded(b.runs, [p for p in b_points if id(p) in kept]),
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    a, b = _sides(args)
+    for warning in (
+        diff.machine_warning(a.runs, a.points, b.runs, b.points),
+        diff.cache_warning(a.points, b.points),
+    ):
+        if warning:
+            warn_on_stderr(warning)
+    comparisons = diff.compare_points(
+        a.points, b.points, threshold=args.threshold, time=args.time, any_device=args.any_device
+    )
+    width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
+    print(diff_table(comparisons, width))
+    print()
+    print(summary_line(comparisons, args.threshold))
+    out = output_folder(args.out or _default_out())
+    written = [write_csv(comparisons, out, args.time)]
+    if any(c.interval is not None for c in comparisons):
+        written += _figure(comparisons, args, out)
+    print(f"diff: {', '.join(str(path) for path in written)}")
+    failing = diff.failing(comparisons, args.fail_on)
+    if failing:
+        print(f"{len(failing)} points {args.fail_on} (--fail-on {args.fail_on})", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _default_out() -> Path:
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    return Path("results") / f"diff-{stamp}"
+
+
+def _figure(comparisons: list[diff.Comparison], args: argparse.Namespace, out: Path) -> list[Path]:
+    """diff.png (and .svg): the ratios against size (matplotlib imported only now)."""
+    from xbackend.figures.ratios import ratio_figure
+    from xbackend.plots import save
+
+    figure = ratio_figure(
+        comparisons, args.threshold, time=args.time, names=(_name(args.a), _name(args.b))
+    )
+    paths, _ = save(figure, out, FIGURE_NAME)
+    return [path for path in paths if path.suffix == ".png"]
+
+
+def summary_line(comparisons: list[diff.Comparison], threshold: float) -> str:
+    """The verdicts counted, and what the threshold was."""
+    found = diff.counts(comparisons)
+    if not found:
+        return "no points in either run"
+    judged = ", ".join(f"{n} {name}" for name, n in found.items() if name in diff.VERDICTS)
+    listed = ", ".join(f"{n} {name}" for name, n in found.items() if name in diff.LISTED)
+    parts = [f"verdicts (threshold {threshold * 100:.3g}%): {judged or 'none'}"]
+    if listed:
+        parts.append(f"no verdict: {listed}")
+    return "; ".join(parts)
+
+
+# -- the table ---------------------------------------------------------------------------------
+
+
+def _ratio(value: object) -> str:
+    return f"{value:.3f}" if isinstance(value, float) else "—"
+
+
+def _interval(row: dict[str, object]) -> str:
+    low, high = row["ratio_low"], row["ratio_high"]
+    if not (isinstance(low, float) and isinstance(high, float)):
+        return "—"
+    return f"{low:.3f} – {high:.3f}"
+
+
+def _time(value: object) -> str:
+    return format_seconds(value) if isinstance(value, float) else "—"
+
+
+def _size(row: dict[str, object]) -> str:
+    batch = f"{row['batch']}×" if row["batch"] != 1 else ""
+    return f"{batch}{row['M']}×{row['K']}·{row['K']}×{row['N']}"
+
+
+# Header, cell, right-aligned, and the order in which columns go where the terminal is
+# narrow (the highest number first; 0: never).
+_COLUMNS = (
+    ("backend", lambda r: str(r["label"]), False, 0),
+    ("device", lambda r: str(r["device"]), False, 4),
+    ("op", lambda r: str(r["op"]), False, 2),
+    ("variant", lambda r: str(r["variant"]), False, 0),
+    ("tile", lambda r: "" if r["tile"] is None else str(r["tile"]), False, 1),
+    ("dtype", lambda r: str(r["dtype"]), False, 3),
+    ("size", _size, True, 0),
+    ("A", lambda r: _time(r["a_median_s"]), True, 0),
+    ("B", lambda r: _time(r["b_median_s"]), True, 0),
+    ("B/A", lambda r: _ratio(r["ratio"]), True, 0),
+    ("95% interval", _interval, True, 0),
+    ("verdict", lambda r: str(r["verdict"]), False, 0),
+    ("note", lambda r: str(r["note"]), False, 5),
+)
+
+
+def diff_table(comparisons: list[diff.Comparison], width: int | None = None) -> str:
+    """One row per point: both medians, their ratio with its interval, and the verdict.
+
+    ``width``: the terminal's columns; the columns that may go are left out until the
+    table fits, and a line still longer is cut. None: no limit.
+    """
+    if not comparisons:
+        return "no points"
+    rows = [diff.row(c) for c in comparisons]
+    cells = [
+        [name for name, *_ in _COLUMNS],
+        *([cell(r) for _, cell, *_ in _COLUMNS] for r in rows),
+    ]
+    shown = [i for i in range(len(_COLUMNS)) if any(row[i] for row in cells[1:])]
+    widths = {i: max(len(row[i]) for row in cells) for i in shown}
+    droppable = sorted((i for i in shown if _COLUMNS[i][3]), key=lambda i: _COLUMNS[i][3])
+    while width is not None and sum(widths[i] + 2 for i in shown) - 2 > width and droppable:
+        shown.remove(droppable.pop())
+
+    def line(row: list[str]) -> str:
+        text = "  ".join(
+            row[i].rjust(widths[i]) if _COLUMNS[i][2] else row[i].ljust(widths[i]) for i in shown
+        ).rstrip()
+        return text if width is None or len(text) <= width else text[: max(1, width - 1)] + "…"
+
+    lines = [line(cells[0]), line(["-" * widths.get(i, 0) for i in range(len(_COLUMNS))])]
+    return "\n".join(lines + [line(row) for row in cells[1:]])
+
+
+def write_csv(comparisons: list[diff.Comparison], folder: Path, time: str = "kernel") -> Path:
+    """Every comparison as a row of ``diff.csv`` in ``folder``, written whole."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(diff.ROW_FIELDS)
+    for comparison in comparisons:
+        values = diff.row(comparison, time)
+        writer.writerow(["" if values[f] is None else values[f] for f in diff.ROW_FIELDS])
+    path = folder / CSV_NAME
+    atomic_write(path, buffer.getvalue())
+    return path

@@ -1,0 +1,207 @@
+"""The figure of ``xbackend diff``: B's time over A's against size, per configuration.
+
+One panel per backend (label and device) and operation, batch and data type; in it,
+one series per variant (and tile) in the variant's colour (``style.Palette``), each
+point the ratio of medians B/A with its 95% bootstrap interval as an error bar. The
+band of ±threshold around 1 is shaded: a point whose bar lies inside it is the SAME,
+wholly above it SLOWER (marker ▲), wholly below it FASTER (▼), across a bound
+UNCERTAIN (a hollow marker). Series of one size are spread a little along x so that
+their bars do not hide each other. The legend stands right of the panels.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from matplotlib.artist import Artist
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+from matplotlib.ticker import NullFormatter
+
+from xbackend.diff import FASTER, SAME, SLOWER, UNCERTAIN, Comparison
+from xbackend.figures.style import (
+    Palette,
+    cache_note,
+    kernel_style,
+    literal,
+    output_elements,
+    output_label,
+    outside_legend,
+    series_name,
+    short,
+    suptitle,
+    variant_sort,
+)
+from xbackend.operations import OPS, operation
+
+# How each verdict's point looks: its marker, and whether it is filled.
+_MARKERS = {SAME: ("o", True), SLOWER: ("^", True), FASTER: ("v", True), UNCERTAIN: ("o", False)}
+_BAND = "0.88"
+_SPREAD = 1.06  # the x factor between two series of one size (the axis is logarithmic)
+_MOST_TICKS = 6  # sizes labelled one by one; more: the axis's own decades
+
+Panel = tuple[str, str, str, int, str]  # label, device, op, batch, dtype
+
+
+def _panel_of(comparison: Comparison) -> Panel:
+    key = comparison.key
+    return (key.label, key.device, key.op, key.batch, key.dtype)
+
+
+def _panel_sort(panel: Panel) -> tuple[object, ...]:
+    label, device, op, batch, dtype = panel
+    return (label, device, OPS.index(op) if op in OPS else len(OPS), op, batch, dtype)
+
+
+def _panel_title(panel: Panel) -> str:
+    label, device, op, batch, dtype = panel
+    try:
+        name = operation(op).title(batch)
+    except ValueError:
+        name = op
+    return f"{short(f'{label}: {device}' if device else label)}\n{short(f'{name}, {dtype}')}"
+
+
+def _draw_series(axes: Axes, series: list[Comparison], place: float, colour: str) -> None:
+    """One configuration's ratios: a thin line through them and one error bar per point."""
+    series = sorted(series, key=lambda c: output_elements(c.key.op, c.key.M, c.key.K, c.key.N))
+    xs = [output_elements(c.key.op, c.key.M, c.key.K, c.key.N) * place for c in series]
+    variant = series[0].key.variant
+    ratios = [c.interval.ratio for c in series if c.interval is not None]
+    axes.plot(xs, ratios, color=colour, linestyle=kernel_style(variant), linewidth=1, alpha=0.6)
+    for x, comparison in zip(xs, series, strict=True):
+        interval = comparison.interval
+        if interval is None:
+            continue
+        marker, filled = _MARKERS.get(comparison.verdict, ("o", False))
+        below = max(0.0, interval.ratio - interval.low)
+        above = max(0.0, interval.high - interval.ratio)
+        axes.errorbar(
+            [x],
+            [interval.ratio],
+            yerr=[[below], [above]],
+            color=colour,
+            marker=marker,
+            markersize=6,
+            markerfacecolor=colour if filled else "white",
+            capsize=3,
+            linewidth=1.2,
+            gid=f"ratio:{variant}:{comparison.verdict}",
+        )
+
+
+def _panel(
+    axes: Axes, comparisons: list[Comparison], threshold: float, palette: Palette, ylabel: str
+) -> None:
+    axes.axhspan(1.0 - threshold, 1.0 + threshold, color=_BAND, linewidth=0, zorder=0)
+    axes.axhline(1.0, color="0.45", linewidth=0.8, zorder=0.5)
+    by_series: dict[tuple[str, int | None], list[Comparison]] = {}
+    for comparison in comparisons:
+        by_series.setdefault((comparison.key.variant, comparison.key.tile), []).append(comparison)
+    order = sorted(by_series, key=lambda s: (variant_sort(s[0]), s[1] or 0))
+    for slot, (variant, tile) in enumerate(order):
+        place = _SPREAD ** (slot - (len(order) - 1) / 2)
+        colour = palette.colour(variant, tile)
+        _draw_series(axes, by_series[(variant, tile)], place, colour)
+    _size_axis(axes, [output_elements(c.key.op, c.key.M, c.key.K, c.key.N) for c in comparisons])
+    axes.set_xlabel(output_label([c.key.op for c in comparisons]))
+    axes.set_ylabel(ylabel)
+    axes.grid(True, which="major", alpha=0.4)
+    axes.grid(True, which="minor", alpha=0.1)
+    axes.margins(y=0.1)
+
+
+def _size_axis(axes: Axes, sizes: list[int]) -> None:
+    """A logarithmic size axis, a little wider than the sizes (and the series spread over
+    them); labelled with the sizes themselves where there are few, else by decades."""
+    ticks = sorted(set(sizes))
+    axes.set_xscale("log")
+    axes.set_xlim(ticks[0] / 1.3, ticks[-1] * 1.3)
+    axes.xaxis.set_minor_formatter(NullFormatter())
+    if len(ticks) <= _MOST_TICKS:
+        axes.set_xticks(ticks, [f"{n:,}" for n in ticks])
+
+
+def _handles(comparisons: list[Comparison], palette: Palette, threshold: float) -> list[Artist]:
+    series = sorted(
+        {(c.key.variant, c.key.tile) for c in comparisons},
+        key=lambda s: (variant_sort(s[0]), s[1] or 0),
+    )
+    handles: list[Artist] = [
+        Line2D(
+            [],
+            [],
+            color=palette.colour(variant, tile),
+            linestyle=kernel_style(variant),
+            label=literal(series_name(variant, tile)),
+        )
+        for variant, tile in series
+    ]
+    shown = {c.verdict for c in comparisons}
+    for verdict, (marker, filled) in _MARKERS.items():
+        if verdict in shown:
+            face = "0.3" if filled else "white"
+            handles.append(
+                Line2D(
+                    [],
+                    [],
+                    linestyle="none",
+                    marker=marker,
+                    color="0.3",
+                    markerfacecolor=face,
+                    label=verdict.lower(),
+                )
+            )
+    handles.append(Patch(facecolor=_BAND, label=f"within ±{threshold * 100:.3g}%"))
+    return handles
+
+
+def _cache_line(comparisons: list[Comparison]) -> str:
+    """The title's line on the cache modes: where they differ, A's and B's."""
+    a_modes = sorted({c.a.cache or "warm" for c in comparisons if c.a is not None})
+    b_modes = sorted({c.b.cache or "warm" for c in comparisons if c.b is not None})
+    if a_modes == b_modes:
+        note = cache_note(a_modes)
+        return f"\n{literal(note)}" if note else ""
+    a_text, b_text = "/".join(a_modes), "/".join(b_modes)
+    return "\n" + literal(f"cache: {a_text} in A, {b_text} in B")
+
+
+def ratio_figure(
+    comparisons: Sequence[Comparison],
+    threshold: float,
+    *,
+    time: str = "kernel",
+    names: tuple[str, str] = ("A", "B"),
+) -> Figure:
+    """The ratios B/A of every point that has a verdict, one panel per backend and product.
+
+    ``names``: how the title names A and B. Where the points were not all timed with a
+    warm cache, or A's and B's cache modes differ, a line under the title says so.
+    """
+    judged = [c for c in comparisons if c.interval is not None]
+    if not judged:
+        raise ValueError("no point measured in both runs: nothing to draw")
+    panels: dict[Panel, list[Comparison]] = {}
+    for comparison in judged:
+        panels.setdefault(_panel_of(comparison), []).append(comparison)
+    columns = min(3, len(panels))
+    rows = -(-len(panels) // columns)
+    height = 3.6 * rows + 1.0
+    figure = Figure(figsize=(4.8 * columns + 2.4, height), layout="constrained")
+    palette = Palette((c.key.label, c.key.variant, c.key.tile) for c in judged)
+    ylabel = f"B / A, median {time} time"
+    for index, panel in enumerate(sorted(panels, key=_panel_sort)):
+        axes = figure.add_subplot(rows, columns, index + 1)
+        _panel(axes, panels[panel], threshold, palette, ylabel)
+        axes.set_title(_panel_title(panel), fontsize=9)
+    a_name, b_name = (short(name, 40) for name in names)
+    title = (
+        f"B ({b_name}) against A ({a_name}): ratio of median {time} times, "
+        "bars: 95% bootstrap interval"
+    )
+    suptitle(figure, title + _cache_line(judged))
+    outside_legend(figure, _handles(judged, palette, threshold), height)
+    return figure
