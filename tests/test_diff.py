@@ -202,7 +202,7 @@ def test_diff_writes_a_table_a_csv_and_a_figure_and_fails_on_slower(tmp_path, ca
     assert main(["diff", str(a), str(b), "--out", str(out), "--fail-on", "slower"]) == 1
     printed = capsys.readouterr()
     assert sum(line.endswith(" SLOWER") for line in printed.out.splitlines()) == len(SIZES)
-    assert "verdicts (threshold 2%): 3 SLOWER" in printed.out
+    assert "verdicts (threshold 5%): 3 SLOWER" in printed.out
     warning = [line for line in printed.err.splitlines() if "different machines" in line]
     assert warning == ["xbackend: warning: A and B ran on different machines (host testhost "
                        "against h2)"]  # fmt: skip

@@ -177,6 +177,34 @@ class _Throttling:
         return {"samples_throttled": 1}
 
 
+class _AlwaysThrottled(CpuBackend):
+    def monitor(self):
+        return _Throttling([True] * 1000)
+
+
+class _SometimesThrottled(CpuBackend):
+    def monitor(self):
+        return _Throttling([False, True, True, False, False, False])
+
+
+def test_throttled_samples_are_left_out_of_the_statistics(tmp_path):
+    plan = Plan(shapes=SHAPES[:1], variants=["vendor"], samples=6, min_samples=6)
+    (record,) = run(plan, [("cpu", _SometimesThrottled())], tmp_path, log=lambda line: None)
+    assert record.sample_marks == ["", "throttled", "throttled", "", "", ""]
+    assert record.kernel_s is not None and record.kernel_s["n"] == 4
+    assert len(record.kernel_samples_s) == 6  # the raw samples are all kept
+    assert record.kernel_s["median"] == np.median(record.kept_kernel_samples_s)
+    assert "throttled" not in record.flags
+
+
+def test_a_point_throttled_throughout_keeps_its_marks_and_is_flagged(tmp_path):
+    plan = Plan(shapes=SHAPES[:1], variants=["vendor"], samples=4, min_samples=4)
+    (record,) = run(plan, [("cpu", _AlwaysThrottled())], tmp_path, log=lambda line: None)
+    assert record.sample_marks == ["throttled"] * 4 and "throttled" in record.flags
+    assert record.kernel_s is not None and record.kernel_s["n"] == 4
+    assert record.trusted  # slowed, not impossible
+
+
 def test_throttled_samples_are_marked_and_the_state_recorded():
     monitor = _Throttling([False, True, False])
     sampled = sample(_Scripted(1e-3), Sampling(warmup=0, max_samples=3), monitor)
@@ -283,6 +311,8 @@ def test_old_records_read_as_warm_single_launches():
     assert read.launches == 1 and read.cache == "" and read.kept_kernel_samples_s == [1.0, 2.0]
     marked = dataclasses.replace(read, sample_marks=["throttled", ""])
     assert marked.kept_kernel_samples_s == [2.0]
+    every = dataclasses.replace(read, sample_marks=["throttled", "hold"])
+    assert every.kept_kernel_samples_s == [1.0, 2.0]  # the statistics are of them all
     with pytest.raises(ValueError, match="launches"):
         PointRecord.from_dict({**old, "launches": 0})
 

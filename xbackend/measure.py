@@ -134,10 +134,14 @@ def _verified(
         nan = f", {worst.nan_count} elements not finite" if worst.nan_count else ""
         reason = f"{which} differs from the reference beyond the tolerance{nan}"
     kernel_kept, end_to_end_kept = measurement.kept
-    marks = list(measurement.marks) if kernel_kept else []  # all marked: keep them all
+    # Every sample marked (a GPU capping its power through a long product): the
+    # statistics are of them all, and the point says so.
     kernel = Stats.of(kernel_kept or measurement.kernel_s)
     end_to_end = Stats.of(end_to_end_kept or measurement.end_to_end_s)
     flags = ["noisy"] if kernel.noise > max_noise else []
+    if not kernel_kept:
+        flags.append("throttled")
+    marks = list(measurement.marks)
     # The record keeps the configuration's tile (None: the variant chose), so that a
     # resume finds it under the key it was asked for; a tuned choice is in params.
     return dataclasses.replace(

@@ -136,7 +136,7 @@ class LaunchExecution(Execution):
 
     def download(self) -> Array:
         self._device.download(self._C, self._buffers[OUTPUT])
-        return self._C.copy()
+        return self._C
 
     def release(self) -> None:
         for buffer in self._buffers.values():

@@ -64,7 +64,12 @@ class Execution(abc.ABC):
 
     @abc.abstractmethod
     def download(self) -> Array:
-        """Copy the output to a new host array and wait for the copy."""
+        """Copy the output to the host and wait for the copy; the host array it is in.
+
+        The array may be the execution's own, overwritten by the next download: the
+        measurement loop copies what it keeps outside the timed window, so that the
+        end-to-end time is the transfer's and not a copy the harness makes for itself.
+        """
 
     def run_batch(self, launches: int) -> float:
         """Run the kernel ``launches`` times back to back; the seconds of all of them.

@@ -93,7 +93,7 @@ def sample(execution: Runs, sampling: Sampling, monitor: Monitor = NO_MONITOR) -
     execution.poison()
     execution.upload()
     shortest = execution.run()
-    result = execution.download()
+    result = execution.download().copy()  # the execution's host array is reused
     for _ in range(sampling.warmup):
         execution.upload()
         shortest = min(shortest, execution.run())
@@ -106,6 +106,8 @@ def sample(execution: Runs, sampling: Sampling, monitor: Monitor = NO_MONITOR) -
         _take_samples(execution, sampling, monitor, sampled)
     finally:
         sampled.state = monitor.finish()
+    # The last sample's output, copied once (before its host array is reused or freed).
+    sampled.last_result = sampled.last_result.copy()
     return sampled
 
 
@@ -151,7 +153,7 @@ def _one_sample(execution: Runs, sampling: Sampling, into: Sampled) -> tuple[flo
         kernel_s = execution.run()
     else:
         kernel_s = execution.run_batch(into.launches) / into.launches
-    into.last_result = execution.download()
+    into.last_result = execution.download()  # copied once sampling ends, untimed
     done = time.perf_counter()
     # The other launches of a batch are not part of one product's end-to-end time.
     end_to_end_s = (uploaded - start) + (done - launched) - (into.launches - 1) * kernel_s

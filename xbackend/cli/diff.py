@@ -49,7 +49,8 @@ def add_parser(commands: Any) -> None:
     command.add_argument("b", type=Path, metavar="B", help="the run compared with it")
     command.add_argument(
         "--threshold", type=threshold, default=diff.DEFAULT_THRESHOLD, metavar="SHARE",
-        help="the smallest change that counts, e.g. 2%% or 0.02 (default 2%%)",
+        help="the smallest change that counts, e.g. 5%% or 0.05 (default 5%%: two runs of "
+        "the same plan differ by up to 10%% for kernels of a few µs; docs/measurement.md)",
     )  # fmt: skip
     command.add_argument(
         "--fail-on", choices=tuple(diff.FAIL_ON), default=None,

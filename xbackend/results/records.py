@@ -25,6 +25,8 @@ _MAX_DIMENSION = 2**40
 _STATS = ("median", "q1", "q3", "min")
 FLAGS = {
     "noisy": "the kernel time's relative noise is over the run's --max-noise",
+    "throttled": "every sample was marked (the GPU throttled, or the CUDA hold gave up): "
+    "the statistics are of them all",
     "above-peak-compute": "faster than the device's compute peak: the timing is wrong",
     "above-peak-bandwidth": "moved its operands faster than the device's memory can "
     "(cold cache only): the timing is wrong",
@@ -332,6 +334,7 @@ def _params(params: Any) -> dict[str, int] | None:
 
 
 def _kept(samples: list[float], marks: list[str]) -> list[float]:
-    if not marks:
+    """The unmarked samples; all of them where every one is marked (flag "throttled")."""
+    if not marks or all(marks):
         return list(samples)
     return [value for value, mark in zip(samples, marks, strict=False) if not mark]
