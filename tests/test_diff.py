@@ -272,11 +272,14 @@ def _xb(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_two_runs_of_the_cpu_backend_are_the_same_within_fifty_per_cent(tmp_path):
+    """An A/A test on the CPU. Not the serial ``naive`` loop: run in the interpreter, it
+    took 3.7 ms in one process and 7.1 ms in the next on the 16-core host of the H100
+    (2026-11-22), a change between runs that no run's samples show (docs/measurement.md)."""
     runs = []
     for name in ("a", "b"):
         out = tmp_path / name
         done = _xb("compare", "--backends", "cpu", "--sizes", "64x64,96x96", "--variants",
-                   "naive,tiled", "--samples", "20", "--warmup", "3", "--no-plots", "-q",
+                   "tiled,vendor", "--samples", "20", "--warmup", "3", "--no-plots", "-q",
                    "--out", str(out))  # fmt: skip
         assert done.returncode == 0, done.stderr
         runs.append(out)

@@ -257,7 +257,8 @@ def test_the_hot_mode_poisons_again_after_its_untimed_run():
     rng = _rng()
     A = rng.standard_normal((16, 12), dtype=np.float32)
     B = rng.standard_normal((12, 16), dtype=np.float32)
-    sampling = Sampling(warmup=0, min_samples=2, max_samples=2, cache="hot")
+    # One launch a sample: the runs are counted (a fast machine would batch them).
+    sampling = Sampling(warmup=0, min_samples=2, max_samples=2, cache="hot", short_kernel_s=0)
     measured = _MissingBackend().measure(A, B, "vendor", sampling=sampling)
     assert np.isnan(measured.last_result[3, 4])
     assert np.isfinite(measured.result).all()  # the checked first run wrote everything
