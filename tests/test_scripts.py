@@ -6,6 +6,7 @@ import importlib.util
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +16,7 @@ import numpy as np
 import pytest
 
 import xbackend
+from xbackend.backends.registry import backend_class
 
 ROOT = Path(__file__).resolve().parent.parent
 # The scripts run `python3`: let that be the interpreter running the tests, whether or
@@ -219,3 +221,48 @@ def test_ladder_figure_draws_the_saved_h100_run(tmp_path):
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert figure.stat().st_size > 10_000
+
+
+def _timing_accuracy_module():
+    spec = importlib.util.spec_from_file_location(
+        "timing_accuracy", ROOT / "scripts" / "timing_accuracy.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_timing_accuracy_reads_ncu_and_leaves_the_hold_out():
+    accuracy = _timing_accuracy_module()
+    head = '"ID","Kernel Name","Metric Name","Metric Unit","Metric Value"\n'
+    rows = [("hold", "msecond", "17.2"), ("mm_tiled", "usecond", "280.5"),
+            ("hold", "msecond", "17.1"), ("mm_tiled", "usecond", "1,279.5"),
+            ("mm_tiled", "nsecond", "279900")]  # fmt: skip
+    text = (
+        "==PROF== noise before the table\n"
+        + head
+        + "".join(
+            f'"{i}","{name}","gpu__time_duration.sum","{unit}","{value}"\n'
+            for i, (name, unit, value) in enumerate(rows)
+        )
+    )
+    durations = accuracy.kernel_durations(text)
+    assert durations == pytest.approx([280.5e-6, 1279.5e-6, 279.9e-6])
+    assert accuracy.per_run_s(durations, 3) == pytest.approx(280.5e-6)
+    # Two kernels a run (a split product): each run's sum, then the median of the sums.
+    pairs = [100e-6, 10e-6, 101e-6, 11e-6, 150e-6, 12e-6]
+    assert accuracy.per_run_s(pairs, 3) == pytest.approx(112e-6)
+    with pytest.raises(ValueError, match="do not split"):
+        accuracy.per_run_s(durations, 2)
+
+
+def test_timing_accuracy_says_what_it_needs_in_one_line():
+    if backend_class("cuda").available()[0] and shutil.which("ncu"):
+        pytest.skip("CUDA and ncu are here: the script would run")
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "timing_accuracy.py")],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr.startswith("timing_accuracy: needs ") and done.stderr.count("\n") == 1
