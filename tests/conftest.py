@@ -4,7 +4,14 @@ by name so that a source checkout that is not installed runs the same way.
 
 * ``--backend cpu,opencl`` runs only those backends (``name:device`` picks a device);
 * ``XBACKEND_REQUIRE=opencl,cpu,clblast`` turns "unavailable" into a failure for those
-  backends and requirements, so CI cannot pass by skipping the OpenCL tests.
+  backends and requirements, so CI cannot pass by skipping the OpenCL tests;
+* ``XBACKEND_NO_CEILINGS`` is set unless given: runs skip measuring the devices' ceilings.
 """
 
+import os
+
 pytest_plugins = ["xbackend.pytest_plugin"]
+
+# Every compare would measure each device's ceilings first (a second or so on this 2-core
+# machine): the tests of the ceilings turn it back on where they test it.
+os.environ.setdefault("XBACKEND_NO_CEILINGS", "1")

@@ -17,7 +17,7 @@ def _record(**fields: object) -> PointRecord:
     base: dict[str, object] = dict(
         run_id="r", backend="cpu", label="cpu", device="CPU", variant="tiled", tile=16,
         dtype="float32", M=8, K=4, N=8, flops=2 * 8 * 4 * 8 * 3, status="ok", op="bmm",
-        batch=3, equal=True, max_abs_error=0.0, bound_ratio=0.1, kernel_s=STATS,
+        batch=3, equal=True, max_abs_error=0.0, bound_ratio=0.1, check="freivalds", kernel_s=STATS,
         end_to_end_s=STATS, kernel_samples_s=[1e-3, 1e-3], gflops=1.5, step=2,
         params={"BM": 64},
     )  # fmt: skip
@@ -39,11 +39,11 @@ def test_keys_of_a_point_and_its_line():
 
 def test_older_points_get_their_defaults():
     old = _record().to_dict()
-    for field in ("op", "batch", "dtype", "tile", "reason", "gflops", "step", "run_id"):
+    for field in ("op", "batch", "dtype", "tile", "reason", "gflops", "step", "run_id", "check"):
         del old[field]
     point = PointRecord.from_dict(old)
-    found = (point.op, point.batch, point.dtype, point.tile, point.step)
-    assert found == ("mm", 1, "float32", None, None)
+    found = (point.op, point.batch, point.dtype, point.tile, point.step, point.check)
+    assert found == ("mm", 1, "float32", None, None, "")
     assert point.gflops == pytest.approx(old["flops"] / 1e-3 / 1e9)  # from the median
     assert point.gflops is not None
     assert not math.isnan(point.gflops)
@@ -54,6 +54,8 @@ def test_a_bad_field_is_named():
         PointRecord.from_dict({**_record().to_dict(), "step": 0})
     with pytest.raises(RecordError, match="'kernel_s'"):
         PointRecord.from_dict({**_record().to_dict(), "kernel_s": None})
+    with pytest.raises(RecordError, match="'check'"):
+        PointRecord.from_dict({**_record().to_dict(), "check": 1})
 
 
 def test_a_run_header_round_trips_and_reads_older_plans():

@@ -413,7 +413,7 @@ def test_ctrl_c_while_drawing_keeps_the_results_and_says_how_to_draw_again(
 ):
     from xbackend import cli
 
-    def interrupted(points, folder):
+    def interrupted(points, folder, roofs=None):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(cli.compare, "draw", interrupted)

@@ -35,6 +35,7 @@ LOWER_LAYERS = {
     "xbackend.report": ("xbackend.backends",),
     "xbackend.figures": ("xbackend.backends",),
     "xbackend.tables": ("xbackend.backends",),
+    "xbackend.roofs": ("xbackend.backends",),
     # Comparing two runs reads records: never the devices, the command line or drawing.
     "xbackend.diff": (
         "xbackend.backends",

@@ -20,7 +20,18 @@ from xbackend.cost import CostModel
 from xbackend.errors import UnsupportedParameter
 from xbackend.operations import Operation, Shape, operation
 from xbackend.plan import Plan
-from xbackend.problems import Reference, check, dtype_named
+from xbackend.problems import (
+    AUTO,
+    CHUNK_ELEMENTS,
+    FREIVALDS,
+    FREIVALDS_VECTORS,
+    FULL,
+    Freivalds,
+    Reference,
+    check,
+    check_method,
+    dtype_named,
+)
 from xbackend.results import PointRecord
 from xbackend.timing import Stats
 
@@ -47,7 +58,8 @@ class Inputs:
     def __init__(self, shape: Shape, seed: int, batch: int):
         self.shape, self.seed, self.batch = shape, seed, batch
         self._operands: dict[tuple[bool, str], tuple[Array, Array]] = {}
-        self._references: dict[tuple[str, str], Reference] = {}
+        self._references: dict[tuple[str, str, str], Reference | Freivalds] = {}
+        self._checks: dict[tuple[str, str, str], str] = {}
 
     def operands(self, op: Operation, dtype: str) -> tuple[Array, Array]:
         key = (op.batched, dtype)  # every unbatched operation takes the same operands
@@ -56,11 +68,26 @@ class Inputs:
             self._operands[key] = made
         return self._operands[key]
 
-    def reference(self, op: Operation, dtype: str) -> Reference:
-        if (op.name, dtype) not in self._references:
-            reference = Reference.of(*self.operands(op, dtype), op=op)
-            self._references[(op.name, dtype)] = reference
-        return self._references[(op.name, dtype)]
+    def check_for(self, op: Operation, dtype: str, asked: str = AUTO) -> str:
+        """The check of this size's results of ``op`` in ``dtype`` (``chosen_check``),
+        chosen once: a reference made for the first configuration takes host memory
+        that would otherwise turn auto to Freivalds' for the next."""
+        key = (op.name, dtype, asked)
+        if key not in self._checks:
+            self._checks[key] = chosen_check(op, dtype, self.shape, self.batch, asked)
+        return self._checks[key]
+
+    def reference(self, op: Operation, dtype: str, method: str = FULL) -> Reference | Freivalds:
+        """What results are checked against: the float64 reference (``full``), or the
+        vectors of Freivalds' check (``freivalds``, seeded by the plan's seed)."""
+        key = (op.name, dtype, method)
+        if key not in self._references:
+            A, B = self.operands(op, dtype)
+            if method == FREIVALDS:
+                self._references[key] = Freivalds.of(A, B, op, seed=self.seed)
+            else:
+                self._references[key] = Reference.of(A, B, op=op)
+        return self._references[key]
 
 
 def measure_point(
@@ -76,9 +103,10 @@ def measure_point(
     if reason:
         return dataclasses.replace(record, reason=reason)
     op = operation(config.op)
+    method = inputs.check_for(op, config.dtype, plan.check)
     try:
         A, B = inputs.operands(op, config.dtype)
-        reference = inputs.reference(op, config.dtype)
+        reference = inputs.reference(op, config.dtype, method)
         measurement = config.backend.measure(
             A, B, config.variant, config.tile, op=config.op, sampling=plan.sampling()
         )
@@ -104,7 +132,7 @@ def _skip_reason(
     if config in failed:
         return f"failed at a smaller size: {failed[config]}"
     shape = Shape(record.M, record.K, record.N)
-    problem = memory_problem(config, shape, record.batch)
+    problem = memory_problem(config, shape, record.batch, plan.check)
     if problem:
         return problem
     per_run_s = cost.predict(config, record.flops)
@@ -121,7 +149,10 @@ def _skip_reason(
 
 
 def _verified(
-    record: PointRecord, measurement: Measurement, reference: Reference, max_noise: float
+    record: PointRecord,
+    measurement: Measurement,
+    reference: Reference | Freivalds,
+    max_noise: float,
 ) -> PointRecord:
     """The record of a measurement: checked against the reference, its statistics."""
     first = check(measurement.result, reference)
@@ -152,6 +183,7 @@ def _verified(
         params=measurement.params,
         max_abs_error=worst.max_abs_error,
         bound_ratio=worst.bound_ratio,
+        check=worst.method,
         kernel_s=kernel.to_dict(),
         end_to_end_s=end_to_end.to_dict(),
         kernel_samples_s=list(measurement.kernel_s),
@@ -223,14 +255,42 @@ def _gib(nbytes: float) -> str:
     return f"{nbytes / 2**30:.3g} GiB"
 
 
-def memory_problem(config: Config, shape: Shape, batch: int) -> str | None:
+def host_bytes(op: Operation, shape: Shape, batch: int, itemsize: int, method: str) -> int:
+    """What a point needs of the host, its check's share included.
+
+    Always A and B, and the outputs of the first and the last run. The full check
+    adds its float64 reference and magnitude (two of C's size), made from float64
+    copies of A and B and of their absolute values, and compares with temporaries of
+    C's size; Freivalds' check adds only its vectors and a block of rows at a time.
+    Making the operands draws each in float64 first.
+    """
+    a, b, c = op.elements(shape, batch)
+    held = (a + b + 2 * c) * itemsize
+    if method == FULL:
+        return held + 2 * c * 8 + max(2 * (a + b) * 8, 3 * c * 8)
+    rows, _ = op.output_size(shape)
+    vectors = op.batch_of(batch) * (shape.M + shape.K + shape.N + 2 * rows) * 8
+    return held + max(max(a, b) * 8, 4 * CHUNK_ELEMENTS * 8 + 3 * FREIVALDS_VECTORS * vectors)
+
+
+def chosen_check(op: Operation, dtype: str, shape: Shape, batch: int, asked: str = AUTO) -> str:
+    """The check a point gets: ``asked`` (``--check``), or under auto the full check
+    up to ``problems.FREIVALDS_ABOVE_FLOPS`` where its reference fits the host."""
+    itemsize = dtype_named(dtype).itemsize
+    available = _available_host_bytes()
+    fits = available is None or host_bytes(op, shape, batch, itemsize, FULL) <= available
+    return check_method(asked, op.flops(shape, batch), fits)
+
+
+def memory_problem(config: Config, shape: Shape, batch: int, asked: str = AUTO) -> str | None:
     """Why this point cannot fit the device or the host, checked before anything is made.
 
-    The device holds A, B and C; the host holds A and B, their float64 copies and
-    the float64 reference, and the outputs of the first and the last run.
+    The device holds A, B and C; the host what ``host_bytes`` counts for the check
+    the point gets (``chosen_check``): with Freivalds' no float64 copy of anything.
     """
     itemsize = dtype_named(config.dtype).itemsize
-    a, b, c = operation(config.op).elements(shape, batch)
+    op = operation(config.op)
+    a, b, c = op.elements(shape, batch)
     device = config.backend.device
     on_device = (a + b + c) * itemsize
     if device.global_mem_bytes and on_device > device.global_mem_bytes:
@@ -240,12 +300,15 @@ def memory_problem(config: Config, shape: Shape, batch: int) -> str | None:
             f"the largest matrix needs {_gib(max(a, b, c) * itemsize)}; one buffer of "
             f"the device holds at most {_gib(device.max_alloc_bytes)}"
         )
-    on_host = (a + b) * (itemsize + 8) + c * (8 + 2 * itemsize)
+    method = chosen_check(op, config.dtype, shape, batch, asked)
+    on_host = host_bytes(op, shape, batch, itemsize, method)
     available = _available_host_bytes()
     if available is not None and on_host > available:
+        what = "the float64 reference" if method == FULL else "Freivalds' check"
         return (
-            f"the operands, the float64 reference and the outputs need {_gib(on_host)} "
-            f"of host memory; {_gib(available)} is available"
+            f"the operands, the outputs and {what} need {_gib(on_host)} of host memory; "
+            f"{_gib(available)} is available"
+            + (" (--check freivalds needs no float64 copies)" if method == FULL else "")
         )
     return None
 

@@ -141,14 +141,29 @@ class Operation:
     def reference(self, A64: Array, B64: Array) -> tuple[Array, Array, int]:
         """The float64 product, the magnitude ``|A|·|B|`` its tolerance scales with,
         and the number of terms in each sum."""
-        K = A64.shape[-1]
-        if self.reduced:
-            # Pair sums of absolute values bound every one of the 4·K products.
-            rows, columns = A64[..., 0::2, :] + A64[..., 1::2, :], B64[..., 0::2] + B64[..., 1::2]
-            rows_abs = np.abs(A64[..., 0::2, :]) + np.abs(A64[..., 1::2, :])
-            columns_abs = np.abs(B64[..., 0::2]) + np.abs(B64[..., 1::2])
-            return rows @ columns, rows_abs @ columns_abs, 4 * K
-        return A64 @ B64, np.abs(A64) @ np.abs(B64), K
+        rows, columns = self.fold_rows(A64), self.fold_columns(B64)
+        # For rmm, pair sums of absolute values bound every one of the 4·K products.
+        magnitude = self.fold_rows(np.abs(A64)) @ self.fold_columns(np.abs(B64))
+        return rows @ columns, magnitude, self.terms(A64.shape[-1])
+
+    def terms(self, K: int) -> int:
+        """Products added into each element of the output: for rmm 4·K (naive4 adds every
+        product of the 2×2 block), else K."""
+        return 4 * K if self.reduced else K
+
+    def fold_rows(self, rows: Array) -> Array:
+        """Rows (of A, or of A·B) summed as the output sums them: for rmm each pair, so
+        that the output is ``fold_rows(A) · fold_columns(B)``."""
+        return rows[..., 0::2, :] + rows[..., 1::2, :] if self.reduced else rows
+
+    def fold_columns(self, columns: Array) -> Array:
+        """Columns (of B) summed as the output sums them: for rmm each pair."""
+        return columns[..., 0::2] + columns[..., 1::2] if self.reduced else columns
+
+    def spread(self, vectors: Array) -> Array:
+        """Vectors over the output's columns (…×N'×s) as vectors over B's columns, so that
+        ``C · x = fold_rows(A · (B · spread(x)))``: for rmm each entry twice."""
+        return np.repeat(vectors, 2, axis=-2) if self.reduced else vectors
 
     def pilot_shape(self, shape: Shape) -> Shape:
         """A quarter of each dimension, for the run that predicts a first large point

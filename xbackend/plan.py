@@ -12,6 +12,7 @@ import dataclasses
 from typing import Any
 
 from xbackend.operations import DEFAULT, Shape
+from xbackend.problems import AUTO, CHECKS, FULL
 from xbackend.timing import CACHE_MODES, HOST_MEMORY, Sampling
 
 
@@ -58,6 +59,7 @@ class Plan:
     host_memory: str = "pageable"
     short_kernel_s: float = 20e-6  # under this, a sample is a batch of launches; 0: never
     budget_s: float = 20.0  # per point; 0 turns the estimate off
+    check: str = AUTO  # problems.CHECKS: how results are verified (--check)
 
     def sampling(self) -> Sampling:
         return Sampling(
@@ -113,6 +115,8 @@ class Plan:
             # Older headers: every sample was one launch.
             short_kernel_s=_real(data.get("short_kernel_s"), 0.0),
             budget_s=_real(data.get("budget_s"), defaults.budget_s),
+            # Older headers: every point was checked against the full reference.
+            check=_choice(data.get("check"), CHECKS, FULL),
         )
 
 

@@ -7,7 +7,10 @@
 * ``runtime_all``: the same lines of every backend on one axes per operation;
 * ``gflops``: their throughput;
 * ``ladder``: where the points have variants beyond naive, tiled and vendor, every
-  variant's throughput, one panel per backend.
+  variant's throughput, one panel per backend;
+* ``roofline``: where the runs measured their devices' ceilings (``roofs``), every
+  configuration's arithmetic intensity against its GFLOP/s under the measured roofs
+  (``figures/roofline.py``).
 
 The look of each variant, tile, backend and meaning is fixed (``figures/style.py``):
 one colour per variant in every panel and figure, legends outside the data. Points of
@@ -39,6 +42,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from xbackend.figures import bars
+from xbackend.figures.roofline import roofline
 from xbackend.figures.style import (
     CORE_VARIANTS,
     END_TO_END,
@@ -58,11 +62,12 @@ from xbackend.figures.style import (
 )
 from xbackend.operations import OPS, operation
 from xbackend.results import LineKey, PointRecord
+from xbackend.roofs import Roofs
 from xbackend.safeio import atomic_write, output_folder, safe_name
 
 __all__ = ["FIGURES", "Drawn", "draw", "draw_figures", "figures", "literal", "save"]
 
-FIGURES = ("runtime_by_backend", "runtime_all", "gflops")  # and "ladder" where there is one
+FIGURES = ("runtime_by_backend", "runtime_all", "gflops")  # "ladder", "roofline" where they are
 
 
 class Line(NamedTuple):
@@ -307,17 +312,20 @@ class Drawn:
         return {id(point) for point in points} == {id(point) for point in self.points}
 
 
-def draw(points: list[PointRecord], folder: Path) -> list[Path]:
-    """Write every figure for ``points`` into ``folder``; return the files written."""
-    return draw_figures(points, folder).written
+def draw(points: list[PointRecord], folder: Path, roofs: Roofs | None = None) -> list[Path]:
+    """Write every figure for ``points`` into ``folder``; return the files written.
+    ``roofs``: the ceilings their runs measured (``roofs.roofs``), for the roofline."""
+    return draw_figures(points, folder, roofs=roofs).written
 
 
-def draw_figures(points: list[PointRecord], folder: Path, dpi: int = 130) -> Drawn:
+def draw_figures(
+    points: list[PointRecord], folder: Path, dpi: int = 130, roofs: Roofs | None = None
+) -> Drawn:
     """Write every figure for ``points`` into ``folder``; say what was written."""
     output_folder(folder)
     written: list[Path] = []
     pngs: dict[str, tuple[Path, bytes]] = {}
-    for name, figure in figures(points):
+    for name, figure in figures(points, roofs):
         paths, png = save(figure, folder, name, dpi)
         written += paths
         pngs[name] = (paths[0], png)
@@ -332,14 +340,22 @@ def _dtypes(points: Iterable[PointRecord]) -> str:
     return literal(", ".join(sorted({p.dtype for p in points})))
 
 
-def figures(points: list[PointRecord]) -> list[tuple[str, Figure]]:
-    """Every figure for ``points``, with the file name (without suffix) it is saved as."""
+def figures(points: list[PointRecord], roofs: Roofs | None = None) -> list[tuple[str, Figure]]:
+    """Every figure for ``points``, with the file name (without suffix) it is saved as;
+    the roofline where ``roofs`` (their runs' ceilings) has the roof of one of them."""
     lines = _lines(points)
     if not lines:
         untrusted = sum(p.measured and not p.trusted for p in points)
         why = f" ({untrusted} timed above the device's peak, left out)" if untrusted else ""
         raise ValueError(f"no measured points to draw{why}")
     palette = Palette((line.key.label, line.key.variant, line.key.tile) for line in lines)
+    roof = roofline(points, roofs, palette) if roofs else None
+    found = _size_figures(lines, palette)
+    return [*found, ("roofline", roof)] if roof is not None else found
+
+
+def _size_figures(lines: Lines, palette: Palette) -> list[tuple[str, Figure]]:
+    """The figures against size (bars where every line has one size)."""
     if all(len({x_of(p) for p in line}) == 1 for line in lines.values()):
         return bars.figures(lines, palette)
     core = {line: pts for line, pts in lines.items() if line.key.variant in CORE_VARIANTS}

@@ -5,12 +5,17 @@ computed once; then every (backend, variant, tile) configuration computes the
 product, is checked against the reference and timed (``measure.py``), and its
 record is appended to the results before the next point starts. A point that
 fails is recorded with its reason and the sweep goes on.
+
+Before the first point, each device's ceilings are measured (``Backend.ceilings``, for
+the plan's float dtypes: a second or two per device) and kept in the run header, for the
+tables' roof shares and the roofline; ``XBACKEND_NO_CEILINGS=1`` leaves them out.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -136,13 +141,34 @@ class _Sweep:
         return total
 
 
-def _device_record(backend: Backend) -> dict[str, Any]:
-    """A device as the run header records it, with its state (NVML) where watched."""
+# Set (to anything but "" or "0") to measure no ceilings: the header then has none.
+NO_CEILINGS_ENV = "XBACKEND_NO_CEILINGS"
+
+
+def _device_record(backend: Backend, dtypes: Sequence[str] = ()) -> dict[str, Any]:
+    """A device as the run header records it, with its state (NVML) where watched and
+    its ceilings for ``dtypes`` where measured."""
     record = backend.device.to_dict()
     state = backend.monitor().header()
     if state:
         record["state"] = state
+    ceilings = _ceilings(backend, dtypes)
+    if ceilings is not None:
+        record["ceilings"] = ceilings
     return record
+
+
+def _ceilings(backend: Backend, dtypes: Sequence[str]) -> dict[str, Any] | None:
+    """The device's measured ceilings for the header; None where the backend measures
+    none or ``XBACKEND_NO_CEILINGS`` says not to. A device that fails to measure them
+    still runs the comparison: the header says why it has none."""
+    if os.environ.get(NO_CEILINGS_ENV, "") not in ("", "0"):
+        return None
+    try:
+        measured = backend.ceilings(dtypes)
+    except Exception as error:  # a driver's or a compiler's: any, and only here
+        return {"problem": f"{type(error).__name__}: {error}".splitlines()[0]}
+    return None if measured is None else measured.to_dict()
 
 
 def point_time_s(plan: Plan, per_run_s: float | None) -> float | None:
@@ -190,7 +216,7 @@ def run(
         timestamp=now_iso(),
         environment=environment(),
         plan=plan,
-        devices={label: _device_record(backend) for label, backend in opened},
+        devices={label: _device_record(backend, plan.dtypes) for label, backend in opened},
     )
     with ResultsWriter(out, header) as writer, display.sweep(len(sweep.todo) * len(plan.shapes)):
         for step in range(1, len(plan.shapes) + 1):
@@ -241,7 +267,7 @@ def _config_plan(
         if record.key in done:
             recorded += 1
             continue
-        problem = memory_problem(config, shape, record.batch)
+        problem = memory_problem(config, shape, record.batch, plan.check)
         if problem:
             misfits += 1
             first_misfit = first_misfit or problem

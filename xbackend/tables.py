@@ -18,6 +18,10 @@ points only:
 for ``tiled`` it is the speed-up of tiling; for the ladder and the vendor line, how far
 each is from the naive kernel. The naive kernel of the same tile is preferred (the same
 work-group shape), else the one that takes no tile, else the only one measured there.
+
+Each row also has the point's arithmetic intensity, its roof and the share of the roof it
+reached (``xbackend.roofs``), where its run measured its device's ceilings: the terminal
+table's ``roof`` column, shown where any row has one.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from pathlib import Path
 
 from xbackend.results import PointRecord, latest
 from xbackend.results.records import IMPOSSIBLE
+from xbackend.roofs import Roofs, intensity, roof_of, roof_share
 from xbackend.safeio import atomic_write
 from xbackend.timing import format_seconds
 
@@ -56,6 +61,9 @@ ROW_FIELDS = (
     "stop",
     "flags",
     "reason",
+    "intensity",
+    "roof_gflops",
+    "roof_share",
 )
 
 Row = dict[str, object]
@@ -120,16 +128,26 @@ def _speedup(point: PointRecord, naive: dict[int | None, PointRecord]) -> float 
     return partner.kernel_median_s / median
 
 
-def size_rows(records: Iterable[PointRecord]) -> list[Row]:
+def size_rows(records: Iterable[PointRecord], roofs: Roofs | None = None) -> list[Row]:
     """One row per size and configuration (line key), sizes from the smallest output.
 
     A point recorded more than once counts once, as last recorded. Times are in
     seconds, the noise a share (0.01: 1%); a value that does not exist (a skipped
-    point's time, a naive row's speed-up, the noise in an older file) is None.
+    point's time, a naive row's speed-up, the noise in an older file, the roof of a
+    run that measured no ceilings) is None. ``roofs``: the runs' ceilings (:func:`roofs`).
     """
     points = sorted(latest(records), key=lambda p: (_size_sort(p), _config_sort(p)))
     partners = _naive_partners(points)
-    return [_row(point, partners.get(_pair_key(point), {})) for point in points]
+    rows = []
+    for point in points:
+        row = _row(point, partners.get(_pair_key(point), {}))
+        flop_per_byte, roof = intensity(point), roof_of(point, roofs or {})
+        attainable = roof.attainable(point.dtype, flop_per_byte) if roof else None
+        row["intensity"] = flop_per_byte
+        row["roof_gflops"] = None if attainable is None else attainable / 1e9
+        row["roof_share"] = roof_share(point, roofs or {})
+        rows.append(row)
+    return rows
 
 
 def _row(point: PointRecord, naive: dict[int | None, PointRecord]) -> Row:
@@ -189,6 +207,12 @@ def _noise_text(row: Row) -> str:
     return f"{value * 100:.2g}%{mark}"
 
 
+def _roof_text(row: Row) -> str:
+    """The share of its roof the point reached, in per cent."""
+    value = row["roof_share"]
+    return f"{value * 100:.2g}%" if isinstance(value, float) else ""
+
+
 def _status_text(row: Row) -> str:
     """The status, with the flags that make a time untrusted (above the device's peak)."""
     flags = [flag for flag in str(row["flags"]).split(",") if flag in IMPOSSIBLE]
@@ -210,13 +234,14 @@ _COLUMNS: tuple[tuple[str, Callable[[Row], str], int], ...] = (
     ("kernel q1 – q3", _quartiles, 5),
     ("end-to-end", lambda row: _seconds(row["end_to_end_median_s"]), 4),
     ("× naive", _speedup_text, 0),
+    ("roof", _roof_text, 3),  # only where a row has one (the run measured its ceilings)
 )
 _LEFT = 7
 
 
-def _fit(cells: list[list[str]], width: int | None) -> list[int]:
+def _fit(cells: list[list[str]], width: int | None, columns: int) -> list[int]:
     """The columns shown: all where they fit in ``width``, else the most important."""
-    shown = list(range(len(_COLUMNS)))
+    shown = list(range(columns))
     widths = [max(len(row[i]) for row in cells) for i in shown]
     while width is not None and sum(widths[i] + 2 for i in shown) - 2 > width:
         droppable = [i for i in shown if _COLUMNS[i][2] > 0]
@@ -226,18 +251,22 @@ def _fit(cells: list[list[str]], width: int | None) -> list[int]:
     return shown
 
 
-def size_table(records: Iterable[PointRecord], width: int | None = None) -> str:
+def size_table(
+    records: Iterable[PointRecord], width: int | None = None, roofs: Roofs | None = None
+) -> str:
     """A terminal table: one block per size, one row per configuration.
 
     ``width``: the terminal's columns; the least needed columns are left out
     until the table fits, and a line still longer is cut. None: no limit.
+    ``roofs``: the runs' ceilings (``roofs.roofs``), for the ``roof`` column.
     """
-    rows = size_rows(records)
+    rows = size_rows(records, roofs)
     if not rows:
         return "no points"
-    header = [name for name, _, _ in _COLUMNS]
-    cells = [header, *([cell(row) for _, cell, _ in _COLUMNS] for row in rows)]
-    shown = _fit(cells, width)
+    columns = len(_COLUMNS) - (not any(row["roof_share"] is not None for row in rows))
+    header = [name for name, _, _ in _COLUMNS[:columns]]
+    cells = [header, *([cell(row) for _, cell, _ in _COLUMNS[:columns]] for row in rows)]
+    shown = _fit(cells, width, columns)
     widths = {i: max(len(row[i]) for row in cells) for i in shown}
 
     def line(row: list[str]) -> str:
@@ -270,12 +299,16 @@ def _csv_value(value: object) -> object:
     return "" if value is None else value
 
 
-def write_size_csv(records: Iterable[PointRecord], folder: Path) -> Path:
-    """Write :func:`size_rows` as ``sizes.csv`` into ``folder``, whole; return its path."""
+def write_size_csv(
+    records: Iterable[PointRecord], folder: Path, roofs: Roofs | None = None
+) -> Path:
+    """Write :func:`size_rows` as ``sizes.csv`` into ``folder``, whole; return its path
+    (``roofs``: the runs' ceilings, for the columns ``intensity`` in FLOP/byte,
+    ``roof_gflops`` and ``roof_share``, empty without them)."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(ROW_FIELDS)
-    for row in size_rows(records):
+    for row in size_rows(records, roofs):
         writer.writerow([_csv_value(row[field]) for field in ROW_FIELDS])
     path = Path(folder) / SIZES_CSV
     atomic_write(path, buffer.getvalue())

@@ -9,12 +9,20 @@ call's parameters, else from the backend's ``choices``, else from the default.
 from __future__ import annotations
 
 import abc
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
 import numpy as np
 
 from xbackend.backends import warp
+from xbackend.backends.ceilings import (
+    FLOAT_DTYPES,
+    Ceilings,
+    Timed,
+    copy_ceiling,
+    extended,
+    fma_ceiling,
+)
 from xbackend.backends.choices import ChoiceRequest
 from xbackend.backends.execution import Device, LaunchExecution
 from xbackend.backends.groups import group_problem
@@ -61,6 +69,39 @@ class CompiledBackend(Backend):
             self._monitor = monitor_for(self.device)
         return self._monitor
 
+    _measured: Ceilings | None = None
+
+    def ceilings(self, dtypes: Iterable[str] = ("float32",)) -> Ceilings:
+        """This device's ceilings, measured by kernels/*/ceilings (``ceilings.py``) the
+        first time each is asked for, then kept: float dtypes it cannot compute in are
+        left out."""
+        wanted = [d for d in dtypes if d in FLOAT_DTYPES]
+        wanted = [d for d in wanted if self.dtype_problem(np.dtype(d)) is None]
+        self._measured = extended(
+            self._measured,
+            wanted,
+            lambda dtype: fma_ceiling(self.device, self.run_product, dtype),
+            lambda: copy_ceiling(self.device, self.run_product),
+        )
+        return self._measured
+
+    def run_product(self, product: Product, runs: int, keep_output: bool = False) -> Timed:
+        """Run a planned product as a measurement does (compiled once, this device's
+        clock, CUDA's hold, OpenCL's barrier): its inputs uploaded and its buffers
+        poisoned, one untimed run, then ``runs`` timed ones; the output of the last
+        where ``keep_output``."""
+        with self._active():
+            execution = self._launch_execution(product)
+            try:
+                execution.upload()
+                execution.poison()
+                execution.run()
+                seconds = [execution.run() for _ in range(runs)]
+                output = execution.download().copy() if keep_output else None
+                return Timed(seconds, output, execution.clock)
+            finally:
+                execution.release()
+
     def close(self) -> None:
         if self._monitor is not None:
             self._monitor.close()
@@ -103,10 +144,13 @@ class CompiledBackend(Backend):
         B: Array,
         params: Mapping[str, int] | None = None,
     ) -> Execution:
-        product = self._plan(op, variant, tile, A, B, params)
+        return self._launch_execution(self._plan(op, variant, tile, A, B, params))
+
+    def _launch_execution(self, product: Product) -> LaunchExecution:
+        """A planned product on this device: its kernels compiled, its buffers allocated."""
         self._check_product(product)
         kernels = [
-            self._compile(step, A.dtype) if isinstance(step, KernelLaunch) else None
+            self._compile(step, product.dtype) if isinstance(step, KernelLaunch) else None
             for step in product.steps
         ]
         return LaunchExecution(self._device_handle(), product, kernels)

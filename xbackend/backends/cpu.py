@@ -24,12 +24,19 @@ from __future__ import annotations
 import os
 import platform
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
 
+from xbackend.backends.ceilings import (
+    FLOAT_DTYPES,
+    Ceilings,
+    extended,
+    host_compute_ceiling,
+    host_copy_ceiling,
+)
 from xbackend.backends.interface import Backend, Execution
 from xbackend.backends.numpy_blas import blas_threads, numpy_blas_name
 from xbackend.backends.operands import poison_value
@@ -208,6 +215,19 @@ class CpuBackend(Backend):
     @property
     def device(self) -> DeviceInfo:
         return self._device
+
+    _measured: Ceilings | None = None
+
+    def ceilings(self, dtypes: Iterable[str] = ("float32",)) -> Ceilings:
+        """The host's ceilings through NumPy (``ceilings.py``): its BLAS on a large
+        product per float dtype, ``np.copyto`` for the bandwidth; measured once, kept."""
+        self._measured = extended(
+            self._measured,
+            [dtype for dtype in dtypes if dtype in FLOAT_DTYPES],
+            lambda dtype: host_compute_ceiling(self.device, dtype),
+            lambda: host_copy_ceiling(self.device),
+        )
+        return self._measured
 
     def _uploaded_nbytes(self, X: np.ndarray, op: str) -> int:
         return X.nbytes  # every operand is copied into a compact working array

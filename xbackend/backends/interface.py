@@ -19,13 +19,14 @@ import abc
 import dataclasses
 import math
 import numbers
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any, ClassVar
 
 import numpy as np
 
 from xbackend.backends import warp
+from xbackend.backends.ceilings import Ceilings
 from xbackend.backends.choices import Choices
 from xbackend.backends.operands import check_operands, uploaded_nbytes
 from xbackend.backends.sampler import NO_MONITOR, Monitor, sample
@@ -308,6 +309,13 @@ class Backend(abc.ABC):
             host_memory=host_memory,
             state=sampled.state,
         )
+
+    def ceilings(self, dtypes: Iterable[str] = ("float32",)) -> Ceilings | None:
+        """The device's measured ceilings (``ceilings.py``): FLOP/s for each float dtype of
+        ``dtypes`` it computes in, and bytes per second; each measured the first time it
+        is asked for, then kept. None: this backend does not measure them (the default,
+        and a plugin's unless it says otherwise)."""
+        return None
 
     def monitor(self) -> Monitor:
         """What watches this device's clocks while it is measured (nothing by default)."""

@@ -24,7 +24,7 @@ from xbackend.configs import VARIANT_SETS, resolve_variants
 from xbackend.errors import BackendUnavailable, XBackendError
 from xbackend.operations import DEFAULT, operation
 from xbackend.plan import Plan, Target
-from xbackend.problems import Shape
+from xbackend.problems import AUTO, CHECKS, FREIVALDS_ABOVE_FLOPS, Shape
 from xbackend.progress import Mode, SweepDisplay, choose_mode
 from xbackend.runner import plan_lines
 from xbackend.runner import run as run_plan
@@ -33,6 +33,7 @@ from xbackend.sweep import DEFAULT_BASE, DEFAULT_STEPS, PRESETS, Preset, growth
 
 if TYPE_CHECKING:
     from xbackend.plots import Drawn
+    from xbackend.roofs import Roofs
 
 EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a reader that went away
@@ -135,6 +136,13 @@ def _thoroughness(compare: argparse.ArgumentParser) -> None:
         help="untimed runs after the first, checked run (default: 1)",
     )  # fmt: skip
     compare.add_argument(
+        "--check", choices=CHECKS, default=AUTO,
+        help="how each result is verified: 'full' against a float64 reference, element by "
+        "element; 'freivalds' with random vectors (C·x against A·(B·x): no float64 copies, "
+        "coarser); 'auto' (default): full up to "
+        f"{FREIVALDS_ABOVE_FLOPS:.2g} flops (8192³) where the host holds its reference",
+    )  # fmt: skip
+    compare.add_argument(
         "--budget", type=arguments.non_negative(float), default=20.0, metavar="SECONDS",
         help="skip a point whose estimated time exceeds this (default: 20; 0: never skip)",
     )  # fmt: skip
@@ -230,6 +238,7 @@ def _plan(
         seed=args.seed,
         warmup=args.warmup,
         budget_s=args.budget,
+        check=args.check,
         **sampling.plan_fields(args),
     )
 
@@ -356,16 +365,19 @@ def _run_and_report(
 def _summarize(args: argparse.Namespace, out: Path, console: Console, mode: Mode) -> bool:
     """Print the summary (and the table per size); draw the figures and the report (each
     figure once). Whether the drawing was interrupted."""
+    from xbackend.roofs import roofs
     from xbackend.tables import size_table, write_size_csv
 
     loaded = results_io.load([out])
     points = results_io.latest(loaded.points)
+    measured = roofs(loaded.runs.values())  # the devices' ceilings, from the run headers
     print()
     print(summary_table(points))
-    write_size_csv(points, out)
+    write_size_csv(points, out, measured)
     if args.table:
         print()
-        print(size_table(points, width=console.width if mode == "live" else None))
+        width = console.width if mode == "live" else None
+        print(size_table(points, width=width, roofs=measured))
     if args.no_plots or not any(p.status == "ok" and p.trusted for p in points):
         return False  # nothing to draw: every point failed, or beat the device's peak
     try:
@@ -373,7 +385,7 @@ def _summarize(args: argparse.Namespace, out: Path, console: Console, mode: Mode
             # The figures' own warnings (a layout matplotlib could not fit) are not the
             # user's business here; the figures are checked by looking at them.
             warnings.simplefilter("ignore")
-            drawn = draw(points, out)
+            drawn = draw(points, out, measured)
             from xbackend.report import write_report_of
 
             report = write_report_of(loaded, out, sources=[out], drawn=drawn)[0]
@@ -399,11 +411,12 @@ def _drawing(console: Console, mode: Mode) -> Iterator[None]:
     yield
 
 
-def draw(points: list[results_io.PointRecord], folder: Path) -> Drawn:
-    """The generic figures, written into ``folder`` (matplotlib imported only now)."""
+def draw(points: list[results_io.PointRecord], folder: Path, roofs: Roofs | None = None) -> Drawn:
+    """The generic figures, and the roofline where ``roofs`` has the points' ceilings,
+    written into ``folder`` (matplotlib imported only now)."""
     from xbackend.plots import draw_figures
 
-    return draw_figures(points, folder)
+    return draw_figures(points, folder, roofs=roofs)
 
 
 def silence_stdout() -> None:

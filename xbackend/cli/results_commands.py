@@ -100,11 +100,12 @@ def report(args: argparse.Namespace) -> int:
 
 def plot(args: argparse.Namespace) -> int:
     from xbackend.plots import draw
+    from xbackend.roofs import roofs
 
     loaded, runs = load_runs(args.results, warn=results_io.warn_on_stderr)
     # Runs that measured the same points are drawn as lines of their own, named by run.
     points = results_io.latest(apart(selected(args, loaded.points), runs))
-    figures = draw(points, _out_folder(args))
+    figures = draw(points, _out_folder(args), roofs(loaded.runs.values()))
     print(summary_table(points))
     print(f"\nfigures: {', '.join(str(f) for f in figures)}")
     return 0

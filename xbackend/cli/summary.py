@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from xbackend.problems import FREIVALDS
 from xbackend.results import MEASURED, LineKey, PointRecord
 from xbackend.timing import format_seconds
 
@@ -59,9 +60,11 @@ def summary_table(points: list[PointRecord]) -> str:
     lines += _skip_notes(groups)
     all_measured = [p for p in points if p.status in ("ok", "mismatch", "error")]
     verdict = sum(p.status == "ok" for p in all_measured)
+    sketched = sum(p.check == FREIVALDS for p in all_measured)
+    how = f" ({sketched} of them by Freivalds' check)" if sketched else ""
     lines.append(
         f"\ncode equality: {verdict}/{len(all_measured)} measured points equal "
-        "to the float64 reference within the tolerance"
+        f"to the float64 reference within the tolerance{how}"
     )
     return "\n".join(lines)
 

@@ -33,9 +33,11 @@ from xbackend.report.document import Block, Heading, Paragraph, render_html, ren
 from xbackend.report.equality import equality, machines
 from xbackend.report.figures import FigureFolder
 from xbackend.report.points import EXPERIMENTS, experiment_of, group
+from xbackend.report.roofline import roofline_section
 from xbackend.report.sections import SECTIONS, SpeedUp, speedups
 from xbackend.results import Loaded, PointRecord, latest, load, warn_on_stderr
 from xbackend.results.reading import RunNames, apart, load_runs
+from xbackend.roofs import roofs
 from xbackend.safeio import atomic_write, output_folder, refuse_link
 
 __all__ = [
@@ -98,13 +100,16 @@ def write_report_of(
     found = group(points, lambda p: experiment_of(p, runs))
     experiments = {name: found[name] for name in EXPERIMENTS if name in found}
     blocks = _head(points, len(runs), sources)
-    figures = FigureFolder(out, (FIGURES_DIR,), drawn)
+    figures = FigureFolder(out, (FIGURES_DIR,), drawn, roofs(runs.values()))
     written: list[Path] = []
     for name, points_of in experiments.items():
         blocks.append(Heading(EXPERIMENTS[name], 2))
         section, files = SECTIONS[name](points_of, figures / name)
         blocks += section
         written += files
+    section, files = roofline_section(points, figures, runs)
+    blocks += section
+    written += files
     blocks += equality(experiments)
     blocks += machines(runs, points)
     atomic_write(html_path, render_html(_TITLE, blocks))

@@ -23,6 +23,7 @@ from xbackend.figures.style import Palette, kernel_style, outside_legend
 from xbackend.report.document import Block, Image, Paragraph
 from xbackend.report.points import dtype_sort, group, op_sort
 from xbackend.results import PointRecord
+from xbackend.roofs import Roofs
 from xbackend.safeio import UnsafePath, output_folder, safe_name
 
 Section = tuple[list[Block], list[Path]]  # what a part of the report shows, and files written
@@ -34,12 +35,14 @@ class FigureFolder:
 
     ``out`` is the user's choice (a link there is theirs to make); every level below
     it is xbackend's, so a link found there is refused, not followed out of the report.
-    ``drawn``: the generic figures already drawn in this command, if any.
+    ``drawn``: the generic figures already drawn in this command, if any; ``roofs``: the
+    ceilings the runs measured (``roofs.roofs``), for the tables' roof shares.
     """
 
     out: Path
     names: tuple[str, ...] = ()
     drawn: plots.Drawn | None = None
+    roofs: Roofs = dataclasses.field(default_factory=dict)
 
     def __truediv__(self, name: str) -> FigureFolder:
         if name != safe_name(name, limit=255):
@@ -146,6 +149,9 @@ _GENERIC_CAPTIONS = {
 }
 
 
+ROOFLINE = "roofline"  # plots.figures' name of the roofline
+
+
 def generic_figures(points: list[PointRecord], folder: FigureFolder) -> Section:
     """plots.draw's figures, once per operation, data type and batch (draw mixes none)."""
     blocks: list[Block] = []
@@ -167,6 +173,8 @@ def generic_figures(points: list[PointRecord], folder: FigureFolder) -> Section:
         sub = folder / subfolders[(op, dtype, batch)] if len(groups) > 1 else folder
         what = f"{op}, {dtype}" + (f", batch {batch}" if batch != 1 else "")
         for name, (png, data) in _drawn(part, sub, written).items():
+            if name == ROOFLINE:
+                continue  # the report's roofline section shows it, once for every point
             caption = _GENERIC_CAPTIONS.get(name, name.replace("_", " "))
             blocks.append(Image(png, data, f"{caption.rstrip('.')} ({what})."))
     if not blocks:

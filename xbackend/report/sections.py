@@ -60,7 +60,7 @@ def _assignment(points: list[PointRecord], folder: FigureFolder) -> Section:
         "against the number of output elements, log-log."
     )
     blocks, written = generic_figures(points, folder)
-    return [intro, *blocks, *size_table_blocks(points)], written
+    return [intro, *blocks, *size_table_blocks(points, folder.roofs)], written
 
 
 SpeedUpKey = tuple[str, str, int | None, str]  # label, device, tile of the tiled kernel, dtype

@@ -93,6 +93,9 @@ class PointRecord:
     equal: bool | None = None
     max_abs_error: float | None = None
     bound_ratio: float | None = None
+    # Which check verified it: "full" (the float64 reference), "freivalds" (random
+    # vectors, problems.Freivalds); "" where none ran, and in files from before.
+    check: str = ""
     kernel_s: dict[str, float] | None = None  # Stats of the kernel samples
     end_to_end_s: dict[str, float] | None = None  # Stats of the end-to-end samples
     kernel_samples_s: list[float] = dataclasses.field(default_factory=list)
@@ -256,8 +259,8 @@ def _checked_point(item: Mapping[str, Any]) -> dict[str, Any]:
     """The fields of a PointRecord from a results line, or RecordError.
 
     Older files: no ``op`` (mm), ``batch`` (1), ``dtype`` (float32), ``reason``,
-    ``tile``, ``run_id``, ``step``, nor, for a measured point, ``gflops`` (then
-    taken from the median kernel time).
+    ``tile``, ``run_id``, ``step``, ``check`` (""), nor, for a measured point,
+    ``gflops`` (then taken from the median kernel time).
     """
     defaults = {"op": DEFAULT, "batch": 1, "dtype": "float32", "reason": "", "tile": None}
     point = {**defaults, "run_id": "", **item}
@@ -280,6 +283,10 @@ def _checked_point(item: Mapping[str, Any]) -> dict[str, Any]:
     if point.get("equal") not in (None, True, False):
         raise RecordError("equal", "expected true, false or null")
     fields["equal"] = point.get("equal")
+    check = point.get("check")
+    if check is not None and not isinstance(check, str):
+        raise RecordError("check", f"expected a string, found {check!r:.40}")
+    fields["check"] = check or ""
     fields.update(_samples(point))
     fields.update(_sampling(point))
     fields["params"] = _params(point.get("params"))

@@ -44,6 +44,7 @@ CSV_FIELDS = [
     "equal",
     "max_abs_error",
     "bound_ratio",
+    "check",
     "kernel_median_s",
     "kernel_q1_s",
     "kernel_q3_s",

@@ -1,0 +1,71 @@
+// Ceilings: the most this device computes per second, and the most it copies, measured
+// by two kernels that do nothing else (backends/ceilings.py runs them once per device
+// and run; the roofline of the figures and the tables' roof shares are drawn from them).
+//
+//   fma_loop  arithmetic alone: each thread keeps ACCUMULATORS independent recurrences
+//             x ← fma(x, a, b) in registers and runs `iterations` rounds of them, so
+//             the device's fused multiply-add units never wait on a result (one chain
+//             alone would wait the unit's latency at every step). It writes the sum
+//             of its chains, one REAL per thread, so nothing can be optimised away:
+//             2 · ACCUMULATORS · iterations flops per thread, next to no memory.
+//             With |a| < 1 every chain stays bounded and tends to b / (1 − a).
+//   copy      memory alone: dst = src, `n` VECTORs, one per thread in a grid-stride
+//             loop; 2 · sizeof(VECTOR) · n bytes read and written.
+//
+// Compile-time parameters (-D options), each passed by Python (the defaults let the
+// file compile on its own):
+//   REAL           the element type of fma_loop: float or double
+//   VECTOR         what copy moves at a time: float4 on a GPU (16 bytes, the widest
+//                  load of a thread); an OpenCL CPU device gets float16 (see the twin)
+//   CEILING_BLOCK  the threads of a block, of both kernels
+//   ACCUMULATORS   the independent chains of a thread
+//
+// The OpenCL twin, kernels/opencl/ceilings.cl, has the same kernels line for line.
+
+#ifndef REAL
+#define REAL float
+#endif
+#ifndef VECTOR
+#define VECTOR float4
+#endif
+#ifndef CEILING_BLOCK
+#define CEILING_BLOCK 256
+#endif
+#ifndef ACCUMULATORS
+#define ACCUMULATORS 8
+#endif
+
+extern "C" __global__ __launch_bounds__(CEILING_BLOCK)
+void fma_loop(REAL* __restrict__ out, const int iterations)
+{
+    const int thread = blockIdx.x * CEILING_BLOCK + threadIdx.x;
+    // 1 − 2^-10 and a multiple of 2^-6: exact in float and double alike, so the
+    // host can compute the same recurrence (tests/test_ceilings.py).
+    const REAL a = (REAL)0.9990234375;
+    const REAL b = (REAL)(thread % 64 + 1) * (REAL)0.015625;
+    REAL x[ACCUMULATORS];
+#pragma unroll
+    for (int j = 0; j < ACCUMULATORS; ++j)
+        x[j] = (REAL)j;
+#pragma unroll 16
+    for (int i = 0; i < iterations; ++i) {
+#pragma unroll
+        for (int j = 0; j < ACCUMULATORS; ++j)
+            x[j] = fma(x[j], a, b);
+    }
+    REAL sum = 0;
+#pragma unroll
+    for (int j = 0; j < ACCUMULATORS; ++j)
+        sum += x[j];
+    out[thread] = sum;
+}
+
+// copy: each thread moves a VECTOR at a time, every thread of a warp the neighbour
+// of the next, so that loads and stores coalesce into whole cache lines.
+extern "C" __global__ __launch_bounds__(CEILING_BLOCK)
+void copy(const VECTOR* __restrict__ src, VECTOR* __restrict__ dst, const int n)
+{
+    const int stride = gridDim.x * CEILING_BLOCK;
+    for (int i = blockIdx.x * CEILING_BLOCK + threadIdx.x; i < n; i += stride)
+        dst[i] = src[i];
+}

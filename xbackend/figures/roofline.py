@@ -1,0 +1,270 @@
+"""The roofline: each configuration's arithmetic intensity against the rate it reached,
+under the ceilings its device measured.
+
+x is the arithmetic intensity in FLOP per byte (the flops over the operation's fewest bytes
+moved, ``roofs.intensity``: there are no counters), y the GFLOP/s of the median kernel
+time, both logarithmic. Each device (a backend's label) has its roof, in grey with a line
+style of its own: the bandwidth's slope up to the ridge, then the compute ceiling's flat,
+each labelled with its measured value (``backends/ceilings.py``, from the run header).
+Each configuration's points have its variant's colour and its backend's marker
+(``figures/style.py``), joined in order of size; its largest size is drawn larger, with
+a dark edge. One panel per data type (each has a compute ceiling of its own); the legend
+is right of the panels. Only verified, trusted points are drawn.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import Any, Literal
+
+from matplotlib.artist import Artist
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+from xbackend.figures.style import (
+    Palette,
+    literal,
+    outside_legend,
+    series_name,
+    short,
+    suptitle,
+    variant_sort,
+    with_cache_note,
+)
+from xbackend.results import LineKey, PointRecord
+from xbackend.roofs import Roof, Roofs, intensity, roof_of
+
+ROOF_COLOUR = "0.35"
+RoofStyle = Literal["-", "--", "-.", ":"]
+ROOF_STYLES: tuple[RoofStyle, ...] = ("-", "--", "-.", ":")
+LARGEST_EDGE = "0.1"
+_DTYPES = ("float32", "float64", "int32")
+Configuration = tuple[LineKey, int]  # a line, at one batch
+
+
+def rate_text(value: float, unit: str) -> str:
+    """``value`` per second in the prefix that reads best: 470 GFLOP/s, 3.1 TB/s."""
+    for prefix, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if value >= scale:
+            return f"{value / scale:.3g} {prefix}{unit}/s"
+    return f"{value:.3g} {unit}/s"
+
+
+def _drawable(point: PointRecord) -> bool:
+    return point.status == "ok" and point.trusted and bool(point.gflops) and bool(intensity(point))
+
+
+def _panels(points: Iterable[PointRecord]) -> dict[str, dict[Configuration, list[PointRecord]]]:
+    """Per data type, each configuration's drawable points from the smallest product."""
+    panels: dict[str, dict[Configuration, list[PointRecord]]] = defaultdict(dict)
+    for point in points:
+        if _drawable(point):
+            panels[point.dtype].setdefault((point.line_key, point.batch), []).append(point)
+    for configurations in panels.values():
+        for line in configurations.values():
+            line.sort(key=lambda p: (p.flops, p.M, p.K, p.N))
+    order = sorted(panels, key=lambda d: (_DTYPES.index(d) if d in _DTYPES else 9, d))
+    return {dtype: dict(sorted(panels[dtype].items(), key=_config_sort)) for dtype in order}
+
+
+def _config_sort(item: tuple[Configuration, list[PointRecord]]) -> tuple[object, ...]:
+    (key, batch), _ = item
+    return (key.label, key.op, batch, variant_sort(key.variant), key.tile or 0)
+
+
+def _device_roofs(points: Iterable[PointRecord], roofs: Roofs) -> list[Roof]:
+    """One roof per device of the points (a backend's label): of several runs, the one
+    that measured the most."""
+    best: dict[tuple[str, str], Roof] = {}
+    for point in points:
+        roof = roof_of(point, roofs)
+        if roof is None:
+            continue
+        key = (point.label, point.device)
+        known = best.get(key)
+        if known is None or _size(roof) > _size(known):
+            best[key] = roof
+    return [best[key] for key in sorted(best)]
+
+
+def _size(roof: Roof) -> float:
+    return max(roof.flops_per_s.values(), default=0.0) + (roof.bytes_per_s or 0.0)
+
+
+def _draw_roof(
+    axes: Axes, roof: Roof, dtype: str, span: tuple[float, float], style: RoofStyle, place: int
+) -> None:
+    """The roof over the x range ``span``: the slope to the ridge, then the flat, each
+    labelled with its ceiling; ``place``, the roof's number in the panel, moves its labels
+    along the lines so that those of roofs alike do not overlap."""
+    low, high = span
+    compute = roof.flops_per_s.get(dtype)
+    bandwidth = roof.bytes_per_s
+    if bandwidth is None and compute is None:
+        return
+    ridge = compute / bandwidth if compute and bandwidth else math.nan
+    if compute is None or bandwidth is None:
+        x = [low, high]
+    else:
+        x = [low, ridge, high] if low < ridge < high else [low, high]
+    y = [min(compute or math.inf, value * (bandwidth or math.inf)) / 1e9 for value in x]
+    axes.plot(
+        x, y, color=ROOF_COLOUR, linestyle=style, linewidth=1.5, zorder=1,
+        gid=f"roof:{roof.label}",
+    )  # fmt: skip
+    text: dict[str, Any] = {"fontsize": 7, "color": ROOF_COLOUR, "gid": f"roof_label:{roof.label}"}
+    name = literal(roof.label)
+    # The first roof's labels sit above its lines, the others' below them, one line
+    # of text further each: roofs of alike devices (CUDA and OpenCL on one GPU) share
+    # their lines, and their labels would overlap.
+    below = -3 - 10 * (place - 1)
+    if compute is not None:
+        # At the flat's start, where the points of high intensity do not reach.
+        start = ridge * 1.2 if low < ridge < high else low * 1.2
+        offset, vertical = ((4, 3), "bottom") if place == 0 else ((4, below), "top")
+        axes.annotate(
+            f"{name}: {rate_text(compute, 'FLOP')}", (start, compute / 1e9), xytext=offset,
+            textcoords="offset points", ha="left", va=vertical, **text,
+        )  # fmt: skip
+    if bandwidth is not None:
+        at = low * 6
+        if ridge <= at:  # a ridge near the span's start: the label at the slope's start
+            at = low * 1.1
+        offset, across = ((-3, 4), "right") if place == 0 else ((6, below), "left")
+        axes.annotate(
+            f"{name}: {rate_text(bandwidth, 'B')}", (at, at * bandwidth / 1e9), xytext=offset,
+            textcoords="offset points", ha=across, va="bottom" if place == 0 else "top",
+            **text,
+        )  # fmt: skip
+
+
+def _draw_configuration(
+    axes: Axes, key: LineKey, points: list[PointRecord], palette: Palette
+) -> None:
+    colour, marker = palette.colour(key.variant, key.tile), palette.marker(key.label)
+    x = [intensity(p) or math.nan for p in points]
+    y = [p.gflops or math.nan for p in points]
+    axes.plot(
+        x, y, color=colour, marker=marker, markersize=3.5, linewidth=0.8, alpha=0.75,
+        zorder=2, gid=f"points:{key.variant}",
+    )  # fmt: skip
+    axes.plot(
+        x[-1:], y[-1:], linestyle="none", color=colour, marker=marker, markersize=9,
+        markeredgecolor=LARGEST_EDGE, markeredgewidth=1.2, zorder=3,
+        gid=f"largest:{key.variant}",
+    )  # fmt: skip
+
+
+def _span(
+    configurations: dict[Configuration, list[PointRecord]], roofs: list[Roof], dtype: str
+) -> tuple[float, float]:
+    """The x range of a panel: its points', widened to show every ridge."""
+    x = [intensity(p) or 1.0 for line in configurations.values() for p in line]
+    for roof in roofs:
+        compute = roof.flops_per_s.get(dtype)
+        if compute and roof.bytes_per_s:
+            x.append(compute / roof.bytes_per_s)
+    return min(x) / 2, max(x) * 3
+
+
+def _heights(
+    configurations: dict[Configuration, list[PointRecord]], roofs: list[Roof], dtype: str
+) -> tuple[float, float]:
+    """The y range of a panel: its points' and its compute ceilings', with room; a slope
+    with no ceiling above it leaves through the top."""
+    y = [p.gflops or 1.0 for line in configurations.values() for p in line]
+    y += [roof.flops_per_s[dtype] / 1e9 for roof in roofs if dtype in roof.flops_per_s]
+    return min(y) / 2.5, max(y) * 2.5
+
+
+Styles = dict[tuple[str, str], RoofStyle]  # (label, device) -> the line style of its roof
+
+
+def _panel(
+    axes: Axes,
+    dtype: str,
+    configurations: dict[Configuration, list[PointRecord]],
+    roofs: Roofs,
+    palette: Palette,
+    styles: Styles,
+) -> None:
+    drawn = _device_roofs((p for line in configurations.values() for p in line), roofs)
+    span = _span(configurations, drawn, dtype)
+    for place, roof in enumerate(drawn):
+        _draw_roof(axes, roof, dtype, span, styles[(roof.label, roof.device)], place)
+    for (key, _), line in configurations.items():
+        _draw_configuration(axes, key, line, palette)
+    axes.set_xscale("log")
+    axes.set_yscale("log")
+    for axis in (axes.xaxis, axes.yaxis):
+        axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+        axis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+        axis.set_minor_formatter(NullFormatter())
+    axes.set_xlim(*span)
+    axes.set_ylim(*_heights(configurations, drawn, dtype))
+    axes.set_xlabel("arithmetic intensity (FLOP/byte: flops / fewest bytes moved)")
+    axes.set_ylabel("GFLOP/s (median kernel time)")
+    roofed = any(dtype in roof.flops_per_s for roof in drawn)
+    axes.set_title(short(dtype if roofed else f"{dtype} (no compute ceiling)"), fontsize=9)
+    axes.grid(True, which="major", alpha=0.4)
+    axes.grid(True, which="minor", alpha=0.1)
+
+
+def _handles(
+    configurations: list[Configuration], devices: list[Roof], styles: Styles, palette: Palette
+) -> list[Artist]:
+    """Colours (variants), markers (backends), line styles (roofs), and the largest size."""
+    variants: dict[str, Artist] = {}
+    backends: dict[str, Artist] = {}
+    for key, _ in configurations:
+        colour = palette.colour(key.variant, key.tile)
+        name = literal(series_name(key.variant, key.tile))
+        variants.setdefault(name, Line2D([], [], color=colour, label=name))
+        marker = palette.marker(key.label)
+        label = literal(key.label)
+        backends.setdefault(label, Line2D([], [], linestyle="none", color="0.4", marker=marker,
+                                          label=label))  # fmt: skip
+    roofs = []
+    for roof in devices:
+        name = f"{roof.label} roof"
+        if roof.bytes_per_s is not None:
+            name += f": {rate_text(roof.bytes_per_s, 'B')}"
+        style = styles[(roof.label, roof.device)]
+        roofs.append(Line2D([], [], color=ROOF_COLOUR, linestyle=style, label=literal(name)))
+    largest = Line2D([], [], linestyle="none", marker="o", markersize=8, markerfacecolor="white",
+                     markeredgecolor=LARGEST_EDGE, label="largest size")  # fmt: skip
+    return [*variants.values(), *backends.values(), *roofs, largest]
+
+
+def roofline(
+    points: list[PointRecord], roofs: Roofs, palette: Palette | None = None
+) -> Figure | None:
+    """The roofline of ``points`` under ``roofs`` (``roofs.roofs`` of their runs); None
+    where no drawable point has a roof (runs that measured no ceilings)."""
+    panels = _panels(points)
+    drawable = [p for panel in panels.values() for line in panel.values() for p in line]
+    devices = _device_roofs(drawable, roofs)
+    if not devices:
+        return None
+    styles = {
+        (roof.label, roof.device): ROOF_STYLES[index % len(ROOF_STYLES)]
+        for index, roof in enumerate(devices)
+    }
+    if palette is None:
+        palette = Palette((p.label, p.variant, p.tile) for p in drawable)
+    columns = min(2, len(panels))
+    rows = -(-len(panels) // columns)
+    height = 4.6 * rows + 0.8
+    figure = Figure(figsize=(5.8 * columns + 3.2, height), layout="constrained")
+    for index, (dtype, configurations) in enumerate(panels.items()):
+        axes = figure.add_subplot(rows, columns, index + 1)
+        _panel(axes, dtype, configurations, roofs, palette, styles)
+    title = "Roofline: every configuration under its device's measured ceilings"
+    suptitle(figure, with_cache_note(title, (p.cache for p in drawable)))
+    every = [config for panel in panels.values() for config in panel]
+    outside_legend(figure, _handles(every, devices, styles, palette), height)
+    return figure

@@ -1,0 +1,133 @@
+"""The report's roofline: the ceilings every run measured per device, the roofline figure
+of every point (``figures/roofline.py``), and each configuration's share of its roof at
+its largest size (``xbackend.roofs``). Runs that measured no ceilings have no section."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from xbackend.figures.roofline import rate_text, roofline
+from xbackend.report.document import Block, Cell, Heading, Image, Paragraph, Table
+from xbackend.report.figures import ROOFLINE, FigureFolder, Section, save
+from xbackend.report.points import dtype_sort, size_text, three_digits
+from xbackend.results import PointRecord, RunHeader
+from xbackend.roofs import intensity, roof_of, roof_share
+
+_INTRO = (
+    "Before its first point each run measured the ceilings of its devices: the FLOP/s of "
+    "an FMA loop (independent fused multiply-add chains in registers) per float data type "
+    "and the bytes per second of a large copy (kernels/*/ceilings), or on the CPU backend "
+    "NumPy's BLAS on a large product and numpy.copyto; each the best of its timed runs. "
+    "A point's arithmetic intensity is its flops over its operation's fewest bytes (each "
+    "input read once, the output written once: there are no counters); its roof is "
+    "min(compute ceiling, intensity × bandwidth) of its device; its share is the GFLOP/s "
+    "it reached over that roof."
+)
+
+
+def _rate(value: Any, unit: str) -> str:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        return "—"
+    return rate_text(float(value), unit)
+
+
+def _ceilings_table(runs: Mapping[str, RunHeader]) -> Table | None:
+    """One row per device of every run that tried to measure its ceilings."""
+    rows = []
+    several = len(runs) > 1
+    for run_id, run in sorted(runs.items(), key=lambda item: item[1].timestamp):
+        for label, device in run.devices.items():
+            ceilings = device.get("ceilings")
+            if not isinstance(ceilings, dict):
+                continue
+            flops = ceilings.get("flops_per_s")
+            flops = flops if isinstance(flops, dict) else {}
+            how = ceilings.get("how")
+            how = how if isinstance(how, dict) else {}
+            text = "; ".join(f"{name}: {value}" for name, value in how.items())
+            problem = ceilings.get("problem")
+            rows.append(
+                [
+                    *([Cell(run_id)] if several else []),
+                    Cell(label),
+                    Cell(str(device.get("name") or "—")),
+                    Cell(_rate(flops.get("float32"), "FLOP")),
+                    Cell(_rate(flops.get("float64"), "FLOP")),
+                    Cell(_rate(ceilings.get("bytes_per_s"), "B")),
+                    Cell(f"not measured: {problem}" if problem else text, "error" * bool(problem)),
+                ]
+            )
+    if not rows:
+        return None
+    header = ["backend", "device", "float32", "float64", "bandwidth", "measured by"]
+    return Table(["run", *header] if several else header, rows, numeric=False)
+
+
+def _shares_table(points: list[PointRecord], folder: FigureFolder) -> Table | None:
+    """Each configuration at its largest size with a roof: where it stands under it."""
+    largest: dict[tuple[object, ...], PointRecord] = {}
+    for point in points:
+        if roof_share(point, folder.roofs) is None:
+            continue
+        key = (*point.line_key, point.batch)
+        known = largest.get(key)
+        if known is None or (point.flops, point.M, point.N) > (known.flops, known.M, known.N):
+            largest[key] = point
+    rows = []
+    order = sorted(largest.values(), key=lambda p: (p.label, p.op, dtype_sort(p.dtype), p.variant))
+    for point in order:
+        roof = roof_of(point, folder.roofs)
+        flop_per_byte = intensity(point)
+        attainable = roof.attainable(point.dtype, flop_per_byte) if roof else None
+        share = roof_share(point, folder.roofs)
+        rows.append(
+            [
+                Cell(point.label),
+                Cell(point.op + (f" ×{point.batch}" if point.batched else "")),
+                Cell(point.variant + (f" T={point.tile}" if point.tile else "")),
+                Cell(point.dtype),
+                Cell(size_text(point)),
+                Cell(three_digits(flop_per_byte or 0.0)),
+                Cell(three_digits(point.gflops or 0.0)),
+                Cell(three_digits((attainable or 0.0) / 1e9)),
+                Cell(f"{three_digits((share or 0.0) * 100)}%"),
+            ]
+        )
+    if not rows:
+        return None
+    header = ["backend", "op", "variant", "dtype", "largest size", "FLOP/byte", "GFLOP/s",
+              "roof (GFLOP/s)", "share of roof"]  # fmt: skip
+    return Table(header, rows, numeric=False)
+
+
+def roofline_section(
+    points: list[PointRecord], folder: FigureFolder, runs: Mapping[str, RunHeader]
+) -> Section:
+    """The section, or nothing where no run measured ceilings."""
+    ceilings = _ceilings_table(runs)
+    if ceilings is None:
+        return [], []
+    blocks: list[Block] = [Heading("Roofline", 2), Paragraph(_INTRO), ceilings]
+    written: list[Path] = []
+    caption = (
+        "Roofline: each configuration's arithmetic intensity against its GFLOP/s (colour: "
+        "variant; marker: backend; large: its largest size) under its device's measured "
+        "roofs (grey: the bandwidth's slope, then the compute ceiling)."
+    )
+    drawn = folder.drawn
+    if drawn is not None and drawn.shows(points) and ROOFLINE in drawn.pngs:
+        png, data = drawn.pngs[ROOFLINE]
+        blocks.append(Image(png, data, caption))
+    else:
+        figure = roofline(points, folder.roofs)
+        if figure is not None:
+            image, written = save(figure, folder, ROOFLINE, caption)
+            blocks.append(image)
+    shares = _shares_table(points, folder)
+    if shares is not None:
+        blocks.append(shares)
+    else:
+        blocks.append(Paragraph("No verified point has a measured roof: no shares."))
+    return blocks, written
