@@ -89,7 +89,7 @@ def test_each_device_has_its_roof_slope_then_flat():
         assert y[1] == pytest.approx(y[2]) == pytest.approx(compute / 1e9)
     labels = [text.get_text() for text in axes.texts]
     assert "cpu: 200 GFLOP/s" in labels and "opencl: 450 GFLOP/s" in labels
-    assert "cpu: 30 GB/s" in labels and "opencl: 35 GB/s" in labels
+    assert not any("GB/s" in label for label in labels)  # the legend names the bandwidths
     styles = {line.get_gid(): line.get_linestyle() for line in _lines(figure, "roof:")}
     assert len(set(styles.values())) == 2  # one line style per device
 
