@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from xbackend.backends.monitor import SampleState
+from xbackend.backends.monitor import NullMonitor, SampleState
 from xbackend.timing import Sampling, relative_noise, stop_reason
 
 Array = np.ndarray[Any, Any]
@@ -48,23 +48,8 @@ class Monitor(Protocol):
     def finish(self) -> dict[str, Any] | None: ...
 
 
-class _Unwatched:
-    """No monitor: every sample is taken as it came."""
-
-    def header(self) -> dict[str, Any]:
-        return {}
-
-    def start(self) -> None:
-        pass
-
-    def sample(self) -> SampleState:
-        return SampleState(False, ())
-
-    def finish(self) -> dict[str, Any] | None:
-        return None
-
-
-NO_MONITOR: Monitor = _Unwatched()
+# No monitor: every sample is taken as it came.
+NO_MONITOR: Monitor = NullMonitor()
 
 
 @dataclasses.dataclass
