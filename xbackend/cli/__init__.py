@@ -8,7 +8,9 @@
   (``results_commands.py``);
 * ``diff``: two runs compared point by point, a verdict for each (``diff.py``);
 * ``tune``: search the tuned variants' parameters on one device and cache the best
-  (``tune.py``).
+  (``tune.py``);
+* ``limits``: the largest product each backend runs, within memory and a time budget
+  (``limits.py``).
 
 Each command's parser sets ``func``, the function that runs it; :func:`main` calls it
 and turns the errors a user can meet into one line and an exit status.
@@ -21,7 +23,7 @@ import sys
 from collections.abc import Sequence
 
 from xbackend import __version__
-from xbackend.cli import compare, devices, diff, results_commands, tune
+from xbackend.cli import compare, devices, diff, limits, results_commands, tune
 from xbackend.cli.compare import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, silence_stdout
 from xbackend.cli.summary import summary_table
 from xbackend.errors import XBackendError
@@ -53,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     results_commands.add_parsers(commands)
     diff.add_parser(commands)
     tune.add_parser(commands)
+    limits.add_parser(commands)
     return parser
 
 

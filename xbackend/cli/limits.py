@@ -1,0 +1,102 @@
+"""``xbackend limits``: the largest square product each backend runs, for each operation
+and dtype, found by doubling then bisection (``xbackend/limits.py``); recorded as results
+and printed as a table."""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+from pathlib import Path
+from typing import Any
+
+import xbackend.cli.arguments as arguments
+from xbackend import backend_names
+from xbackend import results as results_io
+from xbackend.cli.compare import open_backends
+from xbackend.errors import XBackendError
+from xbackend.limits import (
+    FALLBACK_VARIANT,
+    PREFERRED_VARIANT,
+    START_GPU,
+    START_OTHER,
+    limits_table,
+)
+from xbackend.limits import limits as find_limits
+from xbackend.operations import DEFAULT
+from xbackend.safeio import output_folder
+
+MAX_START = 2**20
+
+
+def add_parser(commands: Any) -> None:
+    parser = commands.add_parser(
+        "limits",
+        help="find the largest product each backend runs, within memory and a time budget",
+        description="For each backend, operation and dtype, grow the square size N×N · N×N "
+        "(doubling, then bisection) until the product no longer fits (device or host "
+        "memory, one buffer's limit, the kernels' 32-bit indices) or its one run exceeds "
+        "--budget; record every size tried and print the largest that ran and the first "
+        "that did not, with the memory each needs.",
+    )
+    parser.add_argument(
+        "--backends", default="auto", metavar="LIST",
+        help=f"comma-separated NAME or NAME:DEVICE, from: {', '.join(backend_names())}; "
+        "'auto' (default) is every available backend",
+    )  # fmt: skip
+    parser.add_argument(
+        "--op", type=arguments.ops, default=[DEFAULT], metavar="LIST",
+        help="operations, comma-separated (default: mm)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--dtype", type=arguments.dtypes, default=["float32"], metavar="LIST",
+        help="element types, comma-separated (default: float32)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--variant", default=None, metavar="NAME",
+        help=f"the variant to grow (default: {PREFERRED_VARIANT} where the backend runs it, "
+        f"else {FALLBACK_VARIANT})",
+    )  # fmt: skip
+    parser.add_argument(
+        "--start", type=arguments.bounded_int(2, MAX_START), default=None, metavar="N",
+        help=f"the first size (default: {START_GPU} on a GPU, {START_OTHER} elsewhere)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--budget", type=arguments.positive(float), default=20.0, metavar="SECONDS",
+        help="the most one run of the product may take, measured or predicted (default: 20)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--seed", type=arguments.bounded_int(0, arguments.MAX_SEED), default=0,
+        help="seed of the random inputs",
+    )  # fmt: skip
+    parser.add_argument(
+        "--out", type=Path, default=None, help="output folder (default: results/limits-<date-time>)"
+    )
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    opened = open_backends(args.backends)
+    try:
+        out = output_folder(args.out or _default_out())
+        with results_io.RunLock(out):
+            if (out / results_io.JSONL_NAME).exists():
+                raise XBackendError(f"{out} already holds results; choose another --out")
+            for label, backend in opened:
+                print(f"{label}: {backend.device.name} ({backend.device.platform})")
+            found = find_limits(
+                opened, out, ops=args.op, dtypes=args.dtype, variant=args.variant,
+                start=args.start, budget_s=args.budget, seed=args.seed,
+            )  # fmt: skip
+    finally:
+        for _, backend in opened:
+            backend.close()
+    print()
+    print(limits_table(found))
+    print(f"\nresults: {out / results_io.JSONL_NAME}, {out / results_io.CSV_NAME}")
+    broken = [p for limit in found for p in limit.records if p.status in ("mismatch", "error")]
+    return 1 if broken else 0
+
+
+def _default_out() -> Path:
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    return Path("results") / f"limits-{stamp}"
