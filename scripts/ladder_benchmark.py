@@ -36,15 +36,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import xbackend
+from xbackend.diff import ratio_interval
 from xbackend.problems import Reference, check, flops, make_operands
 from xbackend.runner import Target
 from xbackend.sweep import parse_shapes
-from xbackend.timing import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, CONFIDENCE
+from xbackend.timing import BOOTSTRAP_SEED
 
 # The targets of issue 4, and the awkward shapes where no cliff may appear.
 DEFAULT_SIZES = "4096x4096x4096,8000x7000x8000,4095x4095x4095,1000x3001x1000"
@@ -59,16 +58,10 @@ def share_interval(
     rung_s: list[float], vendor_s: list[float], seed: int = BOOTSTRAP_SEED
 ) -> tuple[float, float, float]:
     """The rung's share of the vendor's speed (the vendor's median time over the
-    rung's) and a percentile-bootstrap 95% interval of it: both samples resampled
-    independently, by a generator of ``seed``."""
-    rung, vendor = np.asarray(rung_s, dtype=np.float64), np.asarray(vendor_s, dtype=np.float64)
-    rng = np.random.default_rng(seed)
-    rung_medians = np.median(rung[rng.integers(0, rung.size, (BOOTSTRAP_RESAMPLES, rung.size))], 1)
-    vendor_picks = rng.integers(0, vendor.size, (BOOTSTRAP_RESAMPLES, vendor.size))
-    ratios = np.median(vendor[vendor_picks], axis=1) / rung_medians
-    tail = (1.0 - CONFIDENCE) / 2
-    low, high = np.quantile(ratios, [tail, 1.0 - tail])
-    return float(np.median(vendor) / np.median(rung)), float(low), float(high)
+    rung's) and a percentile-bootstrap 95% interval of it: ``xbackend diff``'s ratio of
+    medians, the vendor's over the rung's."""
+    share = ratio_interval(rung_s, vendor_s, seed=seed)
+    return share.ratio, share.low, share.high
 
 
 def share_text(rung_s: list[float], vendor_s: list[float]) -> str:

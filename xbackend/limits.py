@@ -18,7 +18,6 @@ A wrong result or an error ends the line.
 from __future__ import annotations
 
 import dataclasses
-import re
 import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -46,8 +45,7 @@ START_OTHER = 256
 PREFERRED_VARIANT = "vendor"
 FALLBACK_VARIANT = "tiled"
 # Errors that mean the size does not fit this backend, not that something broke.
-_REFUSALS = (DeviceOutOfMemory.__name__, UnsupportedParameter.__name__, MemoryError.__name__)
-_WHERE = re.compile(r" \(at [^()]*:\d+\)$")
+_REFUSALS: tuple[type[Exception], ...] = (DeviceOutOfMemory, UnsupportedParameter, MemoryError)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,9 +126,11 @@ class _Line:
             budget_s=0.0, check=self.check,
         )  # fmt: skip
         inputs = Inputs(shape, self.seed, 1)
-        point = measure_point(plan, config, blank, inputs, CostModel(), {})
+        point = measure_point(plan, config, blank, inputs, CostModel(), {}, _REFUSALS)
+        if point.status == "skipped":  # refused: the size does not fit
+            return point, point.reason
         if point.status == "error":
-            return _refusal(point)
+            return point, f"error: {point.reason.splitlines()[0]}"
         if point.status != "ok":
             return point, f"{point.status}: {point.reason}"
         took_s = (point.end_to_end_s or {})["median"]
@@ -149,16 +149,6 @@ class _Line:
             f"predicted {predicted_s:.3g} s from {self.best.M}×{self.best.M} "
             f"exceeds the budget of {self.budget_s:g} s (--budget)"
         )
-
-
-def _refusal(point: PointRecord) -> tuple[PointRecord, str]:
-    """An error point: a size the backend refuses (memory, 32-bit indices) is skipped
-    with the backend's message; any other error stays an error."""
-    kind, _, message = point.reason.partition(": ")
-    if kind in _REFUSALS:
-        reason = _WHERE.sub("", message.strip()) or kind
-        return dataclasses.replace(point, status="skipped", reason=reason), reason
-    return point, f"error: {point.reason.splitlines()[0]}"
 
 
 def _ends_line(why: str) -> bool:

@@ -97,8 +97,13 @@ def measure_point(
     inputs: Inputs,
     cost: CostModel,
     failed: dict[Config, str],
+    refusals: tuple[type[Exception], ...] = (),
 ) -> PointRecord:
-    """``record`` (the point, not measured yet) as measured, or skipped with its reason."""
+    """``record`` (the point, not measured yet) as measured, or skipped with its reason.
+
+    An error of a type in ``refusals`` (``xbackend limits``: out of memory, a size the
+    kernels cannot index) makes the point skipped with the error's message, not an error.
+    """
     reason = _skip_reason(plan, config, record, cost, failed)
     if reason:
         return dataclasses.replace(record, reason=reason)
@@ -112,6 +117,8 @@ def measure_point(
         )
     except (KeyboardInterrupt, SystemExit):
         raise
+    except refusals as refused:
+        return dataclasses.replace(record, reason=str(refused) or type(refused).__name__)
     except Exception as error:
         reason = _describe_error(error)
         failed[config] = reason.splitlines()[0]

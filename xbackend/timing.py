@@ -36,6 +36,16 @@ def bootstrap_median_interval(samples: Sequence[float]) -> tuple[float, float]:
     return float(low), float(high)
 
 
+def unmarked(samples: Sequence[float], marks: Sequence[str]) -> list[float]:
+    """The samples whose mark is "" (no marks at all: every sample): those the statistics
+    and the stopping rule are made of (``backends/sampler.py`` marks the others)."""
+    if not marks:
+        return list(samples)
+    # Not strict: a results file whose marks do not match its samples (damaged) still
+    # reads, as far as the two go together.
+    return [value for value, mark in zip(samples, marks, strict=False) if not mark]
+
+
 def relative_noise(samples: Sequence[float]) -> float:
     """Standard deviation over the mean (0 for fewer than two samples)."""
     if len(samples) < 2:

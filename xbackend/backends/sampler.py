@@ -21,7 +21,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from xbackend.backends.monitor import NullMonitor, SampleState
-from xbackend.timing import Sampling, relative_noise, stop_reason
+from xbackend.timing import Sampling, relative_noise, stop_reason, unmarked
 
 Array = np.ndarray[Any, Any]
 
@@ -66,11 +66,7 @@ class Sampled:
     state: dict[str, Any] | None = None
 
     def kept(self) -> tuple[list[float], list[float]]:
-        keep = [not mark for mark in self.marks]
-        return (
-            [s for s, k in zip(self.kernel_s, keep, strict=True) if k],
-            [s for s, k in zip(self.end_to_end_s, keep, strict=True) if k],
-        )
+        return unmarked(self.kernel_s, self.marks), unmarked(self.end_to_end_s, self.marks)
 
 
 def sample(execution: Runs, sampling: Sampling, monitor: Monitor = NO_MONITOR) -> Sampled:

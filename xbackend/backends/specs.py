@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from xbackend.backends import warp
+from xbackend.timing import unmarked
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,13 +100,7 @@ class Measurement:
     @property
     def kept(self) -> tuple[list[float], list[float]]:
         """The kernel and end-to-end samples the statistics are made of (not marked)."""
-        if not any(self.marks):
-            return list(self.kernel_s), list(self.end_to_end_s)
-        keep = [not mark for mark in self.marks]
-        return (
-            [s for s, k in zip(self.kernel_s, keep, strict=True) if k],
-            [s for s, k in zip(self.end_to_end_s, keep, strict=True) if k],
-        )
+        return unmarked(self.kernel_s, self.marks), unmarked(self.end_to_end_s, self.marks)
 
 
 # operation -> variant name -> spec

@@ -117,3 +117,23 @@ def positive(kind: Callable[[str], _Number]) -> Callable[[str], _Number]:
         return value
 
     return parse
+
+
+def share(low: float, high: float, *, low_included: bool = False) -> Callable[[str], float]:
+    """A share written as ``5%`` or ``0.05``, from ``low`` (excluded unless
+    ``low_included``) up to ``high`` (excluded)."""
+
+    def parse(text: str) -> float:
+        word = text.strip()
+        try:
+            value = float(word[:-1]) / 100 if word.endswith("%") else float(word)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"a share such as 5% or 0.05, not {text!r}") from None
+        if not (low <= value if low_included else low < value) or not value < high:
+            hint = f" (for {word} per cent, write {word}%)" if not word.endswith("%") else ""
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is not a share from {low:.0%} to under {high:.0%}{hint}"
+            )
+        return value
+
+    return parse

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import xbackend.cli.arguments as arguments
 from xbackend import diff
 from xbackend.cli.results_commands import add_filters, selected
 from xbackend.results import JSONL_NAME, Loaded, latest, load, warn_on_stderr
@@ -23,17 +24,8 @@ CSV_NAME = "diff.csv"
 FIGURE_NAME = "diff"
 
 
-def threshold(text: str) -> float:
-    """A minimum effect: ``2%`` or ``0.02``; from 0 up to (not including) 100%."""
-    word = text.strip()
-    try:
-        value = float(word[:-1]) / 100 if word.endswith("%") else float(word)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"a share such as 2% or 0.02, not {text!r}") from None
-    if not 0 <= value < 1:
-        hint = f" (for {word} per cent, write {word}%)" if not word.endswith("%") else ""
-        raise argparse.ArgumentTypeError(f"{text!r} is not a share from 0 to under 100%{hint}")
-    return value
+# A minimum effect: from 0 up to (not including) 100%.
+threshold = arguments.share(0.0, 1.0, low_included=True)
 
 
 def add_parser(commands: Any) -> None:

@@ -12,18 +12,8 @@ from xbackend.timing import CACHE_MODES, HOST_MEMORY, Sampling
 _DEFAULT = Sampling()
 
 
-def fraction(text: str) -> float:
-    """A share written as ``1%`` or ``0.01``."""
-    value = text.strip()
-    try:
-        number = float(value[:-1]) / 100 if value.endswith("%") else float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected a share such as 1% or 0.01, not {text!r}"
-        ) from None
-    if not 0 < number < 10:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a share between 0 and 1000%")
-    return number
+# A noise target: above 0, under 1000%.
+fraction = arguments.share(0.0, 10.0)
 
 
 def add_options(parser: argparse.ArgumentParser) -> None:

@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 
 from xbackend.operations import DEFAULT, OPERATIONS, Operation
 from xbackend.plan import Plan
+from xbackend.timing import unmarked
 
 STATUSES = ("ok", "mismatch", "skipped", "error")
 MEASURED = ("ok", "mismatch")
@@ -342,6 +343,4 @@ def _params(params: Any) -> dict[str, int] | None:
 
 def _kept(samples: list[float], marks: list[str]) -> list[float]:
     """The unmarked samples; all of them where every one is marked (flag "throttled")."""
-    if not marks or all(marks):
-        return list(samples)
-    return [value for value, mark in zip(samples, marks, strict=False) if not mark]
+    return list(samples) if marks and all(marks) else unmarked(samples, marks)
