@@ -4,6 +4,7 @@ before a size starts, refusals and failures are recorded, never raised."""
 from __future__ import annotations
 
 import dataclasses
+import re
 import time
 
 import numpy as np
@@ -234,3 +235,18 @@ def test_the_command_prints_the_table_and_writes_results(tmp_path, monkeypatch, 
     assert "largest that ran" in printed and "float64" in printed and "fake" in printed
     assert results.load([out]).points
     assert main(["limits", "--backends", "cpu", "--out", str(out)]) == 2  # holds results
+
+
+def test_the_selection_options_choose_the_lines(tmp_path, monkeypatch, capsys):
+    """--variants and --tile mean what they mean to compare: a line per variant and tile."""
+    monkeypatch.setattr(limits_module, "memory_problem", _refuse_above(40))
+    out = tmp_path / "limits"
+    code = main(["limits", "--backends", "cpu", "--variants", "naive,tiled", "--tile", "8,16",
+                 "--start", "16", "--budget", "5", "--out", str(out)])  # fmt: skip
+    assert code == 0
+    lines = {(p.variant, p.tile) for p in results.load([out]).points}
+    assert lines == {("naive", None), ("tiled", 8), ("tiled", 16)}
+    printed = capsys.readouterr().out.splitlines()
+    rows = [re.split(r"\s{2,}", row) for row in printed if row.startswith("cpu  ")]
+    assert sorted((row[3], row[4]) for row in rows) == [("naive", "—"), ("tiled", "16"),
+                                                        ("tiled", "8")]  # fmt: skip

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from xbackend.configs import Config, configs
+from xbackend.configs import Config, configs, resolve_variants
 from xbackend.cost import CostModel
 from xbackend.errors import DeviceOutOfMemory, UnsupportedParameter
 from xbackend.machine import environment
@@ -78,14 +78,32 @@ def default_variant(backend: Backend, op: str, dtype: str) -> str:
     return PREFERRED_VARIANT if PREFERRED_VARIANT in runnable else FALLBACK_VARIANT
 
 
-def line_config(label: str, backend: Backend, op: str, dtype: str, variant: str) -> Config:
+def line_config(
+    label: str, backend: Backend, op: str, dtype: str, variant: str, tile: int | None = None
+) -> Config:
     """The configuration of one line, with why it cannot run here where it cannot."""
-    plan = Plan(shapes=[], ops=[op], dtypes=[dtype], variants=[variant])
+    found = line_configs(label, backend, op, dtype, [variant], [tile] if tile else None)
+    return found[0]
+
+
+def line_configs(
+    label: str,
+    backend: Backend,
+    op: str,
+    dtype: str,
+    variants: Sequence[str],
+    tiles: Sequence[int] | None = None,
+) -> list[Config]:
+    """The lines of ``variants`` (names; at each of ``tiles`` where a variant takes a
+    tile) on one backend; a variant it does not have is one line that cannot run."""
+    plan = Plan(shapes=[], ops=[op], dtypes=[dtype], variants=list(variants),
+                tiles=list(tiles) if tiles else None)  # fmt: skip
     found = configs(plan, [(label, backend)])
-    if found:
-        return found[0]
-    problem = f"{backend.name} has no variant {variant!r} of {op}"
-    return Config(label, backend, op, variant, None, dtype, problem)
+    missing = [v for v in variants if v not in {config.variant for config in found}]
+    for variant in missing:
+        problem = f"{backend.name} has no variant {variant!r} of {op}"
+        found.append(Config(label, backend, op, variant, None, dtype, problem))
+    return found
 
 
 @dataclasses.dataclass
@@ -212,14 +230,16 @@ def limits(
     *,
     ops: Sequence[str] = (DEFAULT,),
     dtypes: Sequence[str] = ("float32",),
-    variant: str | None = None,
+    variants: Sequence[str] | None = None,
+    tiles: Sequence[int] | None = None,
     start: int | None = None,
     budget_s: float = 20.0,
     seed: int = 0,
     min_step: int = MIN_STEP,
     log: Callable[[str], None] = print,
 ) -> list[Limit]:
-    """Each opened backend's limits for every op and dtype, recorded into ``out``."""
+    """Each opened backend's limits for every op, dtype and variant (names or sets, as
+    ``--variants`` takes them; default: each backend's preferred), recorded into ``out``."""
     run_id = uuid.uuid4().hex[:12]
     first = start or min(default_start(backend) for _, backend in opened)
     header = RunHeader(
@@ -227,7 +247,8 @@ def limits(
         timestamp=now_iso(),
         environment=environment(),
         plan=Plan(shapes=[Shape(first, first, first)], ops=list(ops), dtypes=list(dtypes),
-                  variants=[variant] if variant else None, seed=seed, warmup=0, samples=1,
+                  variants=list(variants) if variants else None, tiles=list(tiles or []) or None,
+                  seed=seed, warmup=0, samples=1,
                   min_samples=1, budget_s=budget_s),
         devices={label: backend.device.to_dict() for label, backend in opened},
     )  # fmt: skip
@@ -241,15 +262,31 @@ def limits(
         for label, backend in opened:
             for op in ops:
                 for dtype in dtypes:
-                    chosen = variant or default_variant(backend, op, dtype)
-                    config = line_config(label, backend, op, dtype, chosen)
-                    found.append(
-                        find_limit(
-                            config, start=start or default_start(backend), budget_s=budget_s,
-                            record=record, seed=seed, min_step=min_step, run_id=run_id,
-                        )
-                    )  # fmt: skip
+                    for config in _lines(label, backend, op, dtype, variants, tiles):
+                        found.append(
+                            find_limit(
+                                config, start=start or default_start(backend),
+                                budget_s=budget_s, record=record, seed=seed,
+                                min_step=min_step, run_id=run_id,
+                            )
+                        )  # fmt: skip
     return found
+
+
+def _lines(
+    label: str,
+    backend: Backend,
+    op: str,
+    dtype: str,
+    variants: Sequence[str] | None,
+    tiles: Sequence[int] | None,
+) -> list[Config]:
+    """One backend's lines for ``op`` in ``dtype``: ``variants`` with the sets expanded
+    (``all``: every variant the backend has), or its preferred variant."""
+    if not variants:
+        return [line_config(label, backend, op, dtype, default_variant(backend, op, dtype))]
+    names = resolve_variants(variants, [(label, backend)], [op])
+    return line_configs(label, backend, op, dtype, names or backend.variants(op), tiles)
 
 
 def _said(point: PointRecord) -> str:
@@ -262,7 +299,7 @@ def _gib(nbytes: int | None) -> str:
     return "—" if not nbytes else f"{nbytes / 2**30:.3g} GiB"
 
 
-_HEADER = ("backend", "device", "op", "variant", "dtype", "largest that ran", "time",
+_HEADER = ("backend", "device", "op", "variant", "tile", "dtype", "largest that ran", "time",
            "needs", "first that did not", "why", "would need", "device memory")  # fmt: skip
 
 
@@ -277,7 +314,7 @@ def _row(limit: Limit) -> tuple[str, ...]:
     if first is not None:
         failed, would = str(first.M), _gib(needed_bytes(config.op, config.dtype, first.M))
     return (config.label, config.backend.device.name[:28], config.op, config.variant,
-            config.dtype, size, time, needs, failed, why[:90], would,
+            str(config.tile or "—"), config.dtype, size, time, needs, failed, why[:90], would,
             _gib(limit.device_mem_bytes))  # fmt: skip
 
 

@@ -17,6 +17,7 @@ from rich.console import Console
 
 import xbackend.cli.arguments as arguments
 import xbackend.cli.sampling as sampling
+import xbackend.cli.selection as selection
 from xbackend import Backend, backend_names, get_backend
 from xbackend import results as results_io
 from xbackend.cli.summary import summary_table
@@ -66,55 +67,19 @@ def add_parser(commands: Any) -> None:
         + "".join(f"  {p.name:<11} {p.description}\n" for p in PRESETS.values()),
     )
     _what(compare)
-    _schedule(compare)
     _thoroughness(compare)
     sampling.add_options(compare)
     compare.set_defaults(func=run)
 
 
 def _what(compare: argparse.ArgumentParser) -> None:
-    """Options that say what to run: backends, operations, types, variants, tiles."""
-    compare.add_argument(
-        "--backends", default="auto", metavar="LIST",
-        help="comma-separated NAME or NAME:DEVICE (device index or a piece of its name), "
-        f"from: {', '.join(backend_names())}; 'auto' (default) is every available backend",
-    )  # fmt: skip
-    compare.add_argument(
-        "--preset", choices=sorted(PRESETS), default=None,
-        help="run one of the documents' experiments (listed below)",
-    )  # fmt: skip
-    compare.add_argument(
-        "--op", type=arguments.ops, default=None, metavar="LIST",
-        help="operations: mm (default), bmm (batched), rmm (reduced), comma-separated",
-    )  # fmt: skip
-    compare.add_argument(
-        "--dtype", type=arguments.dtypes, default=None, metavar="LIST",
-        help="element types: float32 (default), int32, float64, comma-separated",
-    )  # fmt: skip
-    compare.add_argument(
-        "--batch", type=arguments.bounded_int(1, arguments.MAX_BATCH), default=None,
-        help="products per bmm (default: 8)",
-    )  # fmt: skip
-    compare.add_argument(
-        "--variants", type=arguments.names("variants"), default=None, metavar="LIST",
-        help="variants to run, e.g. naive,tiled, or a set: "
-        + "; ".join(f"'{name}': {text}" for name, text in VARIANT_SETS.items()),
-    )  # fmt: skip
-    compare.add_argument(
-        "--tile", type=arguments.tiles, default=None, metavar="LIST",
-        help="tile sizes for the variants that take one, e.g. 16 or 8,16,32 "
-        "(default: each variant's default, 16 on GPUs)",
-    )  # fmt: skip
-
-
-def _schedule(compare: argparse.ArgumentParser) -> None:
-    """Options that say at which sizes."""
-    schedule = compare.add_mutually_exclusive_group()
-    schedule.add_argument(
-        "--sizes", type=arguments.shapes, default=None, metavar="LIST",
-        help="explicit sizes: MxK (A is M×K, B is K×M) or MxKxN, comma-separated",
-    )  # fmt: skip
-    schedule.add_argument(
+    """Options that say what to run and at which sizes: the shared selection, then the
+    preset, the batch and the growing schedule."""
+    sizes = selection.add_options(
+        compare, out="results/run-<date-time>", sizes=selection.SIZES_HELP
+    )
+    assert sizes is not None
+    sizes.add_argument(
         "--base", type=arguments.shape, default=None, metavar="MxK",
         help="first size of the growing schedule; step i multiplies it by i (default: 16x14)",
     )  # fmt: skip
@@ -122,13 +87,18 @@ def _schedule(compare: argparse.ArgumentParser) -> None:
         "--steps", type=arguments.bounded_int(1, arguments.MAX_STEPS), default=None,
         help=f"number of growth steps (default: {DEFAULT_STEPS}: up to 608×532 · 532×608)",
     )  # fmt: skip
+    compare.add_argument(
+        "--preset", choices=sorted(PRESETS), default=None,
+        help="run one of the documents' experiments (listed below)",
+    )  # fmt: skip
+    compare.add_argument(
+        "--batch", type=arguments.bounded_int(1, arguments.MAX_BATCH), default=None,
+        help="products per bmm (default: 8)",
+    )  # fmt: skip
 
 
 def _thoroughness(compare: argparse.ArgumentParser) -> None:
     """Options that say where to write, how thoroughly to measure, and what to keep."""
-    compare.add_argument(
-        "--out", type=Path, default=None, help="output folder (default: results/run-<date-time>)"
-    )
     seed = arguments.bounded_int(0, arguments.MAX_SEED)
     compare.add_argument("--seed", type=seed, default=0, help="seed of the random inputs")
     compare.add_argument(

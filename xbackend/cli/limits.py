@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import xbackend.cli.arguments as arguments
-from xbackend import backend_names
+import xbackend.cli.selection as selection
 from xbackend import results as results_io
 from xbackend.cli.compare import open_backends
 from xbackend.errors import XBackendError
@@ -36,26 +36,11 @@ def add_parser(commands: Any) -> None:
         "(doubling, then bisection) until the product no longer fits (device or host "
         "memory, one buffer's limit, the kernels' 32-bit indices) or its one run exceeds "
         "--budget; record every size tried and print the largest that ran and the first "
-        "that did not, with the memory each needs.",
+        "that did not, with the memory each needs. Without --variants, each backend "
+        f"grows {PREFERRED_VARIANT} where it runs it, else {FALLBACK_VARIANT}; --sizes is "
+        "not taken (the sizes are what it finds; --start is the first).",
     )
-    parser.add_argument(
-        "--backends", default="auto", metavar="LIST",
-        help=f"comma-separated NAME or NAME:DEVICE, from: {', '.join(backend_names())}; "
-        "'auto' (default) is every available backend",
-    )  # fmt: skip
-    parser.add_argument(
-        "--op", type=arguments.ops, default=[DEFAULT], metavar="LIST",
-        help="operations, comma-separated (default: mm)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--dtype", type=arguments.dtypes, default=["float32"], metavar="LIST",
-        help="element types, comma-separated (default: float32)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--variant", default=None, metavar="NAME",
-        help=f"the variant to grow (default: {PREFERRED_VARIANT} where the backend runs it, "
-        f"else {FALLBACK_VARIANT})",
-    )  # fmt: skip
+    selection.add_options(parser, out="results/limits-<date-time>")
     parser.add_argument(
         "--start", type=arguments.bounded_int(2, MAX_START), default=None, metavar="N",
         help=f"the first size (default: {START_GPU} on a GPU, {START_OTHER} elsewhere)",
@@ -68,9 +53,6 @@ def add_parser(commands: Any) -> None:
         "--seed", type=arguments.bounded_int(0, arguments.MAX_SEED), default=0,
         help="seed of the random inputs",
     )  # fmt: skip
-    parser.add_argument(
-        "--out", type=Path, default=None, help="output folder (default: results/limits-<date-time>)"
-    )
     parser.set_defaults(func=run)
 
 
@@ -84,8 +66,9 @@ def run(args: argparse.Namespace) -> int:
             for label, backend in opened:
                 print(f"{label}: {backend.device.name} ({backend.device.platform})")
             found = find_limits(
-                opened, out, ops=args.op, dtypes=args.dtype, variant=args.variant,
-                start=args.start, budget_s=args.budget, seed=args.seed,
+                opened, out, ops=args.op or [DEFAULT], dtypes=args.dtype or ["float32"],
+                variants=args.variants, tiles=args.tile, start=args.start,
+                budget_s=args.budget, seed=args.seed,
             )  # fmt: skip
     finally:
         for _, backend in opened:
