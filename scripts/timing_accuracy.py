@@ -15,8 +15,6 @@ each product runs ``--runs`` times after its first run.
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import shutil
 import statistics
 import subprocess
@@ -26,12 +24,15 @@ import numpy as np
 
 import xbackend
 from xbackend.backends.registry import backend_class
+from xbackend.profiling.launches import HOLD_KERNEL
+from xbackend.profiling.metrics import DURATION
+from xbackend.profiling.ncu import Settings, parse_csv
 from xbackend.timing import Sampling
 
-NCU_SETTINGS = ("--clock-control", "none", "--cache-control", "none")
-METRIC = "gpu__time_duration.sum"
-_UNITS = {"nsecond": 1e-9, "usecond": 1e-6, "msecond": 1e-3, "second": 1.0,
-          "ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}  # fmt: skip
+METRIC = DURATION.metric
+# The caches kept: xbackend's default cache mode is warm (``xbackend profile`` flushes).
+SETTINGS = Settings(clock_control="none", cache_control="none", metrics=(METRIC,))
+NCU_SETTINGS = tuple(SETTINGS.options()[2:])  # the clock and cache options, for the table
 
 
 def operands(size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -50,17 +51,10 @@ def xbackend_median_s(backend: xbackend.Backend, variant: str, size: int) -> tup
 
 
 def kernel_durations(ncu_csv: str) -> list[float]:
-    """Seconds of every kernel ncu profiled, in launch order, the hold kernel left out."""
-    start = ncu_csv.find('"ID"')
-    if start < 0:
-        raise ValueError("ncu printed no CSV table (is the GPU visible to it?)")
-    durations = []
-    for row in csv.DictReader(io.StringIO(ncu_csv[start:])):
-        if row.get("Metric Name") != METRIC or row.get("Kernel Name", "").startswith("hold"):
-            continue
-        value = float(row["Metric Value"].replace(",", ""))
-        durations.append(value * _UNITS[row.get("Metric Unit", "nsecond")])
-    return durations
+    """Seconds of every kernel ncu profiled, in launch order, the hold kernel left out
+    (ncu's CSV read by ``xbackend.profiling.ncu``, any page, any units)."""
+    rows = parse_csv(ncu_csv, metrics=[METRIC])
+    return [row.metrics[METRIC] for row in rows if row.function != HOLD_KERNEL]
 
 
 def per_run_s(durations: list[float], runs: int) -> float:
@@ -72,7 +66,7 @@ def per_run_s(durations: list[float], runs: int) -> float:
 
 
 def ncu_median_s(ncu: str, variant: str, size: int, runs: int) -> float:
-    command = [ncu, *NCU_SETTINGS, "--metrics", METRIC, "--csv", sys.executable, __file__,
+    command = [ncu, *SETTINGS.options(), "--csv", sys.executable, __file__,
                "--child", variant, str(size), str(runs)]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=True)
     # The first run of the product (compilation, lazy loading) is profiled but not counted.

@@ -29,8 +29,17 @@ LOWER_LAYERS = {
         "xbackend.plots",
         "xbackend.results",
         "xbackend.sweep",
+        "xbackend.cluster",
     ),
     "xbackend.results": ("xbackend.backends",),
+    # The distributed sweep sits with the sweep: it runs points, it draws and parses nothing.
+    "xbackend.cluster": (
+        "xbackend.cli",
+        "xbackend.report",
+        "xbackend.plots",
+        "xbackend.figures",
+        "xbackend.tables",
+    ),
     "xbackend.plots": ("xbackend.backends",),
     "xbackend.report": ("xbackend.backends",),
     "xbackend.figures": ("xbackend.backends",),
@@ -44,7 +53,22 @@ LOWER_LAYERS = {
         "xbackend.figures",
         "xbackend.report",
     ),
+    # Machines side by side read records, as diff does: never the devices or the drawing.
+    "xbackend.side_by_side": (
+        "xbackend.backends",
+        "xbackend.cli",
+        "xbackend.figures",
+        "xbackend.plots",
+        "xbackend.report",
+    ),
     "xbackend.operations": ("xbackend.backends", "xbackend.problems"),
+    # Profiling runs and records: it draws nothing and knows no command line.
+    "xbackend.profiling": (
+        "xbackend.cli",
+        "xbackend.report",
+        "xbackend.plots",
+        "xbackend.figures",
+    ),
 }
 _OP_COMPARISON = re.compile(
     r"""(==|!=)\s*["'](mm|bmm|rmm)["']|["'](mm|bmm|rmm)["']\s*(==|!=)"""
@@ -195,3 +219,17 @@ def test_the_checks_see_what_they_check(tmp_path):
         f"xbackend.backends.base.long: {MAX_FUNCTION_LINES + 1} lines"
     ]
     assert op_comparisons(modules) == ["xbackend.b:2: if op == 'rmm':"]
+
+
+def test_every_package_ships():
+    """Every folder of the package is listed in pyproject.toml's packages: a wheel built
+    from it has every module (a missing one passes every test run from the checkout)."""
+    import tomllib
+
+    with open(PACKAGE.parent / "pyproject.toml", "rb") as file:
+        listed = set(tomllib.load(file)["tool"]["setuptools"]["packages"])
+    found = {
+        ".".join(("xbackend", *init.parent.relative_to(PACKAGE).parts))
+        for init in PACKAGE.rglob("__init__.py")
+    }
+    assert found - listed == set()

@@ -179,9 +179,10 @@ def _draw_line(
             alpha=0.2,
             linewidth=0,
         )
+        timed = [p for p in good if p.end_to_end_s]  # a profiled point has no end-to-end
         axes.plot(
-            x,
-            [(p.end_to_end_s or {})["median"] for p in good],
+            [x_of(p) for p in timed],
+            [(p.end_to_end_s or {})["median"] for p in timed],
             color=colour,
             linestyle=END_TO_END,
             linewidth=1.2,

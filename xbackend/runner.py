@@ -9,6 +9,10 @@ fails is recorded with its reason and the sweep goes on.
 Before the first point, each device's ceilings are measured (``Backend.ceilings``, for
 the plan's float dtypes: a second or two per device) and kept in the run header, for the
 tables' roof shares and the roofline; ``XBACKEND_NO_CEILINGS=1`` leaves them out.
+
+``Sweep`` is what the serial sweep here and the distributed one (``xbackend.cluster``:
+the same points on Dask workers) share: what a resume measures again, what it learns
+from, and how a finished point is written (once).
 """
 
 from __future__ import annotations
@@ -18,9 +22,9 @@ import math
 import os
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from xbackend.configs import Config, configs
 from xbackend.cost import CostModel
@@ -32,13 +36,14 @@ from xbackend.measure import (
     measure_point,
     memory_problem,
 )
-from xbackend.operations import operation
+from xbackend.operations import Shape, operation
 from xbackend.plan import Plan, Target
 from xbackend.progress import SweepDisplay
 from xbackend.results import (
     CSV_NAME,
     JSONL_NAME,
     MEASURED,
+    WORKER_LOST,
     PointKey,
     PointRecord,
     ResultsError,
@@ -56,70 +61,115 @@ if TYPE_CHECKING:
 __all__ = [
     "PILOT_ABOVE_FLOPS",
     "Config",
+    "Line",
     "Plan",
+    "Sweep",
     "Target",
     "configs",
+    "device_record",
+    "new_run_id",
     "plan_lines",
     "point_time_s",
+    "recorded",
     "resume_notes",
     "run",
+    "say_closing",
 ]
 
 
+class Line(Hashable, Protocol):
+    """What the sweep needs of one line of the comparison: a ``configs.Config`` here,
+    a line measured on a worker elsewhere (``xbackend.cluster``)."""
+
+    @property
+    def op(self) -> str: ...
+
+    @property
+    def title(self) -> str: ...
+
+    @property
+    def problem(self) -> str | None: ...
+
+    def record(self, run_id: str, shape: Shape, step: int, plan_batch: int) -> PointRecord: ...
+
+
+LineT = TypeVar("LineT", bound=Line)
+
+
 @dataclasses.dataclass
-class _Sweep:
-    """What a sweep learns as it goes: times for the budget, failures, what is done."""
+class Sweep(Generic[LineT]):
+    """What a sweep learns as it goes: times for the budget, failures, what is done.
+
+    The one place that decides what a resume measures again, learns from what it
+    recorded, and writes a finished point (each point once per run), whether the
+    points are measured here (``run``) or on workers (``xbackend.cluster``).
+    """
 
     plan: Plan
     run_id: str
-    todo: list[Config]
+    todo: list[LineT]
     done: dict[PointKey, PointRecord]
     display: SweepDisplay
     cost: CostModel = dataclasses.field(default_factory=CostModel)
-    failed: dict[Config, str] = dataclasses.field(default_factory=dict)
+    failed: dict[LineT, str] = dataclasses.field(default_factory=dict)
     records: list[PointRecord] = dataclasses.field(default_factory=list)
-    finished: set[tuple[int, Config]] = dataclasses.field(default_factory=set)
+    finished: set[tuple[int, LineT]] = dataclasses.field(default_factory=set)
     point_walls_s: list[float] = dataclasses.field(default_factory=list)
+    # The (flops, seconds) each line learnt from, for a worker's cost model.
+    history: dict[LineT, list[tuple[int, float]]] = dataclasses.field(default_factory=dict)
+    written: set[PointKey] = dataclasses.field(default_factory=set)
 
-    def pending(self, step: int) -> list[tuple[PointRecord, Config, PointRecord | None]]:
-        """The points of one size still to measure, each with what a resume found for it.
+    def prior(self, step: int, line: LineT) -> tuple[PointRecord, PointRecord | None] | None:
+        """The point of ``line`` at ``step`` if it is still to measure, with what a resume
+        found for it; None if it is recorded: then its time or failure is learnt from.
 
-        Recorded points are learnt from instead: their times, their failures.
+        A skip is looked at again, and so is a point a lost worker left unmeasured.
         """
-        shape = self.plan.shapes[step - 1]
+        record = line.record(self.run_id, self.plan.shapes[step - 1], step, self.plan.batch)
+        prior = self.done.get(record.key)
+        if prior is None or prior.status == "skipped" or WORKER_LOST in prior.flags:
+            return record, prior
+        self.display.learnt()
+        self.finished.add((step, line))
+        if prior.status in MEASURED and prior.end_to_end_s is not None:
+            self.learn(line, prior.flops, prior.end_to_end_s["median"])
+        elif prior.status == "error":
+            self.failed[line] = prior.reason.splitlines()[0]
+        return None
+
+    def pending(self, step: int) -> list[tuple[PointRecord, LineT, PointRecord | None]]:
+        """The points of one size still to measure, each with what a resume found for it."""
         pending = []
-        for config in self.todo:
-            record = config.record(self.run_id, shape, step, self.plan.batch)
-            prior = self.done.get(record.key)
-            if prior is None or prior.status == "skipped":
-                pending.append((record, config, prior))  # a skip is looked at again
-                continue
-            self.display.learnt()
-            self.finished.add((step, config))
-            if prior.status in MEASURED and prior.end_to_end_s is not None:
-                self.cost.add(config, prior.flops, prior.end_to_end_s["median"])
-            elif prior.status == "error":
-                self.failed[config] = prior.reason.splitlines()[0]
+        for line in self.todo:
+            due = self.prior(step, line)
+            if due is not None:
+                pending.append((due[0], line, due[1]))
         return pending
 
-    def measure_size(self, step: int, writer: ResultsWriter) -> None:
-        plan = self.plan
-        inputs = Inputs(plan.shapes[step - 1], plan.seed, plan.batch)
-        for blank, config, prior in self.pending(step):
-            left = self.remaining_s(step) if self.display.wants_eta else None
-            self.display.working(f"{config.title} {plan.shapes[step - 1]}", left)
-            blank = dataclasses.replace(blank, timestamp=now_iso())
-            started = time.perf_counter()
-            record = measure_point(plan, config, blank, inputs, self.cost, self.failed)
-            if record.status != "skipped":
-                self.point_walls_s.append(time.perf_counter() - started)
-            self.finished.add((step, config))
-            if prior is not None and (record.status, record.reason) == (prior.status, prior.reason):
-                self.display.learnt()
-                continue  # skipped again for the same reason: recorded already
-            writer.append(record)
-            self.records.append(record)
-            self.display.finished(record)
+    def learn(self, line: LineT, flops: int, seconds: float) -> None:
+        """A time of ``line``: for the budget's predictions and the time left."""
+        self.cost.add(line, flops, seconds)
+        self.history.setdefault(line, []).append((flops, seconds))
+
+    def finish(
+        self, line: LineT, record: PointRecord, prior: PointRecord | None, writer: ResultsWriter,
+        wall_s: float,
+    ) -> None:  # fmt: skip
+        """A point is done: shown and appended, unless it repeats what was recorded (a
+        skip for the same reason) or this run wrote it already."""
+        if record.status != "skipped":
+            self.point_walls_s.append(wall_s)
+        assert record.step is not None
+        self.finished.add((record.step, line))
+        if record.key in self.written:
+            return  # whatever comes back twice (a worker given up on, say), kept once
+        if prior is not None and (record.status, record.reason) == (prior.status, prior.reason):
+            self.display.learnt()
+            return  # skipped again for the same reason: recorded already
+        self.written.add(record.key)
+        writer.append(record)
+        self.records.append(record)
+        self.display.finished(record)
 
     def remaining_s(self, step: int) -> float | None:
         """The predicted time of the points not done yet: the cost model's time where it
@@ -128,24 +178,40 @@ class _Sweep:
         total = 0.0
         for later in range(step, len(self.plan.shapes) + 1):
             shape = self.plan.shapes[later - 1]
-            for config in self.todo:
-                if (later, config) in self.finished or config.problem or config in self.failed:
+            for line in self.todo:
+                if (later, line) in self.finished or line.problem or line in self.failed:
                     continue
-                flops = operation(config.op).flops(
-                    shape, operation(config.op).batch_of(self.plan.batch)
+                flops = operation(line.op).flops(
+                    shape, operation(line.op).batch_of(self.plan.batch)
                 )
-                predicted = point_time_s(self.plan, self.cost.predict(config, flops))
+                predicted = point_time_s(self.plan, self.cost.predict(line, flops))
                 if predicted is None and average is None:
                     return None
                 total += predicted if predicted is not None else average or 0.0
         return total
 
 
+_Sweep = Sweep  # the name tests/test_progress.py knows
+
+
+def _measure_size(sweep: Sweep[Config], step: int, writer: ResultsWriter) -> None:
+    """Measure one size's points here, one after another, in the order of the lines."""
+    plan = sweep.plan
+    inputs = Inputs(plan.shapes[step - 1], plan.seed, plan.batch)
+    for blank, config, prior in sweep.pending(step):
+        left = sweep.remaining_s(step) if sweep.display.wants_eta else None
+        sweep.display.working(f"{config.title} {plan.shapes[step - 1]}", left)
+        blank = dataclasses.replace(blank, timestamp=now_iso())
+        started = time.perf_counter()
+        record = measure_point(plan, config, blank, inputs, sweep.cost, sweep.failed)
+        sweep.finish(config, record, prior, writer, time.perf_counter() - started)
+
+
 # Set (to anything but "" or "0") to measure no ceilings: the header then has none.
 NO_CEILINGS_ENV = "XBACKEND_NO_CEILINGS"
 
 
-def _device_record(backend: Backend, dtypes: Sequence[str] = ()) -> dict[str, Any]:
+def device_record(backend: Backend, dtypes: Sequence[str] = ()) -> dict[str, Any]:
     """A device as the run header records it, with its state (NVML) where watched and
     its ceilings for ``dtypes`` where measured."""
     record = backend.device.to_dict()
@@ -201,30 +267,48 @@ def run(
     shows the sweep (default: a plain line per point, through ``log``).
     """
     display = display or SweepDisplay("plain", log=log)
-    output_folder(out)
-    for name in (JSONL_NAME, CSV_NAME):
-        refuse_link(out / name)  # before reading: a resume writes there
-    done: dict[PointKey, PointRecord] = {}
-    if resume and (out / JSONL_NAME).exists():
-        runs, points = load([out])
-        for note in resume_notes(plan, list(runs.values())):
-            display.note(note)
-        done = {point.key: point for point in points}
-    sweep = _Sweep(plan, uuid.uuid4().hex[:12], configs(plan, opened), done, display)
+    sweep = Sweep(
+        plan, new_run_id(), configs(plan, opened), recorded(plan, out, resume, display), display
+    )
     header = RunHeader(
         run_id=sweep.run_id,
         timestamp=now_iso(),
         environment=environment(),
         plan=plan,
-        devices={label: _device_record(backend, plan.dtypes) for label, backend in opened},
+        devices={label: device_record(backend, plan.dtypes) for label, backend in opened},
     )
     with ResultsWriter(out, header) as writer, display.sweep(len(sweep.todo) * len(plan.shapes)):
         for step in range(1, len(plan.shapes) + 1):
-            sweep.measure_size(step, writer)
+            _measure_size(sweep, step, writer)
+    say_closing(display)
+    return sweep.records
+
+
+def new_run_id() -> str:
+    return uuid.uuid4().hex[:12]
+
+
+def recorded(
+    plan: Plan, out: Path, resume: bool, display: SweepDisplay
+) -> dict[PointKey, PointRecord]:
+    """The points ``out`` holds already, by key, where this run resumes it (else none);
+    ``out`` made, and refused if its files are links. A plan that contradicts the
+    recorded runs is refused (``resume_notes``), what it keeps said on ``display``."""
+    output_folder(out)
+    for name in (JSONL_NAME, CSV_NAME):
+        refuse_link(out / name)  # before reading: a resume writes there
+    if not (resume and (out / JSONL_NAME).exists()):
+        return {}
+    runs, points = load([out])
+    for note in resume_notes(plan, list(runs.values())):
+        display.note(note)
+    return {point.key: point for point in points}
+
+
+def say_closing(display: SweepDisplay) -> None:
     closing = display.closing_note()
     if closing:
         display.note(closing)
-    return sweep.records
 
 
 def plan_lines(

@@ -10,7 +10,9 @@
 * ``tune``: search the tuned variants' parameters on one device and cache the best
   (``tune.py``);
 * ``limits``: the largest product each backend runs, within memory and a time budget
-  (``limits.py``).
+  (``limits.py``);
+* ``profile``: what the CUDA kernels load and move, counted by Nsight Compute
+  (``profile.py``).
 
 Each command's parser sets ``func``, the function that runs it; :func:`main` calls it
 and turns the errors a user can meet into one line and an exit status.
@@ -23,7 +25,7 @@ import sys
 from collections.abc import Sequence
 
 from xbackend import __version__
-from xbackend.cli import compare, devices, diff, limits, results_commands, tune
+from xbackend.cli import compare, devices, diff, limits, profile, results_commands, tune
 from xbackend.cli.compare import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, silence_stdout
 from xbackend.cli.summary import summary_table
 from xbackend.errors import XBackendError
@@ -56,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_parser(commands)
     tune.add_parser(commands)
     limits.add_parser(commands)
+    profile.add_parser(commands)
     return parser
 
 

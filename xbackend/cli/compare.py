@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 
 import xbackend.cli.arguments as arguments
+import xbackend.cli.cluster as cluster_options
 import xbackend.cli.sampling as sampling
 import xbackend.cli.selection as selection
 from xbackend import Backend, backend_names, get_backend
@@ -33,6 +34,7 @@ from xbackend.safeio import output_folder
 from xbackend.sweep import DEFAULT_BASE, DEFAULT_STEPS, PRESETS, Preset, growth
 
 if TYPE_CHECKING:
+    from xbackend.cluster import Cluster
     from xbackend.plots import Drawn
     from xbackend.roofs import Roofs
 
@@ -69,6 +71,7 @@ def add_parser(commands: Any) -> None:
     _what(compare)
     _thoroughness(compare)
     sampling.add_options(compare)
+    cluster_options.add_options(compare)
     compare.set_defaults(func=run)
 
 
@@ -234,17 +237,24 @@ def _check_plan(plan: Plan, opened: list[tuple[str, Backend]], asked: list[str])
 
 
 def run(args: argparse.Namespace) -> int:
+    """The comparison, here or on the cluster the options ask for (``cli/cluster.py``)."""
+    with cluster_options.started(args, say=_quiet_print if args.quiet else print) as cluster:
+        return _run(args, cluster)
+
+
+def _run(args: argparse.Namespace, cluster: Cluster | None) -> int:
     if args.resume and args.out is None:
         raise XBackendError("--resume needs --out: the folder of the run to continue")
     preset = PRESETS[args.preset] if args.preset else None
     console = Console()
     mode = choose_mode(console, args.quiet)
-    opened = open_backends(args.backends, say=_quiet_print if mode == "quiet" else print)
+    say = _quiet_print if mode == "quiet" else print
+    opened = cluster.offered() if cluster else open_backends(args.backends, say=say)
     try:  # everything checked before the folder is made: a refused run leaves nothing
         plan = _plan(args, preset, opened)
         _check_plan(plan, opened, args.variants or [])
         if args.dry_run:
-            return _dry_run(args, plan, opened)
+            return _dry_run(args, plan, opened, cluster)
         out = output_folder(args.out or _default_out())
         lock = results_io.RunLock(out)  # one run per folder; checked and held from here on
     except BaseException:
@@ -260,21 +270,27 @@ def run(args: argparse.Namespace) -> int:
                 f"{out} already holds results; add --resume to continue them, "
                 "or choose another --out"
             )
-        return _run_and_report(args, plan, opened, out, SweepDisplay(mode, console=console))
+        display = SweepDisplay(mode, console=console)
+        return _run_and_report(args, plan, opened, out, display, cluster)
 
 
 def _quiet_print(text: str) -> None:
     """What --quiet leaves out."""
 
 
-def _dry_run(args: argparse.Namespace, plan: Plan, opened: list[tuple[str, Backend]]) -> int:
+def _dry_run(
+    args: argparse.Namespace,
+    plan: Plan,
+    opened: list[tuple[str, Backend]],
+    cluster: Cluster | None = None,
+) -> int:
     """Print what the plan would run, and how long it may take; run and write nothing."""
     out = args.out or Path("results/run-<date-time>")
     _announce(plan, opened, out)
     recorded: list[results_io.PointRecord] = []
     if args.resume and (out / results_io.JSONL_NAME).is_file():
         recorded = results_io.load([out]).points
-    for line in plan_lines(plan, opened, recorded):
+    for line in (cluster.plan_lines if cluster else plan_lines)(plan, opened, recorded):
         print(line)
     print("dry run: nothing was measured or written")
     for _, backend in opened:
@@ -302,6 +318,7 @@ def _run_and_report(
     opened: list[tuple[str, Backend]],
     out: Path,
     display: SweepDisplay,
+    cluster: Cluster | None = None,
 ) -> int:
     """Run the plan, then print the summary and write the figures and the report."""
     records: list[results_io.PointRecord] = []
@@ -310,7 +327,8 @@ def _run_and_report(
         if display.mode != "quiet":
             _announce(plan, opened, out)
         try:
-            records = run_plan(plan, opened, out, resume=args.resume, display=display)
+            sweep = cluster.run if cluster else run_plan
+            records = sweep(plan, opened, out, resume=args.resume, display=display)
         except KeyboardInterrupt:
             interrupted = True
             print(

@@ -1,6 +1,8 @@
 """``xbackend plot`` and ``xbackend report``: figures and the report from results files,
 running nothing. Where several runs measured the same points, each run's lines are drawn
-and tabled apart, named by their run (``results.reading.apart``)."""
+and tabled apart, named by their run or host (``results.reading.apart``); where several
+machines measured the same configurations, they are also put side by side against a base
+machine (``--base-host``; ``xbackend.side_by_side``): machines.csv and its figures."""
 
 from __future__ import annotations
 
@@ -43,6 +45,11 @@ def _results_command(
     command.add_argument(
         "--out", type=Path, default=None,
         help=f"folder for {writes} (default: the first results folder)",
+    )  # fmt: skip
+    command.add_argument(
+        "--base-host", metavar="HOST", default=None,
+        help="where results come from several machines, the host the others are compared "
+        "with (default: the host of the first results given)",
     )  # fmt: skip
     add_filters(command)
     return command
@@ -91,7 +98,13 @@ def report(args: argparse.Namespace) -> int:
     loaded, runs = load_runs(args.results, warn=results_io.warn_on_stderr)
     chosen = selected(args, loaded.points)
     loaded = Loaded(loaded.runs, chosen) if len(chosen) < len(loaded.points) else loaded
-    written = write_report_of(loaded, _out_folder(args), sources=list(args.results), run_names=runs)
+    written = write_report_of(
+        loaded,
+        _out_folder(args),
+        sources=list(args.results),
+        run_names=runs,
+        base_host=args.base_host,
+    )
     for path in written:
         if path.suffix in (".html", ".md"):
             print(f"report: {path}")
@@ -103,9 +116,28 @@ def plot(args: argparse.Namespace) -> int:
     from xbackend.roofs import roofs
 
     loaded, runs = load_runs(args.results, warn=results_io.warn_on_stderr)
+    chosen = selected(args, loaded.points)
     # Runs that measured the same points are drawn as lines of their own, named by run.
-    points = results_io.latest(apart(selected(args, loaded.points), runs))
-    figures = draw(points, _out_folder(args), roofs(loaded.runs.values()))
+    points = results_io.latest(apart(chosen, runs))
+    out = _out_folder(args)
+    figures = draw(points, out, roofs(loaded.runs.values()))
+    figures += _side_by_side(results_io.latest(chosen), out, args.base_host)
     print(summary_table(points))
     print(f"\nfigures: {', '.join(str(f) for f in figures)}")
     return 0
+
+
+def _side_by_side(points: list[PointRecord], out: Path, base: str | None) -> list[Path]:
+    """Where several machines measured the same configurations: machines.csv and the
+    figures of ``figures/machines.py`` in ``out``; else nothing."""
+    from xbackend import side_by_side
+    from xbackend.figures.machines import figures
+    from xbackend.plots import save
+
+    rows = side_by_side.compare_machines(points, base=base)
+    if not rows:
+        return []
+    written = [side_by_side.write_csv(rows, out)]
+    for name, figure in figures(rows):
+        written += save(figure, out, name)[0]
+    return written

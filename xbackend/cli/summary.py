@@ -23,7 +23,8 @@ def _row(key: LineKey, group: list[PointRecord]) -> tuple[str, ...]:
         size = f"{batch}{top.M}×{top.K}·{top.K}×{top.N}"
         kernel = format_seconds((top.kernel_s or {})["median"])
         noise = _noise(top, group)
-        end_to_end = format_seconds((top.end_to_end_s or {})["median"])
+        # A profiled point (xbackend profile) times its kernels alone: no end-to-end.
+        end_to_end = format_seconds(top.end_to_end_s["median"]) if top.end_to_end_s else "—"
         gflops = f"{top.gflops:.4g}"
     return (key.label, key.device[:28], key.op, key.variant, str(key.tile or "—"), key.dtype,
             equal, str(skipped), size, kernel, noise, end_to_end, gflops)  # fmt: skip

@@ -6,6 +6,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 import xbackend.cli.arguments as arguments
+import xbackend.cli.cluster as cluster_options
 from xbackend.cli.compare import open_backends
 from xbackend.errors import XBackendError
 from xbackend.problems import dtype_named, flops
@@ -74,6 +75,7 @@ def add_parser(commands: Any) -> None:
     tune.add_argument(
         "--show", action="store_true", help="print the cache and exit (no backend needed)"
     )
+    cluster_options.add_options(tune)
     tune.set_defaults(func=run)
 
 
@@ -147,6 +149,8 @@ def run(args: argparse.Namespace) -> int:
     name = args.backends
     if name.strip().lower() == "auto" or len(arguments.comma_list(name)) != 1:
         raise XBackendError(f"tune runs on one backend, e.g. cuda or opencl:0: {name!r}")
+    if cluster_options.spec(args) is not None:  # every device of it, on the cluster's workers
+        return cluster_options.tune(args, ops, _print, (TUNE_SIZES_GPU, TUNE_SIZES_CPU))
     ((label, backend),) = open_backends(name, instead="name another with tune --backends")
     with backend:
         tuned = [v for v in backend.variants() if backend.variant_spec(v).tuned]

@@ -3,9 +3,10 @@
 The points of one or more results files are grouped into the experiments they
 were measured for (the run's ``plan.preset``, or, for older runs, what the
 operation and the sizes say), and each experiment gets the figures and tables
-its source document asks for (``sections.py``); then code equality (counts,
-every wrong result and error in plain sight, the full log folded away) and the
-machines every run happened on (``equality.py``).
+its source document asks for (``sections.py``); where results of several machines
+measured the same configurations, those machines side by side (``side_by_side.py``); then
+code equality (counts, every wrong result and error in plain sight, the full log folded
+away) and the machines every run happened on (``equality.py``).
 
 The page is one file (figures embedded as PNG data URIs, inline CSS) so it can be
 mailed or archived as it is; the Markdown refers to the figures in ``report_figures/``,
@@ -20,7 +21,8 @@ and figures draw a ``$`` as a dollar sign.
 
 The modules: ``document`` (blocks, rendered as HTML and Markdown), ``points``
 (experiments, names, cells), ``figures`` (files, names, styles, the generic
-figures), ``sections`` (one per experiment), ``equality`` (code equality, machines).
+figures), ``sections`` (one per experiment), ``side_by_side`` (machines side by side),
+``equality`` (code equality, machines).
 """
 
 from __future__ import annotations
@@ -29,16 +31,19 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from xbackend.plots import Drawn
+from xbackend.report.counters import counters_section
 from xbackend.report.document import Block, Heading, Paragraph, render_html, render_markdown
 from xbackend.report.equality import equality, machines
 from xbackend.report.figures import FigureFolder
 from xbackend.report.points import EXPERIMENTS, experiment_of, group
 from xbackend.report.roofline import roofline_section
 from xbackend.report.sections import SECTIONS, SpeedUp, speedups
+from xbackend.report.side_by_side import machines_section
 from xbackend.results import Loaded, PointRecord, latest, load, warn_on_stderr
 from xbackend.results.reading import RunNames, apart, load_runs
 from xbackend.roofs import roofs
 from xbackend.safeio import atomic_write, output_folder, refuse_link
+from xbackend.side_by_side import base_host as base_of
 
 __all__ = [
     "EXPERIMENTS",
@@ -58,17 +63,19 @@ MARKDOWN_NAME = "report.md"
 FIGURES_DIR = "report_figures"
 
 
-def write_report(paths: Sequence[Path], out: Path) -> list[Path]:
+def write_report(paths: Sequence[Path], out: Path, *, base_host: str | None = None) -> list[Path]:
     """Write ``report.html``, ``report.md`` and ``report_figures/`` into ``out``.
 
     ``paths`` are results folders or ``results.jsonl`` files; a line that cannot be
-    read is skipped with a warning on stderr. Returns the files written.
+    read is skipped with a warning on stderr. ``base_host``: the machine the others are
+    compared with where the results come from several (default: the first host met).
+    Returns the files written.
 
     Raises :class:`~xbackend.safeio.UnsafePath` (a ValueError) where ``out`` cannot be
     a folder, or a symbolic link stands where a file or folder of the report goes.
     """
     loaded, run_names = load_runs(paths, warn=warn_on_stderr, reader=load)
-    return write_report_of(loaded, out, sources=paths, run_names=run_names)
+    return write_report_of(loaded, out, sources=paths, run_names=run_names, base_host=base_host)
 
 
 def write_report_of(
@@ -78,6 +85,7 @@ def write_report_of(
     sources: Sequence[Path],
     drawn: Drawn | None = None,
     run_names: RunNames | None = None,
+    base_host: str | None = None,
 ) -> list[Path]:
     """The report of results already read (from ``sources``), written into ``out``.
 
@@ -86,12 +94,16 @@ def write_report_of(
     apart, named by their run (``run_names``, from ``results.reading.load_runs``; None:
     the run ids). ``drawn``: generic figures the command drew already; where a part of
     the report shows the same points, it shows those files instead of drawing again.
+    Where several machines measured the same configuration, a section puts them side by
+    side, against ``base_host`` (default: the first host met) and writes machines.csv.
     """
     runs = loaded.runs
     # Runs are told apart within each experiment only: the lab and the blog may both
     # have measured 1024³, and neither may take the other's point nor rename it.
     by_experiment = group(loaded.points, lambda p: experiment_of(p, runs))
     points = [point for part in by_experiment.values() for point in latest(apart(part, run_names))]
+    measured_on = latest(loaded.points)  # as measured, each on its machine
+    base = base_of(measured_on, base_host)  # before drawing: a host asked for must be there
     output_folder(out)
     html_path = out / HTML_NAME
     markdown_path = out / MARKDOWN_NAME
@@ -107,7 +119,13 @@ def write_report_of(
         section, files = SECTIONS[name](points_of, figures / name)
         blocks += section
         written += files
+    section, files = machines_section(measured_on, figures / "machines", base=base)
+    blocks += section
+    written += files
     section, files = roofline_section(points, figures, runs)
+    blocks += section
+    written += files
+    section, files = counters_section(points, figures, runs)  # xbackend profile's points
     blocks += section
     written += files
     blocks += equality(experiments)

@@ -30,6 +30,8 @@ from xbackend.results.reading import (
 from xbackend.results.records import (
     MEASURED,
     STATUSES,
+    WORKER_LOST,
+    Identity,
     LineKey,
     PointKey,
     PointRecord,
@@ -45,7 +47,9 @@ __all__ = [
     "JSONL_NAME",
     "MEASURED",
     "STATUSES",
+    "WORKER_LOST",
     "FolderBusy",
+    "Identity",
     "LineKey",
     "Loaded",
     "PointKey",

@@ -4,10 +4,15 @@ A file that is damaged, or made to look like results, gives one message naming
 the file, the line and the field (:func:`load`); a last line that a crash cut
 short is dropped.
 
+Every point read knows its host (its run header's, where the line names none), so that
+results of several machines merge without one machine's point taking another's place
+(:func:`latest` keeps one point per :attr:`~PointRecord.identity`: host and key).
+
 Results of several runs are kept apart where they overlap: :func:`load_runs` says which
 run each point belongs to (its file: a resumed run is one run), and :func:`apart` names
-the runs in the labels of the backends that more than one run measured at the same
-point, so that figures and tables draw each run's line instead of keeping one silently.
+the runs (or their hosts, where those tell them apart) in the labels of the backends that
+more than one run measured at the same point, so that figures and tables draw each run's
+line instead of keeping one silently.
 """
 
 from __future__ import annotations
@@ -105,15 +110,17 @@ def load(paths: Iterable[Path | str], *, warn: Callable[[str], None] | None = No
     Every line is checked (:meth:`PointRecord.from_dict`). A bad line raises
     :class:`ResultsError` naming the file, the line and the field; with ``warn``,
     it is skipped and ``warn`` told why instead. A last line cut short by a crash
-    is dropped either way.
+    is dropped either way. A point without a host gets its run header's (of its file).
     """
     loaded = Loaded({}, [])
     for given in paths:
         path = _results_file(given)
         bad_lines = 0
+        headers: dict[str, RunHeader] = {}
+        first = len(loaded.points)
         for number, item in _lines(path):
             try:
-                record = _record(item)
+                record = _record(_with_host(item, headers))
             except RecordError as error:
                 if warn is None:
                     raise _BadLine(path, number, str(error)) from None
@@ -125,18 +132,43 @@ def load(paths: Iterable[Path | str], *, warn: Callable[[str], None] | None = No
                 continue
             if isinstance(record, RunHeader):
                 loaded.runs[record.run_id] = record
+                headers[record.run_id] = record
             else:
                 loaded.points.append(record)
+        loaded.points[first:] = _hosted(loaded.points[first:], headers)
     return loaded
 
 
+def _with_host(
+    item: dict[str, Any] | RecordError, headers: Mapping[str, RunHeader]
+) -> dict[str, Any] | RecordError:
+    """A point's line with its run header's host where it names none (the header read)."""
+    if isinstance(item, RecordError) or item.get("type") != "point" or item.get("host"):
+        return item
+    run_id = item.get("run_id")
+    header = headers.get(run_id) if isinstance(run_id, str) else None
+    return {**item, "host": header.host} if header is not None and header.host else item
+
+
+def _hosted(points: list[PointRecord], headers: Mapping[str, RunHeader]) -> list[PointRecord]:
+    """``points``, those without a host given their run header's: one that came after
+    them in the file (files joined by hand)."""
+    return [
+        dataclasses.replace(point, host=headers[point.run_id].host)
+        if not point.host and point.run_id in headers and headers[point.run_id].host
+        else point
+        for point in points
+    ]
+
+
 def latest(points: Iterable[PointRecord]) -> list[PointRecord]:
-    """One point per key, the last recorded (a resumed or repeated run wins).
+    """One point per identity (host and key), the last recorded (a resumed or repeated
+    run wins); two machines' points of one key are both kept.
 
     Points of several runs go through :func:`apart` first, so that no run's point
-    silently takes the place of another's.
+    silently takes the place of another's, and no two machines' share a label.
     """
-    return list({point.key: point for point in points}.values())
+    return list({point.identity: point for point in points}.values())
 
 
 # -- runs kept apart ---------------------------------------------------------------------------
@@ -208,11 +240,13 @@ def apart(points: Iterable[PointRecord], runs: RunNames | None = None) -> list[P
     """``points``, with the runs that measured the same point told apart by their labels.
 
     Where more than one run measured a point of a backend (label and device), every
-    point of that backend gets its run's name in its label (``cpu (run NAME)``), so
-    that each run is drawn and tabled as lines of its own; where the overlapping runs
-    used different cache modes, the name says which. Every other point is as it was:
-    a single run, or runs that measured different points, look as they always did.
-    ``runs``: the run of each point (:func:`load_runs`); None: the run ids.
+    point of that backend gets its run's name in its label (``cpu (run NAME)``), or its
+    host's where each run is of one host and no two of the same (``cpu (on HOST)``:
+    two machines' results), so that each run is drawn and tabled as lines of its own;
+    where the overlapping runs used different cache modes, the name says which. Every
+    other point is as it was: a single run, or runs that measured different points,
+    look as they always did. ``runs``: the run of each point (:func:`load_runs`); None:
+    the run ids.
     """
     points = list(points)
     first: dict[PointKey, str] = {}
@@ -229,13 +263,26 @@ def apart(points: Iterable[PointRecord], runs: RunNames | None = None) -> list[P
         if point.measured:
             modes.setdefault(_run_name(point, runs), set()).add(point.cache or "warm")
     several = len({frozenset(found) for found in modes.values()}) > 1
+    hosts = _hosts_of_runs(shown, runs)
     renamed = {}
     for point in shown:
         name = _run_name(point, runs)
+        shown_as = f"on {point.host}" if hosts else f"run {name}"
         if several and name in modes:
-            name += f", {'/'.join(sorted(modes[name]))} cache"
-        renamed[id(point)] = dataclasses.replace(point, label=f"{point.label} (run {name})")
+            shown_as += f", {'/'.join(sorted(modes[name]))} cache"
+        renamed[id(point)] = dataclasses.replace(point, label=f"{point.label} ({shown_as})")
     return [renamed.get(id(point), point) for point in points]
+
+
+def _hosts_of_runs(points: list[PointRecord], runs: RunNames | None) -> dict[str, str]:
+    """The host of each run of ``points``, where every run has one host, named, and no
+    two runs the same (the runs are told apart by their hosts); else empty."""
+    hosts: dict[str, set[str]] = {}
+    for point in points:
+        hosts.setdefault(_run_name(point, runs), set()).add(point.host)
+    found = {run: next(iter(names)) for run, names in hosts.items() if len(names) == 1}
+    named = len(found) == len(hosts) and "" not in found.values()
+    return found if named and len(set(found.values())) == len(found) else {}
 
 
 def warn_on_stderr(message: str) -> None:

@@ -31,8 +31,14 @@ FLAGS = {
     "above-peak-compute": "faster than the device's compute peak: the timing is wrong",
     "above-peak-bandwidth": "moved its operands faster than the device's memory can "
     "(cold cache only): the timing is wrong",
+    "worker-lost": "not measured: the cluster's worker for it died and no other could "
+    "take it over (a resume measures it again)",
 }
+WORKER_LOST = "worker-lost"
 IMPOSSIBLE = ("above-peak-compute", "above-peak-bandwidth")
+# The clock of ``xbackend profile``'s points: the kernels' duration as Nsight Compute
+# measured it; such a point has no end-to-end time.
+PROFILER_CLOCK = "nsight-compute"
 
 
 def now_iso() -> str:
@@ -58,7 +64,8 @@ class LineKey(NamedTuple):
 
 
 class PointKey(NamedTuple):
-    """What makes two points the same measurement: the configuration and the size."""
+    """What makes two points the same measurement: the configuration and the size, on
+    whatever machine (``diff`` matches two machines' runs by it; a resume, one folder's)."""
 
     label: str
     device: str
@@ -70,6 +77,13 @@ class PointKey(NamedTuple):
     M: int
     K: int
     N: int
+
+
+class Identity(NamedTuple):
+    """What makes a point itself among results of several machines: its host and its key."""
+
+    host: str
+    key: PointKey
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,9 +130,22 @@ class PointRecord:
     sample_marks: list[str] = dataclasses.field(default_factory=list)
     state: dict[str, Any] | None = None  # the device's clocks, temperature, power (NVML)
     flags: list[str] = dataclasses.field(default_factory=list)  # see FLAGS
+    # The machine that measured it: "" where its run header says (results.load fills it in).
+    host: str = ""
+    worker: str = ""  # the Dask worker that measured it (xbackend.cluster); "" in a serial run
+    # Nsight Compute's counters of the point's kernels (``xbackend profile``), by ncu's
+    # metric names, in seconds, bytes, counts and percent; None where none were taken.
+    counters: dict[str, float] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"type": "point", **dataclasses.asdict(self)}
+        point = {"type": "point", **dataclasses.asdict(self)}
+        if not self.host:
+            del point["host"]  # the run header's, as in files from before
+        if not self.worker:
+            del point["worker"]  # a serial run's, as in files from before
+        if self.counters is None:
+            del point["counters"]  # not profiled, as in files from before
+        return point
 
     @classmethod
     def from_dict(cls, item: Mapping[str, Any]) -> PointRecord:
@@ -128,6 +155,11 @@ class PointRecord:
     @property
     def key(self) -> PointKey:
         return PointKey(*self.line_key, self.batch, self.M, self.K, self.N)
+
+    @property
+    def identity(self) -> Identity:
+        """The point among several machines' results: two hosts' points of one key are two."""
+        return Identity(self.host, self.key)
 
     @property
     def line_key(self) -> LineKey:
@@ -176,6 +208,9 @@ class RunHeader:
     environment: dict[str, Any] = dataclasses.field(default_factory=dict)
     plan: Plan = dataclasses.field(default_factory=lambda: Plan(shapes=[]))
     devices: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    # The Dask cluster a distributed run measured on (xbackend.cluster): its workers,
+    # each one's host and devices, and what ran at once; empty for a serial run.
+    cluster: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     @property
     def host(self) -> str:
@@ -190,6 +225,7 @@ class RunHeader:
             "environment": self.environment,
             "plan": self.plan.to_dict(),
             "devices": self.devices,
+            **({"cluster": self.cluster} if self.cluster else {}),
         }
 
     @classmethod
@@ -197,7 +233,9 @@ class RunHeader:
         """The run header of a results line; its contents are read loosely, to be shown."""
         if not isinstance(item.get("run_id"), str):
             raise RecordError("run_id", "a run header needs its id")
-        parts = {field: item.get(field, {}) for field in ("plan", "environment", "devices")}
+        parts = {
+            field: item.get(field, {}) for field in ("plan", "environment", "devices", "cluster")
+        }
         for field, value in parts.items():
             if not isinstance(value, dict):
                 raise RecordError(field, "expected an object")
@@ -212,6 +250,7 @@ class RunHeader:
                 str(label): device if isinstance(device, dict) else {"name": device}
                 for label, device in parts["devices"].items()
             },
+            cluster=parts["cluster"],
         )
 
 
@@ -288,12 +327,22 @@ def _checked_point(item: Mapping[str, Any]) -> dict[str, Any]:
     if check is not None and not isinstance(check, str):
         raise RecordError("check", f"expected a string, found {check!r:.40}")
     fields["check"] = check or ""
+    host = point.get("host")
+    if host is not None and not isinstance(host, str):
+        raise RecordError("host", f"expected a string, found {host!r:.40}")
+    fields["host"] = host or ""
+    worker = point.get("worker")
+    if worker is not None and not isinstance(worker, str):
+        raise RecordError("worker", f"expected a string, found {worker!r:.40}")
+    fields["worker"] = worker or ""
     fields.update(_samples(point))
     fields.update(_sampling(point))
     fields["params"] = _params(point.get("params"))
     measured = point["status"] in MEASURED
     fields["kernel_s"] = _stats(point, "kernel_s", measured)
-    fields["end_to_end_s"] = _stats(point, "end_to_end_s", measured)
+    profiled = fields["clock"] == PROFILER_CLOCK
+    fields["end_to_end_s"] = _stats(point, "end_to_end_s", measured and not profiled)
+    fields["counters"] = _counters(point.get("counters"))
     if measured and fields["gflops"] is None:
         median = fields["kernel_s"]["median"]
         fields["gflops"] = fields["flops"] / median / 1e9 if median > 0 else math.nan
@@ -339,6 +388,14 @@ def _params(params: Any) -> dict[str, int] | None:
     if not (isinstance(params, dict) and all(isinstance(v, int) for v in params.values())):
         raise RecordError("params", "expected an object of integers")
     return {str(name): int(value) for name, value in params.items()}
+
+
+def _counters(counters: Any) -> dict[str, float] | None:
+    if counters is None:
+        return None
+    if not (isinstance(counters, dict) and all(_is_number(v) for v in counters.values())):
+        raise RecordError("counters", "expected an object of numbers")
+    return {str(name): float(value) for name, value in counters.items()}
 
 
 def _kept(samples: list[float], marks: list[str]) -> list[float]:

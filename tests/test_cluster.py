@@ -1,0 +1,329 @@
+"""The comparison on a Dask cluster: the serial run's points, none lost or duplicated
+when a worker is killed, Ctrl-C and --resume as in the serial run; and the schedule's
+rules, the devices each worker holds, the records' new fields (no Dask needed)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import xbackend
+from xbackend.backends.cpu import CpuBackend
+from xbackend.backends.specs import DeviceInfo
+from xbackend.cli import main
+from xbackend.errors import XBackendError
+from xbackend.operations import Shape
+from xbackend.plan import Plan, Target
+from xbackend.progress import SweepDisplay
+from xbackend.results import WORKER_LOST, PointRecord, ResultsWriter, RunHeader, load
+from xbackend.runner import Sweep, configs
+
+distributed = pytest.importorskip("distributed", reason="Dask is not installed ([dask] extra)")
+
+from xbackend.cluster import Cluster, ClusterSpec  # noqa: E402 - needs Dask
+from xbackend.cluster.devices import Offer, WorkerReport, local_workers  # noqa: E402
+from xbackend.cluster.driver import Driver  # noqa: E402
+from xbackend.cluster.lines import RemoteLine  # noqa: E402
+from xbackend.cluster.schedule import Lane, Schedule  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+SMALL = ["--variants", "naive,tiled", "--base", "16x14", "--steps", "3",
+         "--samples", "3", "--min-samples", "1", "--no-plots"]  # fmt: skip
+
+
+def _opencl_or_skip() -> None:
+    if not {i.name: i.available for i in xbackend.backends()}["opencl"]:
+        pytest.skip("opencl unavailable: the cluster runs the OpenCL CPU device and the CPU")
+
+
+def _points(out: Path) -> list[PointRecord]:
+    return load([out]).points
+
+
+# -- the cluster, for real: two worker processes on this host --------------------------------
+
+
+def test_two_workers_measure_the_serial_run_s_points(tmp_path, capsys):
+    _opencl_or_skip()
+    serial, spread = tmp_path / "serial", tmp_path / "spread"
+    backends = ["--backends", "opencl,cpu"]
+    assert main(["compare", *backends, *SMALL, "--out", str(serial)]) == 0
+    assert main(["compare", *backends, *SMALL, "--workers", "2", "--out", str(spread)]) == 0
+    assert "code equality: 12/12" in capsys.readouterr().out
+    points = _points(spread)
+    keys = [point.key for point in points]
+    assert len(keys) == len(set(keys)) == 12
+    assert set(keys) == {point.key for point in _points(serial)}
+    assert all(point.status == "ok" and point.equal for point in points)
+    assert {(point.label, point.worker) for point in points} == {("opencl", "w0"), ("cpu", "w1")}
+    (header,) = load([spread]).runs.values()
+    workers = header.cluster["workers"]
+    assert [(w["name"], w["devices"]) for w in workers] == [("w0", ["opencl"]), ("w1", ["cpu"])]
+    assert header.cluster["concurrency"]["points_at_once"] == 1  # both are the host's CPU
+    assert {d["worker"] for d in header.devices.values()} == {"w0", "w1"}
+
+
+def test_a_killed_worker_loses_no_point_and_duplicates_none(tmp_path):
+    _opencl_or_skip()
+    # From the third size on, a CPU point takes a quarter of a second: the kill lands
+    # in the middle of one.
+    shapes = [Shape(16 * i, 14 * i, 16 * i) for i in (1, 2, 16, 18, 20)]
+    plan = Plan(shapes=shapes, variants=["naive"], samples=3, min_samples=1, seed=7)
+    said: list[str] = []
+    cluster = Cluster.start(ClusterSpec(workers=2, grace_s=30.0), "opencl,cpu", say=said.append)
+    try:
+        pids: dict[str, int] = cluster.client.run(os.getpid)
+        cpu_worker = next(w.address for w in cluster.reports if w.name == "w1")
+        finished: list[list[PointRecord]] = []
+        run = threading.Thread(
+            target=lambda: finished.append(
+                cluster.run(plan, cluster.offered(), tmp_path, log=said.append)
+            )
+        )
+        run.start()
+        # the header, both lines' first two sizes and OpenCL's third: the CPU's is next
+        _when(lambda: len(_lines(tmp_path)) >= 6 and _busy(cluster, cpu_worker))
+        os.kill(pids[cpu_worker], signal.SIGKILL)  # the worker measuring a CPU point
+        run.join(timeout=120)
+        assert finished, "the run did not finish"
+    finally:
+        cluster.close()
+    assert any("died while measuring cpu mm naive" in line for line in said), said
+    points = _points(tmp_path)
+    keys = [point.key for point in points]
+    assert len(keys) == len(set(keys)) == 2 * len(plan.shapes)  # every point, once
+    assert all(point.status == "ok" and point.equal for point in points)
+    assert [p.M for p in points if p.label == "cpu"] == [s.M for s in plan.shapes]
+
+
+def _lines(out: Path) -> list[str]:
+    path = out / "results.jsonl"
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def _busy(cluster: Cluster, address: str) -> bool:
+    return bool(cluster.client.processing([address]).get(address))
+
+
+def _when(condition: Any, timeout_s: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def _compare(out: Path, *extra: str) -> subprocess.Popen[str]:
+    path = [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path), "PYTHONUNBUFFERED": "1"}
+    sweep = ["--backends", "opencl,cpu", "--variants", "naive", "--base", "24x21", "--steps",
+             "10", "--samples", "3", "--min-samples", "1", "--no-plots"]  # fmt: skip
+    return subprocess.Popen(
+        [sys.executable, "-m", "xbackend", "compare", *sweep, "--out", str(out), *extra],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+
+
+def test_ctrl_c_keeps_the_finished_points_and_a_resume_on_other_workers_finishes(tmp_path):
+    _opencl_or_skip()
+    out = tmp_path / "run"
+    process = _compare(out, "--workers", "2")
+    assert process.stdout is not None and process.stderr is not None
+    seen = 0
+    for line in process.stdout:
+        seen += "code equality" in line
+        if seen == 3:
+            process.send_signal(signal.SIGINT)
+            break
+    process.wait(timeout=60)
+    assert process.returncode == 130 and "--resume" in process.stderr.read()
+    kept = [json.loads(line) for line in _lines(out)]  # every line whole
+    assert 3 <= len([item for item in kept if item["type"] == "point"]) < 20
+
+    resumed = _compare(out, "--workers", "1", "--resume")  # one worker holds both now
+    stdout, stderr = resumed.communicate(timeout=120)
+    assert resumed.returncode == 0, stderr
+    keys = [point.key for point in _points(out)]
+    assert len(keys) == len(set(keys)) == 20
+    assert "code equality: 20/20" in stdout
+
+
+def test_an_existing_cluster_runs_each_device_model(tmp_path, capsys):
+    _opencl_or_skip()
+    with distributed.LocalCluster(
+        n_workers=1, threads_per_worker=1, dashboard_address=None, memory_limit=0
+    ) as existing:
+        argv = ["compare", "--backends", "opencl,cpu", *SMALL, "--steps", "2"]
+        assert main([*argv, "--scheduler", existing.scheduler_address, "--out", str(tmp_path)]) == 0
+        with distributed.Client(existing) as client:
+            assert len(client.nthreads()) == 1  # left running, as it was
+    points = _points(tmp_path)
+    device = CpuBackend().device.name
+    assert {point.label for point in points} == {f"cpu:{device}", f"opencl:{device}"}
+    assert len(points) == 8 and all(point.status == "ok" and point.equal for point in points)
+    assert "code equality: 8/8" in capsys.readouterr().out
+
+
+# -- the schedule's rules ----------------------------------------------------------------------
+
+
+def _offer(label: str, kind: str, host: str = "h", identity: str = "") -> Offer:
+    device = DeviceInfo(name=f"{kind} model", kind=kind)
+    return Offer(label, label, label.partition(":")[0], device, {"mm": ["naive"]}, host,
+                 identity or label)  # fmt: skip
+
+
+def _worker(name: str, *offers: Offer) -> WorkerReport:
+    return WorkerReport(f"tcp://{name}", name, offers[0].host, 1, offers)
+
+
+def _lane(label: str, kind: str, order: int, step: int = 1) -> Lane:
+    line = RemoteLine(label, label.partition(":")[0], f"{kind} model", "mm", "naive", None,
+                      "float32")  # fmt: skip
+    blank = line.record("run", Shape(8, 8, 8), step, 1)
+    return Lane(line, order, step=step, due=(blank, None))
+
+
+def _started(schedule: Schedule) -> list[tuple[str, str]]:
+    return [(lane.line.label, slot.report.name) for lane, slot, _ in schedule.starts()]
+
+
+def _done(schedule: Schedule, *lanes: Lane) -> None:
+    for lane in lanes:
+        schedule.finished(lane)
+        lane.due = None
+
+
+def test_the_gpus_run_at_once_and_the_cpu_alone_after_them():
+    gpu0, gpu1, cpu = _lane("cuda:0", "gpu", 0), _lane("cuda:1", "gpu", 2), _lane("cpu", "cpu", 1)
+    schedule = Schedule([gpu0, cpu, gpu1])
+    schedule.add(_worker("gpu0", _offer("cuda:0", "gpu")))
+    schedule.add(_worker("gpu1", _offer("cuda:1", "gpu")))
+    schedule.add(_worker("cpu", _offer("cpu", "cpu")))
+    assert _started(schedule) == [("cuda:0", "gpu0"), ("cuda:1", "gpu1")]
+    _done(schedule, gpu0)
+    assert _started(schedule) == []  # the host is still busy with the other GPU's point
+    _done(schedule, gpu1)
+    assert _started(schedule) == [("cpu", "cpu")]
+    gpu0.due = _lane("cuda:0", "gpu", 0, step=2).due
+    assert _started(schedule) == []  # the CPU's point runs alone on the host
+    assert schedule.concurrency() == 2
+
+
+def test_a_device_runs_one_point_and_a_line_stays_at_home_until_its_worker_dies():
+    first, second = _lane("opencl", "gpu", 0), _lane("opencl", "gpu", 1)
+    schedule = Schedule([first, second])
+    schedule.add(_worker("w0", _offer("opencl", "gpu")))
+    schedule.add(_worker("w1", _offer("opencl", "gpu")))  # the same device, twice
+    assert _started(schedule) == [("opencl", "w0")]
+    schedule.finished(first)
+    first.step = 2
+    assert _started(schedule) == [("opencl", "w1")]  # the waiting line, on the idle worker
+    schedule.finished(second)
+    second.due = None
+    assert _started(schedule) == [("opencl", "w0")]  # the first line's home
+    slot, lane = schedule.lost("tcp://w0")
+    assert slot is not None and lane is first and first.deaths == 1 and first.home is None
+    assert _started(schedule) == [("opencl", "w1")]
+
+
+def test_alone_all_runs_one_point_per_host():
+    lanes = [_lane("cuda:0", "gpu", 0), _lane("cuda:1", "gpu", 1)]
+    schedule = Schedule(lanes, alone="all")
+    schedule.add(_worker("gpu0", _offer("cuda:0", "gpu")))
+    schedule.add(_worker("gpu1", _offer("cuda:1", "gpu")))
+    assert _started(schedule) == [("cuda:0", "gpu0")]
+    assert schedule.concurrency() == 1
+
+
+def test_a_lane_no_worker_holds_is_an_orphan_after_the_grace():
+    lane = _lane("cuda:0", "gpu", 0)
+    schedule = Schedule([lane])
+    schedule.add(_worker("cpu", _offer("cpu", "cpu")))
+    assert schedule.orphans(100.0, 5.0, idle=False) == []
+    assert schedule.orphans(104.0, 5.0, idle=False) == []
+    assert schedule.orphans(105.0, 5.0, idle=False) == [lane]
+
+
+class _NoWorkers:
+    """A client whose workers are all gone."""
+
+    def nthreads(self) -> dict[str, int]:
+        return {}
+
+    def cancel(self, futures: object) -> None:
+        pass
+
+
+def test_points_no_worker_can_take_are_recorded_lost_and_a_resume_measures_them(tmp_path):
+    plan = Plan(shapes=[Shape(8, 8, 8), Shape(16, 16, 16)])
+    line = _lane("cuda:0", "gpu", 0).line
+    quiet = SweepDisplay("plain", log=lambda text: None)
+    sweep: Sweep[RemoteLine] = Sweep(plan, "run", [line], {}, quiet)
+    with ResultsWriter(tmp_path, RunHeader("run")) as writer:
+        Driver(
+            _NoWorkers(), Schedule([Lane(line, 0)]), sweep, writer, grace_s=0.0, poll_s=0.0
+        ).run()
+    points = _points(tmp_path)
+    assert [(p.M, p.status, p.flags) for p in points] == [
+        (8, "error", [WORKER_LOST]),
+        (16, "error", [WORKER_LOST]),
+    ]
+    assert "no live worker holds cuda:0" in points[0].reason
+    again: Sweep[RemoteLine] = Sweep(plan, "again", [line], {p.key: p for p in points}, quiet)
+    assert again.prior(1, line) is not None and again.prior(2, line) is not None
+    assert line not in again.failed  # a lost point is no failure of its line
+
+
+# -- the devices each worker holds, the lines, the records -------------------------------------
+
+
+def _listing(name: str) -> list[DeviceInfo]:
+    gpu, cpu = DeviceInfo("H200", kind="gpu"), DeviceInfo("EPYC", kind="cpu")
+    return {"cuda": [gpu, gpu], "opencl": [cpu, gpu, gpu], "cpu": [cpu]}[name]
+
+
+def test_local_workers_hold_one_gpu_each_or_the_devices_dealt_round_robin():
+    cuda, opencl, cpu = Target("cuda"), Target("opencl"), Target("cpu")
+    assert local_workers([cuda, cpu], "all", None, _listing) == {
+        "gpu0": ["cuda:0"], "gpu1": ["cuda:1"], "cpu": ["cpu"],
+    }  # fmt: skip
+    assert local_workers([cuda, opencl], (1,), None, _listing) == {"gpu1": ["cuda:1", "opencl:2"]}
+    assert local_workers([cpu, Target("cpu", "0")], None, 3, _listing) == {
+        "w0": ["cpu"], "w1": ["cpu:0"], "w2": ["cpu"],
+    }  # fmt: skip
+    with pytest.raises(XBackendError, match="has 2 GPU"):
+        local_workers([cuda], (2,), None, _listing)
+    with pytest.raises(XBackendError, match="none of cpu has a GPU"):
+        local_workers([cpu], "all", None, _listing)
+
+
+def test_a_remote_line_keys_its_points_as_its_configuration_does():
+    plan = Plan(shapes=[Shape(8, 7, 8)], variants=["naive", "tiled"], dtypes=["float32", "int32"])
+    for config in configs(plan, [("cpu", CpuBackend())]):
+        line = RemoteLine.of(config)
+        here, there = (made.record("r", Shape(8, 7, 8), 1, 4) for made in (config, line))
+        assert dataclasses.replace(here, timestamp="") == dataclasses.replace(there, timestamp="")
+        assert line.title == config.title
+
+
+def test_the_worker_and_the_cluster_are_recorded_and_old_files_still_read():
+    due = _lane("cpu", "cpu", 0).due
+    assert due is not None
+    point = dataclasses.replace(due[0], worker="w1", host="node7")
+    assert PointRecord.from_dict(json.loads(json.dumps(point.to_dict()))) == point
+    serial = dataclasses.replace(point, worker="", host="")
+    assert "worker" not in serial.to_dict() and PointRecord.from_dict(serial.to_dict()) == serial
+    header = RunHeader("run", cluster={"workers": [{"name": "w0"}]})
+    assert RunHeader.from_dict(header.to_dict()).cluster == header.cluster
+    assert "cluster" not in RunHeader("run").to_dict()
+    assert RunHeader.from_dict({"run_id": "old"}).cluster == {}

@@ -1,0 +1,264 @@
+"""A Dask cluster for one command: started here (``--gpus``, ``--workers``) or joined
+(``--scheduler``), its workers asked what they hold, and closed at the end.
+
+A local cluster has one worker process per group of devices (``devices.local_workers``),
+each under a nanny that starts it again if it dies, with no memory limit (a large
+product's reference needs the host's memory) and one thread (one point at a time). An
+existing cluster's workers open every device of ``--backends`` they have, and its lines
+are named by device model (the same points on each model present).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from xbackend.backends.registry import backend_names
+from xbackend.cluster.devices import Offer, WorkerReport, local_workers, targets_of
+from xbackend.cluster.driver import GRACE_S, Driver
+from xbackend.cluster.lines import Prepared, RemoteLine, TuneRequest
+from xbackend.cluster.offered import Offered
+from xbackend.cluster.schedule import Lane, Schedule
+from xbackend.cluster.worker import PLUGIN, DevicesPlugin, planned, prepare, report, tune
+from xbackend.errors import XBackendError
+from xbackend.machine import environment
+from xbackend.plan import Plan, Target
+from xbackend.progress import SweepDisplay
+from xbackend.results import PointRecord, ResultsWriter, RunHeader, now_iso
+from xbackend.runner import Sweep, new_run_id, recorded, say_closing
+
+if TYPE_CHECKING:
+    from xbackend import Backend
+    from xbackend.tuning import TuneResult
+
+# How long to wait for an existing cluster's first worker (seconds).
+CONNECT_S = 60.0
+
+
+@dataclasses.dataclass(frozen=True)
+class ClusterSpec:
+    """Which cluster a command runs on: exactly one of ``gpus``, ``workers``, ``scheduler``."""
+
+    gpus: tuple[int, ...] | str | None = None  # GPU ordinals, or "all"
+    workers: int | None = None
+    scheduler: str | None = None  # the address of an existing Dask scheduler
+    alone: str = "cpu"  # schedule.ALONE: which points run alone on their host
+    grace_s: float = GRACE_S
+
+
+class Cluster:
+    """The cluster of one command, with what its workers hold (``reports``)."""
+
+    def __init__(self, client: Any, spec: ClusterSpec, backends: str, local: Any = None):
+        self.client, self.spec, self.backends, self.local = client, spec, backends, local
+        self.reports: list[WorkerReport] = []
+
+    @classmethod
+    def start(cls, spec: ClusterSpec, backends: str, say: Callable[[str], None] = print) -> Cluster:
+        """Start or join the cluster of ``spec``, its workers holding ``backends``'s devices."""
+        from distributed import Client
+
+        if spec.scheduler:
+            cluster = cls(Client(spec.scheduler, timeout=CONNECT_S), spec, backends)
+            assigned, expected = None, 1
+        else:
+            assigned = local_workers(targets_of(backends, say), spec.gpus, spec.workers)
+            local = _local_cluster(list(assigned))
+            cluster = cls(Client(local), spec, backends, local)
+            expected = len(assigned)
+        try:
+            cluster.client.register_plugin(DevicesPlugin(backends, assigned), name=PLUGIN)
+            try:
+                cluster.client.wait_for_workers(expected, timeout=CONNECT_S)
+            except TimeoutError:
+                where = spec.scheduler or "the local cluster"
+                raise XBackendError(
+                    f"{expected} worker(s) did not join {where} within {CONNECT_S:g} s"
+                ) from None
+            cluster.reports = cluster._describe(say)
+        except BaseException:
+            cluster.close()
+            raise
+        return cluster
+
+    def _describe(self, say: Callable[[str], None]) -> list[WorkerReport]:
+        """Every worker's report, in the order of their names; a local worker that
+        cannot open its devices is an error, an existing cluster's is left out."""
+        addresses = sorted(self.client.nthreads())
+        futures = [self._submit(report, address) for address in addresses]
+        reports = []
+        for future in futures:
+            try:
+                reports.append(future.result())
+            except Exception as error:
+                if self.local is not None:
+                    raise XBackendError(f"a worker could not open its devices: {error}") from None
+                say(f"a worker left out: {error}")
+        for worker in reports:
+            for problem in worker.problems:
+                if self.local is not None:  # a device named here that would not open
+                    raise XBackendError(f"worker {worker.name}: {problem}")
+                say(f"worker {worker.name} on {worker.host}: {problem}")
+        if not any(worker.offers for worker in reports):
+            raise XBackendError(f"no worker holds any device of --backends {self.backends}")
+        return sorted(reports, key=lambda worker: worker.name)
+
+    def _submit(self, function: Callable[..., Any], address: str, *args: Any) -> Any:
+        """``function(*args)`` as a task on the worker at ``address``, and only there."""
+        return self.client.submit(
+            function, *args, workers=[address], allow_other_workers=False, pure=False
+        )
+
+    def holders(self) -> dict[str, tuple[WorkerReport, Offer]]:
+        """One worker and device per line label, in the order of ``--backends``."""
+        found: dict[str, tuple[WorkerReport, Offer]] = {}
+        for worker in self.reports:
+            for offer in worker.offers:
+                found.setdefault(offer.label, (worker, offer))
+        names = [Target.parse(t).name for t in self.backends.split(",") if t.strip()]
+        order = backend_names() if self.backends.strip().lower() == "auto" else names
+
+        def rank(label: str) -> tuple[int, str]:
+            backend = found[label][1].backend
+            return (order.index(backend) if backend in order else len(order), label)
+
+        return {label: found[label] for label in sorted(found, key=rank)}
+
+    def offered(self) -> list[tuple[str, Backend]]:
+        """Each line label with a stand-in of its device, to plan with (``offered.py``)."""
+        return [(label, Offered.of(offer)) for label, (_, offer) in self.holders().items()]
+
+    def prepare(self, plan: Plan) -> dict[str, Prepared]:
+        """Each label's header record (its ceilings measured, one device at a time, as the
+        serial run measures them) and lines, from the first worker holding it."""
+        return {
+            label: self._submit(prepare, worker.address, plan, offer.target, label).result()
+            for label, (worker, offer) in self.holders().items()
+        }
+
+    def run(
+        self,
+        plan: Plan,
+        opened: Sequence[tuple[str, Backend]],
+        out: Path,
+        *,
+        log: Callable[[str], None] = print,
+        resume: bool = False,
+        display: SweepDisplay | None = None,
+    ) -> list[PointRecord]:
+        """``runner.run`` on the cluster: every point of ``plan`` measured on the workers
+        and appended to ``out`` here (``opened``: the stand-ins it was planned with)."""
+        display = display or SweepDisplay("plain", log=log)
+        done = recorded(plan, out, resume, display)
+        prepared = self.prepare(plan)
+        labels = list(prepared)
+        lines = sorted(
+            (line for label in labels for line in prepared[label].lines),
+            key=lambda line: (plan.ops.index(line.op), labels.index(line.label)),
+        )  # the serial order: by operation, then the backends' order (a stable sort)
+        sweep: Sweep[RemoteLine] = Sweep(plan, new_run_id(), lines, done, display)
+        schedule = Schedule(
+            (Lane(line, order) for order, line in enumerate(lines)), self.spec.alone
+        )
+        for worker in self.reports:
+            schedule.add(worker)
+        header = RunHeader(
+            run_id=sweep.run_id,
+            timestamp=now_iso(),
+            environment=environment(),
+            plan=plan,
+            devices={label: prepared[label].record for label in labels},
+            cluster=self.header(schedule),
+        )
+        with ResultsWriter(out, header) as writer, display.sweep(len(lines) * len(plan.shapes)):
+            Driver(self.client, schedule, sweep, writer, grace_s=self.spec.grace_s).run()
+        say_closing(display)
+        return sweep.records
+
+    def header(self, schedule: Schedule) -> dict[str, Any]:
+        """The cluster as the run header records it: its workers, their devices, and how
+        many points could run at once under which rule."""
+        devices: dict[str, list[str]] = {}
+        for worker in self.reports:
+            for offer in worker.offers:
+                devices.setdefault(offer.label, []).append(worker.name)
+        return {
+            "scheduler": self.spec.scheduler or "local",
+            "workers": [worker.to_dict() for worker in self.reports],
+            "devices": devices,
+            "concurrency": {
+                "alone": self.spec.alone,
+                "points_at_once": schedule.concurrency(),
+                "rule": "one point per worker and per device; a point of a processor "
+                + ("(every point) " if self.spec.alone == "all" else "")
+                + "alone on its host",
+            },
+        }
+
+    def plan_lines(
+        self, plan: Plan, opened: Sequence[tuple[str, Backend]], recorded: Sequence[PointRecord]
+    ) -> list[str]:
+        """``compare --dry-run``'s lines, each device's from the worker holding it."""
+        lines = []
+        for label, (worker, offer) in self.holders().items():
+            found = self._submit(planned, worker.address, plan, offer.target, label, list(recorded))
+            lines.append(f"{label} on worker {worker.name} ({worker.host}):")
+            lines += [f"  {line}" for line in found.result()]
+        return lines
+
+    def tune(
+        self, request: TuneRequest, say: Callable[[str], None] = print
+    ) -> list[tuple[str, str, list[TuneResult] | str]]:
+        """Tune every device the workers hold: the devices that do not share their host
+        at once, then the others one by one. Each (label, device, results or why not)."""
+        holders = self.holders()
+        ordered = sorted(holders, key=lambda label: holders[label][1].shares_host)
+        found: list[tuple[str, list[TuneResult] | str]] = []
+        running: dict[str, Any] = {}
+        for label in ordered:
+            worker, offer = holders[label]
+            if offer.shares_host or self.spec.alone == "all":
+                found += self._tuned(running)  # the devices before it finish first
+                running = {}
+            say(f"tuning {label} ({offer.device.name}) on worker {worker.name} ({worker.host})")
+            running[label] = self._submit(tune, worker.address, offer.target, request)
+        found += self._tuned(running)
+        return [(label, holders[label][1].device.name, result) for label, result in found]
+
+    def _tuned(self, running: dict[str, Any]) -> list[tuple[str, list[TuneResult] | str]]:
+        done: list[tuple[str, list[TuneResult] | str]] = []
+        for label, future in running.items():
+            try:
+                done.append((label, future.result()))
+            except Exception as error:  # one device's failure: the others' results stand
+                done.append((label, f"{type(error).__name__}: {error}"))
+        return done
+
+    def close(self) -> None:
+        """Stop a local cluster; leave an existing one running, its workers' devices
+        closed (the plugin's teardown) so that nothing holds a GPU after the command."""
+        try:
+            if self.local is None and self.client.status == "running":
+                with contextlib.suppress(Exception):  # a worker gone meanwhile, say
+                    self.client.unregister_worker_plugin(PLUGIN)
+            self.client.close()
+        finally:
+            if self.local is not None:
+                self.local.close()
+
+
+def _local_cluster(names: Sequence[str]) -> Any:
+    """One nanny-kept worker process per name, on this host, each with one thread."""
+    from distributed import Nanny, Scheduler, SpecCluster
+
+    quiet = {"silence_logs": logging.ERROR}
+    options = {"nthreads": 1, "memory_limit": 0, "host": "127.0.0.1", **quiet}
+    return SpecCluster(
+        workers={name: {"cls": Nanny, "options": options} for name in names},
+        scheduler={"cls": Scheduler, "options": {"dashboard_address": None, "host": "127.0.0.1"}},
+        **quiet,
+    )
