@@ -4,6 +4,7 @@ rules, the devices each worker holds, the records' new fields (no Dask needed)."
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import json
 import os
@@ -66,6 +67,10 @@ def test_two_workers_measure_the_serial_run_s_points(tmp_path, capsys):
     assert set(keys) == {point.key for point in _points(serial)}
     assert all(point.status == "ok" and point.equal for point in points)
     assert {(point.label, point.worker) for point in points} == {("opencl", "w0"), ("cpu", "w1")}
+    with (spread / "results.csv").open(newline="") as file:
+        rows = list(csv.DictReader(file))
+    assert {(row["label"], row["worker"]) for row in rows} == {("opencl", "w0"), ("cpu", "w1")}
+    assert all(row["host"] for row in rows)
     (header,) = load([spread]).runs.values()
     workers = header.cluster["workers"]
     assert [(w["name"], w["devices"]) for w in workers] == [("w0", ["opencl"]), ("w1", ["cpu"])]

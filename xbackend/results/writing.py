@@ -2,8 +2,8 @@
 
 ``results.jsonl`` gets a run header before a run's first point, then one line per
 point, each in one ``write`` as soon as its point is done. ``results.csv`` holds
-the same points flat, without the raw samples, with the run's host and the
-point's step in the schedule; it is rebuilt from ``results.jsonl`` whenever the
+the same points flat, without the raw samples, with each point's host (its own where a
+cluster's worker measured it, else its run's), its worker and its step in the schedule; it is rebuilt from ``results.jsonl`` whenever the
 folder is opened to write. ``.xbackend.lock`` is held by the run writing the folder.
 """
 
@@ -26,6 +26,7 @@ CSV_FIELDS = [
     "run_id",
     "timestamp",
     "host",
+    "worker",
     "step",
     "backend",
     "label",
@@ -61,7 +62,7 @@ _STATS = ("median", "q1", "q3", "min")
 def _csv_row(point: PointRecord, host: str) -> dict[str, Any]:
     fields = point.to_dict()
     row = {name: fields.get(name) for name in CSV_FIELDS}
-    row["host"] = host
+    row["host"] = point.host or host  # a cluster's point names its worker's host
     for prefix, stats in (("kernel", point.kernel_s), ("end_to_end", point.end_to_end_s)):
         for key in _STATS:
             field = f"{prefix}_{key}_s"
