@@ -32,7 +32,12 @@ from xbackend.runner import Sweep, configs
 distributed = pytest.importorskip("distributed", reason="Dask is not installed ([dask] extra)")
 
 from xbackend.cluster import Cluster, ClusterSpec  # noqa: E402 - needs Dask
-from xbackend.cluster.devices import Offer, WorkerReport, local_workers  # noqa: E402
+from xbackend.cluster.devices import (  # noqa: E402
+    Offer,
+    WorkerReport,
+    local_workers,
+    shared_gpu_labels,
+)
 from xbackend.cluster.driver import Driver  # noqa: E402
 from xbackend.cluster.lines import RemoteLine  # noqa: E402
 from xbackend.cluster.schedule import Lane, Schedule  # noqa: E402
@@ -239,6 +244,29 @@ def test_a_device_runs_one_point_and_a_line_stays_at_home_until_its_worker_dies(
     slot, lane = schedule.lost("tcp://w0")
     assert slot is not None and lane is first and first.deaths == 1 and first.home is None
     assert _started(schedule) == [("opencl", "w1")]
+
+
+def test_gpus_of_one_model_share_the_serial_run_s_lines():
+    """--gpus without --each-gpu: two GPUs of one model take the serial run's lines
+    (label cuda), each line measured once, on one of them; two models each run the plan."""
+    gpu0, gpu1 = (
+        _offer("cuda:0", "gpu", identity="pci:0"),
+        _offer("cuda:1", "gpu", identity="pci:1"),
+    )
+    cpu = _offer("cpu", "cpu")
+    reports = shared_gpu_labels([_worker("gpu0", gpu0), _worker("gpu1", gpu1), _worker("cpu", cpu)])
+    assert [[o.label for o in w.offers] for w in reports] == [["cuda"], ["cuda"], ["cpu"]]
+    assert [[o.target for o in w.offers] for w in reports] == [["cuda:0"], ["cuda:1"], ["cpu"]]
+    lanes = [_lane("cuda", "gpu", order) for order in range(4)]
+    schedule = Schedule(lanes)
+    for report in reports:
+        schedule.add(report)
+    assert _started(schedule) == [("cuda", "gpu0"), ("cuda", "gpu1")]  # both GPUs at once
+    _done(schedule, lanes[0], lanes[1])
+    assert _started(schedule) == [("cuda", "gpu0"), ("cuda", "gpu1")]  # two lines each
+    other = dataclasses.replace(gpu1, device=DeviceInfo(name="another model", kind="gpu"))
+    mixed = shared_gpu_labels([_worker("gpu0", gpu0), _worker("gpu1", other)])
+    assert [w.offers[0].label for w in mixed] == ["cuda:gpu model", "cuda:another model"]
 
 
 def test_alone_all_runs_one_point_per_host():

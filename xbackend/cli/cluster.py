@@ -22,8 +22,9 @@ GROUP_TITLE = "cluster (Dask distributed: pip install 'xbackend[dask]'; docs/clu
 MAX_WORKERS = 256
 
 
-def add_options(parser: argparse.ArgumentParser) -> None:
-    """Add the cluster options to ``parser``."""
+def add_options(parser: argparse.ArgumentParser, *, each_gpu: bool = False) -> None:
+    """Add the cluster options to ``parser`` (``each_gpu``: and ``--each-gpu``, for a
+    command whose GPUs may share the points; ``tune`` always tunes each GPU)."""
     group = parser.add_argument_group(GROUP_TITLE)
     which = group.add_mutually_exclusive_group()
     which.add_argument(
@@ -41,6 +42,13 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         help="run on an existing Dask cluster (e.g. tcp://host:8786): each worker holds "
         "every device of --backends it has; lines per device model",
     )  # fmt: skip
+    if each_gpu:
+        group.add_argument(
+            "--each-gpu", action="store_true",
+            help="with --gpus: measure every point on every GPU (lines cuda:0, cuda:1, ...), "
+            "to compare the GPUs; by default the GPUs share the plan's points (GPUs of one "
+            "model: the lines of a serial run, each measured once, on one of them)",
+        )  # fmt: skip
     group.add_argument(
         "--alone", choices=("cpu", "all"), default="cpu",
         help="which points run alone on their host: 'cpu' (default) those of processors "
@@ -70,7 +78,10 @@ def spec(args: argparse.Namespace) -> ClusterSpec | None:
         return None
     from xbackend.cluster import ClusterSpec
 
-    return ClusterSpec(gpus=gpus, workers=workers, scheduler=scheduler, alone=args.alone)
+    each_gpu = getattr(args, "each_gpu", True)  # without the option (tune): each GPU
+    return ClusterSpec(
+        gpus=gpus, workers=workers, scheduler=scheduler, alone=args.alone, each_gpu=each_gpu
+    )
 
 
 @contextlib.contextmanager

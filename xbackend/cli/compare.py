@@ -71,7 +71,7 @@ def add_parser(commands: Any) -> None:
     _what(compare)
     _thoroughness(compare)
     sampling.add_options(compare)
-    cluster_options.add_options(compare)
+    cluster_options.add_options(compare, each_gpu=True)
     compare.set_defaults(func=run)
 
 

@@ -178,6 +178,34 @@ def every_device(targets: Sequence[Target], listing: Listing = _listing) -> list
     return [target.label for _, group in on_gpus + on_host for target in group]
 
 
+def shared_gpu_labels(reports: Sequence[WorkerReport]) -> list[WorkerReport]:
+    """A local ``--gpus`` cluster's GPUs sharing the plan: each GPU backend's lines are
+    named by the backend alone (``cuda``, ``opencl``: the serial run's labels, so that a
+    one-GPU and a two-GPU run measure the same points) where every GPU of it is one
+    model, else by model (``model_label``: each model runs the plan). The lines then go
+    to whichever worker holds a GPU of their label (``schedule.py``); other devices keep
+    their labels."""
+    models: dict[str, set[str]] = {}
+    for worker in reports:
+        for offer in worker.offers:
+            if offer.device.kind == "gpu":
+                models.setdefault(offer.backend, set()).add(offer.device.name)
+
+    def label(offer: Offer) -> str:
+        if offer.device.kind != "gpu":
+            return offer.label
+        one_model = len(models[offer.backend]) == 1
+        return offer.backend if one_model else model_label(offer.backend, offer.device)
+
+    return [
+        dataclasses.replace(
+            worker,
+            offers=tuple(dataclasses.replace(o, label=label(o)) for o in worker.offers),
+        )
+        for worker in reports
+    ]
+
+
 def model_label(backend: str, device: DeviceInfo) -> str:
     """A line of an existing cluster: a backend on a device model, whichever worker holds
     one (the same points on each model present)."""

@@ -18,7 +18,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from xbackend.backends.registry import backend_names
-from xbackend.cluster.devices import Offer, WorkerReport, local_workers, targets_of
+from xbackend.cluster.devices import (
+    Offer,
+    WorkerReport,
+    local_workers,
+    shared_gpu_labels,
+    targets_of,
+)
 from xbackend.cluster.driver import GRACE_S, Driver
 from xbackend.cluster.lines import Prepared, RemoteLine, TuneRequest
 from xbackend.cluster.offered import Offered
@@ -47,6 +53,7 @@ class ClusterSpec:
     workers: int | None = None
     scheduler: str | None = None  # the address of an existing Dask scheduler
     alone: str = "cpu"  # schedule.ALONE: which points run alone on their host
+    each_gpu: bool = False  # --gpus: every point on every GPU, not the GPUs sharing them
     grace_s: float = GRACE_S
 
 
@@ -105,7 +112,10 @@ class Cluster:
                 say(f"worker {worker.name} on {worker.host}: {problem}")
         if not any(worker.offers for worker in reports):
             raise XBackendError(f"no worker holds any device of --backends {self.backends}")
-        return sorted(reports, key=lambda worker: worker.name)
+        reports = sorted(reports, key=lambda worker: worker.name)
+        if self.local is not None and self.spec.gpus is not None and not self.spec.each_gpu:
+            return shared_gpu_labels(reports)
+        return reports
 
     def _submit(self, function: Callable[..., Any], address: str, *args: Any) -> Any:
         """``function(*args)`` as a task on the worker at ``address``, and only there."""
