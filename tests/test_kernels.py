@@ -82,6 +82,7 @@ _CUDA_WORDS = [
     (r"blockIdx\.([xyz])", r"GROUP_\1"),
     (r"threadIdx\.([xyz])", r"LOCAL_\1"),
     (r"gridDim\.([xyz])", r"GROUPS_\1"),
+    (r"\blong long\b", "long"),  # the wide INDEX: 64 bits in both languages
 ]
 _OPENCL_WORDS = [
     (r"#ifdef XB_FP64\s*#pragma OPENCL EXTENSION cl_khr_fp64 : enable\s*#endif", ""),
@@ -120,15 +121,16 @@ def test_twins_are_the_same_code_in_both_languages(cu):
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+@pytest.mark.parametrize("index", ["", "-DWIDE_INDEX"], ids=["int", "wide"])
 @pytest.mark.parametrize("tile", TILES)
 @pytest.mark.parametrize("path", CUDA, ids=lambda p: p.name)
-def test_cuda_kernel_compiles_with_nvcc(path, tile, tmp_path):
+def test_cuda_kernel_compiles_with_nvcc(path, tile, index, tmp_path):
+    """Every file, in the default build and in the wide one (64-bit offsets)."""
     done = subprocess.run(
-        ["nvcc", "-ptx", "-arch=sm_90", f"-DTILE={tile}", str(path), "-o", str(tmp_path / "k")],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+        ["nvcc", "-ptx", "-arch=sm_90", f"-DTILE={tile}", *index.split(), str(path),
+         "-o", str(tmp_path / "k")],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
     assert done.returncode == 0, done.stderr
 
 

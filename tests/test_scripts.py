@@ -212,6 +212,70 @@ def test_the_ladder_times_each_rung_interleaved_with_its_vendor_lines():
     assert [len(vendor.samples_s) for vendor in beside] == [12, 12]
 
 
+def test_index_cost_runs_small_anywhere():
+    """Every mm variant but the vendor's, in the default and the wide build side by side."""
+    path = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "index_cost.py"), "--backend", "opencl",
+         "--sizes", "33x20x17", "--repeat", "2", "--rounds", "2"],
+        capture_output=True, text=True, timeout=600,
+        env={**os.environ, "PYTHONPATH": path},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    table = done.stdout.split("\n\n")[-1]
+    assert table.startswith("size") and "wide/default [95%]" in table, done.stdout
+    rows = [line.split() for line in table.splitlines() if "·" in line]
+    ladder = {"naive", "tiled", "reg1d", "reg2d", "reg2d_cf", "reg2d_g4", "vec4", "vec4_db"}
+    assert {row[4] for row in rows} == {*ladder, "warp", "warp_db"}, table
+    for row in rows:  # 33×20 · 20×17  mm  VARIANT  TILE  32/64  MS  MS  COST [LOW–HIGH]
+        assert row[3] == "mm" and row[6] == "32/64", table
+        found = re.fullmatch(r"([\d.]+) \[([\d.]+)–([\d.]+)\]", " ".join(row[9:]))
+        assert found, table
+        cost, low, high = map(float, found.groups())
+        assert 0 < low <= cost <= high, table
+    assert "WRONG" not in done.stdout
+
+
+class _Builds:
+    """A stand-in backend that computes with NumPy and records the build of each turn."""
+
+    name = "made-up"
+
+    def __init__(self):
+        self.mode: str | None = None
+        self.turns: list[str | None] = []
+
+    def use_index(self, mode):
+        self.mode = mode
+
+    def index_bits(self, A, B, variant, op):
+        return 64 if self.mode == "wide" else 32
+
+    def measure(self, A, B, variant, *, op, warmup, samples, min_samples):
+        self.turns.append(self.mode)
+        C = A @ B
+        times = [2e-3 if self.mode == "wide" else 1e-3] * samples
+        return SimpleNamespace(kept=(times, times), result=C, last_result=C, tile=16)
+
+
+def test_index_cost_times_the_two_builds_in_turns():
+    spec = importlib.util.spec_from_file_location("index_cost", ROOT / "scripts" / "index_cost.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    backend = _Builds()
+    rng = np.random.default_rng(5)
+    A, B = rng.standard_normal((9, 7), np.float32), rng.standard_normal((7, 5), np.float32)
+    timed = module.interleaved(backend, A, B, "tiled", "mm", 3, 2)
+    assert backend.turns == ["auto", "wide"] * 3 and backend.mode is None  # handed back
+    assert (timed["default"].bits, timed["wide"].bits) == (32, 64)
+    assert [len(t.samples_s) for t in timed.values()] == [6, 6]
+    assert module.cost_text(timed["default"].samples_s, timed["wide"].samples_s).startswith(
+        "2.000 [2.000–2.000]"
+    )
+
+
 def test_ladder_figure_draws_the_saved_h100_run(tmp_path):
     figure = tmp_path / "ladder.png"
     done = subprocess.run(

@@ -5,10 +5,12 @@ For each (backend, operation, dtype) line, square sizes N×N · N×N start at ``
 double while a size runs, verified, within the budget; then the gap between the largest
 that ran and the first that did not is bisected to a step of ``min_step`` (or 1/16 of the
 size), in at most ``MAX_BISECTIONS`` steps. A size does not fit when
-``measure.memory_problem`` says so or the backend refuses it (out of memory, or a
-parameter it cannot take, such as the kernels' 32-bit indices); it does not meet the
-budget when its one timed run, or the time predicted from the largest size that ran by
-the flop ratio, exceeds it. The prediction comes first, so no hour-long product starts.
+``measure.memory_problem`` says so or the backend refuses it (out of memory, one
+buffer's limit, or a parameter it cannot take, such as CLBlast's 32-bit offsets or CUDA's
+grid; the kernels' own offsets turn 64-bit where a product needs it, so they refuse no
+size that memory holds); it does not meet the budget when its one timed run, or the time
+predicted from the largest size that ran by the flop ratio, exceeds it. The prediction
+comes first, so no hour-long product starts.
 
 Every size tried is one measurement (the first, checked run and one timed run), checked
 as ``compare`` checks, recorded as a :class:`PointRecord` through the results writer.

@@ -16,8 +16,8 @@
 // the groups strided: 16-byte reads of As and Bs that neighbouring threads
 // spread over all the banks.
 //
-// Compile-time parameters (-D options): TILE, TM, TN, BK, STRIDED or GROUPS4, and REAL
-// (float, double, int).
+// Compile-time parameters (-D options): TILE, TM, TN, BK, STRIDED or GROUPS4, REAL
+// (float, double, int) and WIDE_INDEX (64-bit offsets, as in mm).
 // The OpenCL twin, kernels/opencl/mm_reg.cl, has the same kernel line for line.
 
 #ifndef TILE
@@ -34,6 +34,17 @@
 #endif
 #ifndef REAL
 #define REAL float
+#endif
+// INDEX: the type of element offsets and of the leading dimensions and strides they
+// are made of. AS_INDEX widens a 32-bit value before a product that may pass
+// 2^31 - 1; in the default build it is the value itself, so that build is the
+// 32-bit code as it was.
+#ifdef WIDE_INDEX
+#define INDEX long long
+#define AS_INDEX(x) ((INDEX)(x))
+#else
+#define INDEX int
+#define AS_INDEX(x) (x)
 #endif
 
 #define THREADS ((TILE / TM) * (TILE / TN))
@@ -54,8 +65,8 @@ void mm_reg(const REAL* __restrict__ A,
             const REAL* __restrict__ B,
             REAL* __restrict__ C,
             const int M, const int N, const int K,
-            const int lda, const int ldb, const int ldc,
-            const int strideA, const int strideB, const int strideC)
+            const INDEX lda, const INDEX ldb, const INDEX ldc,
+            const INDEX strideA, const INDEX strideB, const INDEX strideC)
 {
     // A slab is stored transposed, As[k][m], so that a thread's TM values of A for
     // one k lie next to each other, as its TN values of B do in Bs[k][n].

@@ -31,9 +31,10 @@
 // reads that ptxas also finds in the scalar code); DOUBLE_BUFFER; MIN_BLOCKS
 // (CUDA's launch bounds); REAL (float, double, int); REDUCED (the reduced product,
 // op rmm, with its pair sums made on the way to the slabs: see load_a); PAD (see
-// above) and SUM_BLOCK (the block of mm_sum_slices). Python owns every value and
-// the rules they must keep (backends/warp.py, WarpConfig.problem); the defaults
-// below are there so that the file compiles on its own.
+// above), SUM_BLOCK (the block of mm_sum_slices) and WIDE_INDEX (64-bit offsets, as
+// in mm). Python owns every value and the rules they must keep (backends/warp.py,
+// WarpConfig.problem); the defaults below are there so that the file compiles on
+// its own.
 // The OpenCL twin, kernels/opencl/mm_warp.cl, has the same kernels line for line.
 
 #ifndef BM
@@ -59,6 +60,17 @@
 #endif
 #ifndef REAL
 #define REAL float
+#endif
+// INDEX: the type of element offsets and of the leading dimensions and strides they
+// are made of. AS_INDEX widens a 32-bit value before a product that may pass
+// 2^31 - 1; in the default build it is the value itself, so that build is the
+// 32-bit code as it was.
+#ifdef WIDE_INDEX
+#define INDEX long long
+#define AS_INDEX(x) ((INDEX)(x))
+#else
+#define INDEX int
+#define AS_INDEX(x) (x)
 #endif
 #ifndef PAD
 #define PAD 4
@@ -87,7 +99,7 @@
 // Elements col .. col + 3 of row `row` of X (rows × cols, leading dimension ld)
 // into v[0..3]; those outside the matrix read as zero. With `guarded` 0 the caller
 // knows that all four lie inside, and the checks compile away.
-__device__ __forceinline__ void load4(REAL* v, const REAL* __restrict__ X, const int ld,
+__device__ __forceinline__ void load4(REAL* v, const REAL* __restrict__ X, const INDEX ld,
                                       const int row, const int col,
                                       const int rows, const int cols, const int guarded)
 {
@@ -125,7 +137,7 @@ __device__ __forceinline__ void load4(REAL* v, const REAL* __restrict__ X, const
 #define B_VALUE(v, c) ((v)[c])
 #endif
 
-__device__ __forceinline__ void load_a(REAL* v, const REAL* __restrict__ A, const int lda,
+__device__ __forceinline__ void load_a(REAL* v, const REAL* __restrict__ A, const INDEX lda,
                                        const int row, const int col,
                                        const int rows, const int cols, const int guarded)
 {
@@ -137,7 +149,7 @@ __device__ __forceinline__ void load_a(REAL* v, const REAL* __restrict__ A, cons
 #endif
 }
 
-__device__ __forceinline__ void load_b(REAL* v, const REAL* __restrict__ B, const int ldb,
+__device__ __forceinline__ void load_b(REAL* v, const REAL* __restrict__ B, const INDEX ldb,
                                        const int row, const int col,
                                        const int rows, const int cols, const int guarded)
 {
@@ -154,7 +166,7 @@ __device__ __forceinline__ void load_b(REAL* v, const REAL* __restrict__ B, cons
 __device__ __forceinline__ void fetch(REAL* a, REAL* b,
                                       const REAL* __restrict__ A, const REAL* __restrict__ B,
                                       const int M, const int N, const int K,
-                                      const int lda, const int ldb,
+                                      const INDEX lda, const INDEX ldb,
                                       const int row0, const int col0, const int k0,
                                       const int thread, const int guarded)
 {
@@ -178,7 +190,7 @@ __device__ __forceinline__ void fetch(REAL* a, REAL* b,
 // stored, and the edge tiles load as fast as the inner ones.
 __device__ __forceinline__ void sources(const REAL** a_src, const REAL** b_src,
                                         const REAL* __restrict__ A, const REAL* __restrict__ B,
-                                        const int M, const int N, const int lda, const int ldb,
+                                        const int M, const int N, const INDEX lda, const INDEX ldb,
                                         const int row0, const int col0, const int k0,
                                         const int thread)
 {
@@ -197,7 +209,7 @@ __device__ __forceinline__ void sources(const REAL** a_src, const REAL** b_src,
 // fetch(..., guarded 0) from those pointers, which then move on to the next slabs.
 __device__ __forceinline__ void fetch_inside(REAL* a, REAL* b,
                                              const REAL** a_src, const REAL** b_src,
-                                             const int lda, const int ldb)
+                                             const INDEX lda, const INDEX ldb)
 {
     for (int p = 0; p < A_LOADS; ++p) {
         load_a(a + RAW * p, a_src[p], lda, 0, 0, 1, 4, 0);
@@ -268,9 +280,9 @@ void mm_warp(const REAL* __restrict__ A,
              const REAL* __restrict__ B,
              REAL* __restrict__ C,
              const int M, const int N, const int K,
-             const int lda, const int ldb, const int ldc,
-             const int strideA, const int strideB, const int strideC,
-             const int k_slice)
+             const INDEX lda, const INDEX ldb, const INDEX ldc,
+             const INDEX strideA, const INDEX strideB, const INDEX strideC,
+             const INDEX k_slice)
 {
     __shared__ __align__(16) REAL As[STAGES * BK * LDA_S];
     __shared__ __align__(16) REAL Bs[STAGES * BK * BN];
@@ -280,7 +292,7 @@ void mm_warp(const REAL* __restrict__ A,
     const int slices = (K + k_slice - 1) / k_slice;
     const int batch = blockIdx.z / slices;
     const int k_begin = blockIdx.z % slices * k_slice;
-    const int k_end = min(K, k_begin + k_slice);
+    const int k_end = min(AS_INDEX(K), k_begin + k_slice);
     A += batch * strideA;
     B += batch * strideB;
     C += blockIdx.z * strideC;
@@ -377,13 +389,13 @@ void mm_warp(const REAL* __restrict__ A,
 extern "C" __global__ __launch_bounds__(SUM_BLOCK)
 void mm_sum_slices(const REAL* __restrict__ W,
                    REAL* __restrict__ C,
-                   const int M, const int N, const int ldc, const int slices)
+                   const int M, const int N, const INDEX ldc, const int slices)
 {
-    const int element = blockIdx.x * SUM_BLOCK + threadIdx.x;
-    if (element >= M * N)
+    const INDEX element = AS_INDEX(blockIdx.x) * SUM_BLOCK + threadIdx.x;
+    if (element >= AS_INDEX(M) * N)
         return;
     REAL sum = 0;
     for (int s = 0; s < slices; ++s)
-        sum += W[s * M * N + element];
+        sum += W[s * AS_INDEX(M) * N + element];
     C[element / N * ldc + element % N] = sum;
 }

@@ -15,8 +15,8 @@
 //
 // Compile-time parameters (-D options): TILE, the edge of the square thread block
 // and of the shared tiles; REAL, the element type (float, double or int); SUM_BLOCK,
-// the block of rmm_pair_sums. Python passes each (the defaults let the file compile
-// on its own).
+// the block of rmm_pair_sums; WIDE_INDEX, 64-bit offsets (as in mm). Python passes
+// each (the defaults let the file compile on its own).
 //
 // The OpenCL twin, kernels/opencl/rmm.cl, has the same kernels line for line.
 
@@ -25,6 +25,17 @@
 #endif
 #ifndef REAL
 #define REAL float
+#endif
+// INDEX: the type of element offsets and of the leading dimensions and strides they
+// are made of. AS_INDEX widens a 32-bit value before a product that may pass
+// 2^31 - 1; in the default build it is the value itself, so that build is the
+// 32-bit code as it was.
+#ifdef WIDE_INDEX
+#define INDEX long long
+#define AS_INDEX(x) ((INDEX)(x))
+#else
+#define INDEX int
+#define AS_INDEX(x) (x)
 #endif
 #ifndef SUM_BLOCK
 #define SUM_BLOCK 256
@@ -35,15 +46,15 @@ void rmm_naive4(const REAL* __restrict__ A,
                 const REAL* __restrict__ B,
                 REAL* __restrict__ C,
                 const int M, const int N, const int K,
-                const int lda, const int ldb, const int ldc)
+                const INDEX lda, const INDEX ldb, const INDEX ldc)
 {
     const int col = blockIdx.x * TILE + threadIdx.x;
     const int row = blockIdx.y * TILE + threadIdx.y;
     if (row >= M / 2 || col >= N / 2)
         return;
 
-    const int top = 2 * row * lda;
-    const int bottom = top + lda;
+    const INDEX top = 2 * row * lda;
+    const INDEX bottom = top + lda;
     REAL acc = 0;
     for (int k = 0; k < K; ++k) {
         const REAL left = B[k * ldb + 2 * col];
@@ -59,15 +70,15 @@ void rmm_naive(const REAL* __restrict__ A,
                const REAL* __restrict__ B,
                REAL* __restrict__ C,
                const int M, const int N, const int K,
-               const int lda, const int ldb, const int ldc)
+               const INDEX lda, const INDEX ldb, const INDEX ldc)
 {
     const int col = blockIdx.x * TILE + threadIdx.x;
     const int row = blockIdx.y * TILE + threadIdx.y;
     if (row >= M / 2 || col >= N / 2)
         return;
 
-    const int top = 2 * row * lda;
-    const int bottom = top + lda;
+    const INDEX top = 2 * row * lda;
+    const INDEX bottom = top + lda;
     REAL acc = 0;
     for (int k = 0; k < K; ++k)
         acc += (A[top + k] + A[bottom + k]) * (B[k * ldb + 2 * col] + B[k * ldb + 2 * col + 1]);
@@ -81,7 +92,7 @@ void rmm_tiled(const REAL* __restrict__ A,
                const REAL* __restrict__ B,
                REAL* __restrict__ C,
                const int M, const int N, const int K,
-               const int lda, const int ldb, const int ldc)
+               const INDEX lda, const INDEX ldb, const INDEX ldc)
 {
     __shared__ REAL As[TILE][TILE];
     __shared__ REAL Bs[TILE][TILE];
@@ -90,7 +101,7 @@ void rmm_tiled(const REAL* __restrict__ A,
     const int ty = threadIdx.y;
     const int col = blockIdx.x * TILE + tx;
     const int row = blockIdx.y * TILE + ty;
-    const int top = 2 * row * lda;
+    const INDEX top = 2 * row * lda;
 
     // Threads outside C still load and reach every barrier.
     REAL acc = 0;
@@ -121,11 +132,11 @@ extern "C" __global__ __launch_bounds__(SUM_BLOCK)
 void rmm_pair_sums(const REAL* __restrict__ X,
                    REAL* __restrict__ S,
                    const int rows, const int cols,
-                   const int row_step, const int col_step, const int partner)
+                   const INDEX row_step, const INDEX col_step, const INDEX partner)
 {
-    const int element = blockIdx.x * SUM_BLOCK + threadIdx.x;
-    if (element >= rows * cols)
+    const INDEX element = AS_INDEX(blockIdx.x) * SUM_BLOCK + threadIdx.x;
+    if (element >= AS_INDEX(rows) * cols)
         return;
-    const int e = element / cols * row_step + element % cols * col_step;
+    const INDEX e = element / cols * row_step + element % cols * col_step;
     S[element] = X[e] + X[e + partner];
 }

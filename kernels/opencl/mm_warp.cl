@@ -31,9 +31,10 @@
 // reads that ptxas also finds in the scalar code); DOUBLE_BUFFER; MIN_BLOCKS
 // (CUDA's launch bounds); REAL (float, double, int); REDUCED (the reduced product,
 // op rmm, with its pair sums made on the way to the slabs: see load_a); PAD (see
-// above) and SUM_BLOCK (the block of mm_sum_slices). Python owns every value and
-// the rules they must keep (backends/warp.py, WarpConfig.problem); the defaults
-// below are there so that the file compiles on its own.
+// above), SUM_BLOCK (the block of mm_sum_slices) and WIDE_INDEX (64-bit offsets, as
+// in mm). Python owns every value and the rules they must keep (backends/warp.py,
+// WarpConfig.problem); the defaults below are there so that the file compiles on
+// its own.
 // The CUDA twin, kernels/cuda/mm_warp.cu, has the same kernels line for line.
 // XB_FP64 is defined when REAL is double, to enable cl_khr_fp64.
 
@@ -65,6 +66,17 @@
 #ifndef REAL
 #define REAL float
 #endif
+// INDEX: the type of element offsets and of the leading dimensions and strides they
+// are made of. AS_INDEX widens a 32-bit value before a product that may pass
+// 2^31 - 1; in the default build it is the value itself, so that build is the
+// 32-bit code as it was.
+#ifdef WIDE_INDEX
+#define INDEX long
+#define AS_INDEX(x) ((INDEX)(x))
+#else
+#define INDEX int
+#define AS_INDEX(x) (x)
+#endif
 #ifndef PAD
 #define PAD 4
 #endif
@@ -92,7 +104,7 @@
 // Elements col .. col + 3 of row `row` of X (rows × cols, leading dimension ld)
 // into v[0..3]; those outside the matrix read as zero. With `guarded` 0 the caller
 // knows that all four lie inside, and the checks compile away.
-inline void load4(REAL* v, __global const REAL* restrict X, const int ld,
+inline void load4(REAL* v, __global const REAL* restrict X, const INDEX ld,
                   const int row, const int col,
                   const int rows, const int cols, const int guarded)
 {
@@ -130,7 +142,7 @@ inline void load4(REAL* v, __global const REAL* restrict X, const int ld,
 #define B_VALUE(v, c) ((v)[c])
 #endif
 
-inline void load_a(REAL* v, __global const REAL* restrict A, const int lda,
+inline void load_a(REAL* v, __global const REAL* restrict A, const INDEX lda,
                    const int row, const int col,
                    const int rows, const int cols, const int guarded)
 {
@@ -142,7 +154,7 @@ inline void load_a(REAL* v, __global const REAL* restrict A, const int lda,
 #endif
 }
 
-inline void load_b(REAL* v, __global const REAL* restrict B, const int ldb,
+inline void load_b(REAL* v, __global const REAL* restrict B, const INDEX ldb,
                    const int row, const int col,
                    const int rows, const int cols, const int guarded)
 {
@@ -159,7 +171,7 @@ inline void load_b(REAL* v, __global const REAL* restrict B, const int ldb,
 inline void fetch(REAL* a, REAL* b,
                   __global const REAL* restrict A, __global const REAL* restrict B,
                   const int M, const int N, const int K,
-                  const int lda, const int ldb,
+                  const INDEX lda, const INDEX ldb,
                   const int row0, const int col0, const int k0,
                   const int thread, const int guarded)
 {
@@ -183,7 +195,7 @@ inline void fetch(REAL* a, REAL* b,
 // stored, and the edge tiles load as fast as the inner ones.
 inline void sources(__global const REAL** a_src, __global const REAL** b_src,
                     __global const REAL* restrict A, __global const REAL* restrict B,
-                    const int M, const int N, const int lda, const int ldb,
+                    const int M, const int N, const INDEX lda, const INDEX ldb,
                     const int row0, const int col0, const int k0,
                     const int thread)
 {
@@ -202,7 +214,7 @@ inline void sources(__global const REAL** a_src, __global const REAL** b_src,
 // fetch(..., guarded 0) from those pointers, which then move on to the next slabs.
 inline void fetch_inside(REAL* a, REAL* b,
                          __global const REAL** a_src, __global const REAL** b_src,
-                         const int lda, const int ldb)
+                         const INDEX lda, const INDEX ldb)
 {
     for (int p = 0; p < A_LOADS; ++p) {
         load_a(a + RAW * p, a_src[p], lda, 0, 0, 1, 4, 0);
@@ -273,9 +285,9 @@ void mm_warp(__global const REAL* restrict A,
              __global const REAL* restrict B,
              __global REAL* restrict C,
              const int M, const int N, const int K,
-             const int lda, const int ldb, const int ldc,
-             const int strideA, const int strideB, const int strideC,
-             const int k_slice)
+             const INDEX lda, const INDEX ldb, const INDEX ldc,
+             const INDEX strideA, const INDEX strideB, const INDEX strideC,
+             const INDEX k_slice)
 {
     __local REAL As[STAGES * BK * LDA_S] __attribute__((aligned(16)));
     __local REAL Bs[STAGES * BK * BN] __attribute__((aligned(16)));
@@ -285,7 +297,7 @@ void mm_warp(__global const REAL* restrict A,
     const int slices = (K + k_slice - 1) / k_slice;
     const int batch = get_group_id(2) / slices;
     const int k_begin = get_group_id(2) % slices * k_slice;
-    const int k_end = min(K, k_begin + k_slice);
+    const int k_end = min(AS_INDEX(K), k_begin + k_slice);
     A += batch * strideA;
     B += batch * strideB;
     C += get_group_id(2) * strideC;
@@ -382,13 +394,13 @@ void mm_warp(__global const REAL* restrict A,
 __kernel __attribute__((reqd_work_group_size(SUM_BLOCK, 1, 1)))
 void mm_sum_slices(__global const REAL* restrict W,
                    __global REAL* restrict C,
-                   const int M, const int N, const int ldc, const int slices)
+                   const int M, const int N, const INDEX ldc, const int slices)
 {
-    const int element = get_group_id(0) * SUM_BLOCK + get_local_id(0);
-    if (element >= M * N)
+    const INDEX element = AS_INDEX(get_group_id(0)) * SUM_BLOCK + get_local_id(0);
+    if (element >= AS_INDEX(M) * N)
         return;
     REAL sum = 0;
     for (int s = 0; s < slices; ++s)
-        sum += W[s * M * N + element];
+        sum += W[s * AS_INDEX(M) * N + element];
     C[element / N * ldc + element % N] = sum;
 }

@@ -16,7 +16,8 @@
 // Compile-time parameters (-D options): TILE, the edge of the square work-group
 // and of the local tiles; REAL, the element type (float, double or int); SUM_BLOCK,
 // the work-group of rmm_pair_sums; XB_FP64, defined when REAL is double, to enable
-// cl_khr_fp64. Python passes each (the defaults let the file compile on its own).
+// cl_khr_fp64; WIDE_INDEX, 64-bit offsets (as in mm). Python passes each (the
+// defaults let the file compile on its own).
 //
 // The CUDA twin, kernels/cuda/rmm.cu, has the same kernels line for line.
 
@@ -29,6 +30,17 @@
 #ifndef REAL
 #define REAL float
 #endif
+// INDEX: the type of element offsets and of the leading dimensions and strides they
+// are made of. AS_INDEX widens a 32-bit value before a product that may pass
+// 2^31 - 1; in the default build it is the value itself, so that build is the
+// 32-bit code as it was.
+#ifdef WIDE_INDEX
+#define INDEX long
+#define AS_INDEX(x) ((INDEX)(x))
+#else
+#define INDEX int
+#define AS_INDEX(x) (x)
+#endif
 #ifndef SUM_BLOCK
 #define SUM_BLOCK 256
 #endif
@@ -38,15 +50,15 @@ void rmm_naive4(__global const REAL* restrict A,
                 __global const REAL* restrict B,
                 __global REAL* restrict C,
                 const int M, const int N, const int K,
-                const int lda, const int ldb, const int ldc)
+                const INDEX lda, const INDEX ldb, const INDEX ldc)
 {
     const int col = get_group_id(0) * TILE + get_local_id(0);
     const int row = get_group_id(1) * TILE + get_local_id(1);
     if (row >= M / 2 || col >= N / 2)
         return;
 
-    const int top = 2 * row * lda;
-    const int bottom = top + lda;
+    const INDEX top = 2 * row * lda;
+    const INDEX bottom = top + lda;
     REAL acc = 0;
     for (int k = 0; k < K; ++k) {
         const REAL left = B[k * ldb + 2 * col];
@@ -62,15 +74,15 @@ void rmm_naive(__global const REAL* restrict A,
                __global const REAL* restrict B,
                __global REAL* restrict C,
                const int M, const int N, const int K,
-               const int lda, const int ldb, const int ldc)
+               const INDEX lda, const INDEX ldb, const INDEX ldc)
 {
     const int col = get_group_id(0) * TILE + get_local_id(0);
     const int row = get_group_id(1) * TILE + get_local_id(1);
     if (row >= M / 2 || col >= N / 2)
         return;
 
-    const int top = 2 * row * lda;
-    const int bottom = top + lda;
+    const INDEX top = 2 * row * lda;
+    const INDEX bottom = top + lda;
     REAL acc = 0;
     for (int k = 0; k < K; ++k)
         acc += (A[top + k] + A[bottom + k]) * (B[k * ldb + 2 * col] + B[k * ldb + 2 * col + 1]);
@@ -84,7 +96,7 @@ void rmm_tiled(__global const REAL* restrict A,
                __global const REAL* restrict B,
                __global REAL* restrict C,
                const int M, const int N, const int K,
-               const int lda, const int ldb, const int ldc)
+               const INDEX lda, const INDEX ldb, const INDEX ldc)
 {
     __local REAL As[TILE][TILE];
     __local REAL Bs[TILE][TILE];
@@ -93,7 +105,7 @@ void rmm_tiled(__global const REAL* restrict A,
     const int ty = get_local_id(1);
     const int col = get_group_id(0) * TILE + tx;
     const int row = get_group_id(1) * TILE + ty;
-    const int top = 2 * row * lda;
+    const INDEX top = 2 * row * lda;
 
     // Work-items outside C still load and reach every barrier.
     REAL acc = 0;
@@ -124,11 +136,11 @@ __kernel __attribute__((reqd_work_group_size(SUM_BLOCK, 1, 1)))
 void rmm_pair_sums(__global const REAL* restrict X,
                    __global REAL* restrict S,
                    const int rows, const int cols,
-                   const int row_step, const int col_step, const int partner)
+                   const INDEX row_step, const INDEX col_step, const INDEX partner)
 {
-    const int element = get_group_id(0) * SUM_BLOCK + get_local_id(0);
-    if (element >= rows * cols)
+    const INDEX element = AS_INDEX(get_group_id(0)) * SUM_BLOCK + get_local_id(0);
+    if (element >= AS_INDEX(rows) * cols)
         return;
-    const int e = element / cols * row_step + element % cols * col_step;
+    const INDEX e = element / cols * row_step + element % cols * col_step;
     S[element] = X[e] + X[e + partner];
 }

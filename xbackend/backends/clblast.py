@@ -114,8 +114,9 @@ class Clblast:
         """Row-major C (M×N) = A (M×K) · B (K×N) on ``queue``; returns an event.
 
         Leading dimensions are row strides in elements; each buffer must hold
-        (rows - 1)·ld + columns elements (CLBlast checks). The work is only
-        enqueued.
+        (rows - 1)·ld + columns elements (CLBlast checks), and that many must fit
+        an int: CLBlast's kernels compute offsets with 32-bit ints (ValueError
+        otherwise, never a wrong product). The work is only enqueued.
 
         Timing: the event is CLBlast's last kernel. For sizes past its
         XGEMM_MIN_INDIRECT_SIZE CLBlast runs pad/transpose kernels before (and
@@ -130,7 +131,7 @@ class Clblast:
         problem = self.dtype_problem(dtype, queue.device)
         if problem:
             raise VendorError(problem)
-        check_row_major(M, N, K, lda, ldb, ldc)
+        check_row_major(M, N, K, lda, ldb, ldc, int32_offsets=True)
         if M == 0 or N == 0:
             return cl.enqueue_marker(queue)  # nothing to compute
         if K == 0:

@@ -4,11 +4,17 @@ A product is planned as launches (``plans.py``), each launch's kernel is compile
 once per file and options and reused, and the product runs on the backend's
 device handle (``execution.py``). A tuned variant's configuration comes from the
 call's parameters, else from the backend's ``choices``, else from the default.
+
+The kernels' element offsets are 32-bit ints unless a product needs 64-bit ones
+(``plans.py`` decides, from its sizes); ``XBACKEND_INDEX=wide`` or ``use_index("wide")``
+gives every product the wide build, for the tests at small sizes and for measuring
+what it costs (scripts/index_cost.py).
 """
 
 from __future__ import annotations
 
 import abc
+import os
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
@@ -27,15 +33,27 @@ from xbackend.backends.choices import ChoiceRequest
 from xbackend.backends.execution import Device, LaunchExecution
 from xbackend.backends.groups import group_problem
 from xbackend.backends.interface import Backend, Execution
-from xbackend.backends.kernels import SUM_BLOCK, source_digest
+from xbackend.backends.kernels import SUM_BLOCK, WIDE_INDEX, source_digest
 from xbackend.backends.launch import KernelLaunch, Product
 from xbackend.backends.monitor import DeviceMonitor, monitor_for
+from xbackend.backends.operands import check_operands, dimension_problem
 from xbackend.backends.plans import plan_tiled, plan_vendor, plan_warp
 from xbackend.backends.specs import VariantSpec
-from xbackend.errors import UnsupportedParameter
+from xbackend.errors import UnsupportedParameter, XBackendError
 from xbackend.operations import Operation, operation
 
 Array = np.ndarray[Any, Any]
+# "wide": every product's kernels get 64-bit offsets; "auto" (or unset): only those of a
+# product that needs them.
+INDEX_ENV = "XBACKEND_INDEX"
+INDEX_MODES = ("auto", "wide")
+
+
+def index_environment() -> dict[str, str]:
+    """``XBACKEND_INDEX`` where it is set, for the device's record: results measured with
+    every product wide must say so."""
+    mode = os.environ.get(INDEX_ENV, "").strip()
+    return {"index": mode} if mode else {}
 
 
 class CompiledBackend(Backend):
@@ -60,6 +78,36 @@ class CompiledBackend(Backend):
         workers, memory = self.GROUP_WORDS
         spec = self.variant_spec(variant, op)
         return group_problem(self.device, spec, tile, itemsize, workers, memory, config)
+
+    _index: str | None = None  # use_index's mode; None: XBACKEND_INDEX's
+
+    def use_index(self, mode: str | None) -> None:
+        """Build every product's kernels with 64-bit offsets ("wide"), or only those of
+        products that need them ("auto"); None: as ``XBACKEND_INDEX`` says."""
+        if mode is not None and mode not in INDEX_MODES:
+            raise UnsupportedParameter(f"index mode {mode!r}: one of {', '.join(INDEX_MODES)}")
+        self._index = mode
+
+    @property
+    def index_mode(self) -> str:
+        """The index mode in force: "wide" (every product 64-bit offsets) or "auto"."""
+        mode = self._index or os.environ.get(INDEX_ENV, "").strip() or "auto"
+        if mode not in INDEX_MODES:
+            raise XBackendError(f"{INDEX_ENV}={mode!r}: set it to one of {', '.join(INDEX_MODES)}")
+        return mode
+
+    def index_bits(
+        self, A: Array, B: Array, variant: str, tile: int | None = None, op: str = "mm"
+    ) -> int:
+        """How wide the element offsets of this product's kernels are: 32 (the default
+        build) or 64 (the wide one); 0 where none runs (the vendor's GEMM alone). Plans
+        the product, allocating nothing on the device."""
+        A, B = check_operands(A, B, op)
+        tile = self.resolve_tile(variant, tile, op, A.itemsize)
+        launches = self._plan(op, variant, tile, A, B).launches
+        if not launches:
+            return 0
+        return 64 if any(launch.wide_index for launch in launches) else 32
 
     _monitor: DeviceMonitor | None = None
 
@@ -113,6 +161,8 @@ class CompiledBackend(Backend):
         build = super().kernel_build(variant, op)
         if spec.family:
             fixed = (f"-DPAD={warp.PAD}", f"-DSUM_BLOCK={SUM_BLOCK}", *self._extra_options())
+            # Tuned under XBACKEND_INDEX=wide, a choice is the wide build's.
+            fixed += (WIDE_INDEX,) if self.index_mode == "wide" else ()
             build["kernel"] = source_digest(spec.family, self.LANGUAGE, fixed)
         return build
 
@@ -165,17 +215,21 @@ class CompiledBackend(Backend):
         params: Mapping[str, int] | None = None,
     ) -> Product:
         """The launches of one product: kernels, options, geometry, buffers."""
+        problem = dimension_problem(A, B)
+        if problem:
+            raise UnsupportedParameter(f"{self.name}: {problem}")
         spec = self.variant_spec(variant, op)
+        wide = self.index_mode == "wide"
         if not spec.kernel:  # the vendor's library
-            return plan_vendor(op, A, B)
+            return plan_vendor(op, A, B, wide)
         if not spec.tuned:
             assert tile is not None
-            return plan_tiled(op, spec, A, B, tile)
+            return plan_tiled(op, spec, A, B, tile, wide)
         config = self._warp_config(operation(op), spec, tile, A, B, params)
         problem = config.problem() or self.tile_problem(variant, config.BM, A.itemsize, op, config)
         if problem:
             raise UnsupportedParameter(f"{self.name} {variant}: {problem}")
-        return plan_warp(op, spec, config, A, B)
+        return plan_warp(op, spec, config, A, B, wide)
 
     def _warp_config(
         self,

@@ -19,13 +19,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from xbackend.backends.compiled import CompiledBackend
+from xbackend.backends.compiled import CompiledBackend, index_environment
 from xbackend.backends.cublas import cublas_math_environment, cublas_math_note
 from xbackend.backends.execution import Device, Queued, Timer
 from xbackend.backends.kernels import read_kernel
 from xbackend.backends.launch import Buffer, KernelLaunch, LibraryCall, Product, Step
 from xbackend.backends.specs import DeviceInfo, VariantTable
 from xbackend.backends.variants import compiled_variants, with_vendor
+from xbackend.backends.vendor import check_library
 from xbackend.errors import KernelCompileError, UnsupportedParameter, XBackendError
 
 try:
@@ -73,6 +74,7 @@ def _describe(index: int) -> DeviceInfo:
         "pycuda_built_for_cuda": ".".join(map(str, drv.get_version())),
     }
     extra.update(_clocks(device))
+    extra.update(index_environment())
     # The variables that override the vendor line's arithmetic (NVIDIA_TF32_OVERRIDE=1
     # makes cuBLAS's float32 GEMMs use TF32), recorded with every result where set.
     environment = cublas_math_environment()
@@ -209,8 +211,7 @@ class _CudaDevice(Device):
             cublas = self._cublas
             return lambda: cublas.gemm(dtype, *values)
         args = [
-            buffers[value.name] if isinstance(value, Buffer) else np.int32(value)
-            for value in step.args.values()
+            buffers[value.name] if isinstance(value, Buffer) else value for value in step.values()
         ]
         grid, block = step.grid, step.block
         return lambda: kernel.prepared_call(grid, block, *args)
@@ -370,8 +371,12 @@ class CudaBackend(CompiledBackend):
         return self._cublas_problem or Cublas.dtype_problem(dtype)
 
     def _compile(self, launch: KernelLaunch, dtype: np.dtype[Any]) -> Any:
-        # PyCUDA's signature of the arguments: "P" a pointer, "i" an int.
-        signature = "".join("P" if isinstance(v, Buffer) else "i" for v in launch.args.values())
+        # PyCUDA's signature of the arguments: "P" a pointer, "i" an int, "q" a long long
+        # (an INDEX parameter of a wide build).
+        signature = "".join(
+            "P" if isinstance(v, Buffer) else "q" if isinstance(v, np.int64) else "i"
+            for v in launch.values()
+        )
         return self._function(launch.family, launch.options, launch.kernel, signature)
 
     def _device_handle(self) -> Device:
@@ -386,6 +391,9 @@ class CudaBackend(CompiledBackend):
         return self._flusher
 
     def _check_product(self, product: Product) -> None:
+        for step in product.steps:
+            if isinstance(step, LibraryCall):
+                check_library("cuBLAS", step.args, int32=True)
         for launch in product.launches:
             if launch.grid[1] > _MAX_GRID_Y or launch.grid[2] > _MAX_GRID_Y:
                 raise UnsupportedParameter(

@@ -238,8 +238,8 @@ class Backend(abc.ABC):
 
         Strided views (sub-matrices of larger arrays) go to the device as they are,
         with their row stride as the kernels' leading dimension, unless that would
-        move more than twice their size or pass 32-bit indices: then a compact copy
-        goes (see ``row_major_span``). Masked arrays are refused: fill them first.
+        move more than twice their size: then a compact copy goes (see
+        ``row_major_span``). Masked arrays are refused: fill them first.
         """
         return self.measure(A, B, variant, tile, op="mm", warmup=0, samples=0).result
 

@@ -21,6 +21,11 @@ C_TYPES = {"int32": "int", "float32": "float", "float64": "double"}
 SUM_BLOCK = 256  # threads per block of the sums: mm_sum_slices and rmm_pair_sums
 REG_BK = 8  # depth of mm_reg's slabs along K
 SUFFIXES = {"cuda": ".cu", "opencl": ".cl"}
+# The build option that makes the kernels' element offsets 64-bit: their parameters
+# declared INDEX (leading dimensions, strides) then take 64-bit ints (see plans.py for
+# when a product needs it). The same word in both languages; each file says its type.
+WIDE_INDEX = "-DWIDE_INDEX"
+INDEX_TYPE = "INDEX"
 
 # The vendor's GEMM takes its arguments in this order: row-major C (M×N) = A (M×K) · B (K×N).
 # A kernel's parameters are read from its file (``parameters``).
@@ -30,25 +35,47 @@ _DECLARATION = re.compile(r'^(?:extern "C" __global__ )?void\s+(\w+)\s*\(([^)]*)
 
 
 @functools.cache
+def declarations(family: str, language: str) -> dict[str, tuple[tuple[str, str], ...]]:
+    """Each kernel of a file with its parameters, in order, as (name, the words before
+    it): ``("lda", "const INDEX")``, ``("A", "__global const REAL* restrict")``."""
+    _, text = read_kernel(family, language)
+    found = {}
+    for name, params in _DECLARATION.findall(text):
+        words = [param.replace("*", "* ").split() for param in params.split(",")]
+        found[name] = tuple((param[-1], " ".join(param[:-1])) for param in words)
+    return found
+
+
 def declared(family: str, language: str) -> dict[str, tuple[str, ...]]:
     """Each kernel of a file with its parameter names, in order, as the file declares them."""
-    _, text = read_kernel(family, language)
     return {
-        name: tuple(param.split()[-1].lstrip("*") for param in params.split(","))
-        for name, params in _DECLARATION.findall(text)
+        name: tuple(param for param, _ in params)
+        for name, params in declarations(family, language).items()
     }
+
+
+def _declaration(family: str, kernel: str) -> tuple[tuple[str, str], ...]:
+    for language in ("opencl", "cuda"):
+        if kernel_file(language, f"{family}{SUFFIXES[language]}").is_file():
+            found = declarations(family, language).get(kernel)
+            if found is not None:
+                return found
+    raise XBackendError(f"no kernel {kernel} is declared in the {family} kernel files")
 
 
 def parameters(family: str, kernel: str) -> tuple[str, ...]:
     """The parameter names of ``kernel`` in ``kernels/*/family``: a launch names its
     arguments, and these order them. The twins declare the same (tests/test_kernels.py);
     the OpenCL file is read, or the CUDA one for a kernel that has no twin."""
-    for language in ("opencl", "cuda"):
-        if kernel_file(language, f"{family}{SUFFIXES[language]}").is_file():
-            found = declared(family, language).get(kernel)
-            if found is not None:
-                return found
-    raise XBackendError(f"no kernel {kernel} is declared in the {family} kernel files")
+    return tuple(name for name, _ in _declaration(family, kernel))
+
+
+def index_parameters(family: str, kernel: str) -> frozenset[str]:
+    """The parameters of ``kernel`` declared ``INDEX``: 64-bit ints in a build with
+    ``WIDE_INDEX``, 32-bit ones otherwise (every other integer parameter is an int)."""
+    return frozenset(
+        name for name, words in _declaration(family, kernel) if INDEX_TYPE in words.split()
+    )
 
 
 def read_kernel(family: str, language: str) -> tuple[Path, str]:

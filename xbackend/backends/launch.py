@@ -15,11 +15,12 @@ from typing import Any
 
 import numpy as np
 
-from xbackend.backends.kernels import GEMM_PARAMETERS, parameters
+from xbackend.backends.kernels import GEMM_PARAMETERS, WIDE_INDEX, index_parameters, parameters
 from xbackend.errors import XBackendError
 
 Array = np.ndarray[Any, Any]
 OUTPUT = "C"  # the buffer a product's result is downloaded from
+Scalar = np.int32 | np.int64  # an integer argument, as wide as its kernel parameter
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,6 +67,31 @@ class KernelLaunch:
         """A launch whose arguments are given by name (those it does not take are left)."""
         named = _named(kernel, parameters(family, kernel), args)
         return cls(kernel, family, options, grid, block, named, dims)
+
+    @property
+    def wide_index(self) -> bool:
+        """Whether the kernel is built with 64-bit element offsets (``WIDE_INDEX``)."""
+        return WIDE_INDEX in self.options
+
+    def values(self) -> list[Buffer | Scalar]:
+        """The arguments in the kernel's order, as it takes them: buffers by name, and each
+        integer a 32-bit int, or a 64-bit one where the parameter is ``INDEX`` in a wide
+        build. A value its parameter cannot hold is an error, never a wrapped number."""
+        wide = index_parameters(self.family, self.kernel) if self.wide_index else frozenset()
+        found: list[Buffer | Scalar] = []
+        for name, value in self.args.items():
+            if isinstance(value, Buffer):
+                found.append(value)
+                continue
+            kind = np.int64 if name in wide else np.int32
+            limits = np.iinfo(kind)
+            if not limits.min <= value <= limits.max:
+                raise XBackendError(
+                    f"{self.kernel}: {name} = {value} does not fit its {limits.bits}-bit "
+                    "parameter (a product planned without the wide index it needs)"
+                )
+            found.append(kind(value))
+        return found
 
     @property
     def global_size(self) -> tuple[int, ...]:

@@ -30,13 +30,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from xbackend.backends.compiled import CompiledBackend
+from xbackend.backends.compiled import CompiledBackend, index_environment
 from xbackend.backends.execution import Device
 from xbackend.backends.kernels import read_kernel
-from xbackend.backends.launch import KernelLaunch
+from xbackend.backends.launch import KernelLaunch, LibraryCall, Product
 from xbackend.backends.opencl_device import ClDevice
 from xbackend.backends.specs import DeviceInfo, VariantTable
 from xbackend.backends.variants import compiled_variants, with_vendor
+from xbackend.backends.vendor import check_library
 from xbackend.errors import KernelCompileError, UnsupportedParameter, XBackendError
 from xbackend.resources import user_cache_dir
 
@@ -174,6 +175,7 @@ def _describe(platform: Any, device: Any) -> DeviceInfo:
             "fp64": bool(device.double_fp_config),
             **({"clock_mhz": device.max_clock_frequency} if device.max_clock_frequency else {}),
             **_nvidia_facts(device),
+            **index_environment(),
         },
     )
 
@@ -366,6 +368,13 @@ class OpenCLBackend(CompiledBackend):
 
     def _device_handle(self) -> Device:
         return self._handle
+
+    def _check_product(self, product: Product) -> None:
+        # CLBlast's kernels offset every element with 32-bit ints: past them it would
+        # compute a wrong product, so the vendor line refuses one (the kernels do not).
+        for step in product.steps:
+            if isinstance(step, LibraryCall):
+                check_library("CLBlast", step.args, int32_offsets=True)
 
     def _is_out_of_memory(self, error: BaseException) -> bool:
         codes = (

@@ -70,17 +70,19 @@ class ClDevice(Device):
     def bind(
         self, step: Step, kernel: Any, buffers: Mapping[str, Any], dtype: np.dtype[Any]
     ) -> Queued:
-        args = {
-            name: buffers[value.name] if isinstance(value, Buffer) else value
-            for name, value in step.args.items()
-        }
         if isinstance(step, LibraryCall):
+            args = {
+                name: buffers[value.name] if isinstance(value, Buffer) else value
+                for name, value in step.args.items()
+            }
             if self._clblast is None:
                 from xbackend.backends.clblast import Clblast
 
                 self._clblast = Clblast()
             return lambda: self._gemm(args, dtype)
-        values = [_cl_arg(value) for value in args.values()]
+        values = [
+            buffers[value.name] if isinstance(value, Buffer) else value for value in step.values()
+        ]
         sizes = step.global_size, step.local_size
         return lambda: self._launch(kernel, values, *sizes)
 
@@ -192,8 +194,3 @@ class _HostTimer:
                 queue()
         self._queue.finish()
         return time.perf_counter() - start
-
-
-def _cl_arg(value: Any) -> Any:
-    """A kernel argument as PyOpenCL takes it: buffers as they are, sizes as int32."""
-    return np.int32(value) if isinstance(value, int) else value

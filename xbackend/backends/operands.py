@@ -18,8 +18,14 @@ from xbackend.problems import DTYPES
 Array = np.ndarray[Any, Any]
 
 SUPPORTED_DTYPES = tuple(DTYPES.values())
-# Kernels index with 32-bit ints: every matrix must have fewer elements than this.
-MAX_ELEMENTS = 2**31 - 1
+# The farthest element offset the kernels' default build reaches with its 32-bit ints. A
+# product whose offsets pass it gets the wide build (64-bit offsets, ``plans.py``); no
+# size is refused for it. MAX_ELEMENTS is its older name, which plugins may import.
+INDEX_MAX = 2**31 - 1
+MAX_ELEMENTS = INDEX_MAX
+# The kernels count rows, columns and the inner dimension with 32-bit ints in both builds
+# (so do CUDA's grids and cuBLAS), with room for a tile past the last row or column.
+MAX_DIMENSION = 2**31 - 2**16
 # A view goes to the device as it is only while its span (first to last element) is at
 # most this many times its own size: beyond, most of the upload would be the gaps between
 # its rows (a 3×4 view of a 3×2**30 array spans 8 GiB), and a compact copy moves less.
@@ -59,9 +65,6 @@ def check_operands(A: Any, B: Any, op: str | Operation = "mm") -> tuple[Array, A
     if A.dtype != B.dtype:
         raise UnsupportedParameter(f"A is {A.dtype} but B is {B.dtype}")
     _check_pair(product, A, B)
-    outputs = int(np.prod(product.output_shape(A, B)))
-    if outputs > MAX_ELEMENTS:
-        raise UnsupportedParameter(f"the product has {outputs} elements; at most {MAX_ELEMENTS}")
     return A, B
 
 
@@ -73,11 +76,6 @@ def _check_one(op: Operation, label: str, X: Array) -> None:
         names = ", ".join(str(d) for d in SUPPORTED_DTYPES)
         raise UnsupportedParameter(
             f"{label} has dtype {X.dtype}; supported: {names} (convert with .astype)"
-        )
-    if X.size > MAX_ELEMENTS:
-        raise UnsupportedParameter(
-            f"{label} has {X.size} elements; the kernels index with 32-bit integers "
-            f"and take at most {MAX_ELEMENTS}"
         )
 
 
@@ -94,6 +92,19 @@ def _check_pair(op: Operation, A: Array, B: Array) -> None:
             f"{op.name} needs an even number of rows in A and columns in B: "
             f"A is {A.shape[0]}×{A.shape[1]}, B is {B.shape[0]}×{B.shape[1]}"
         )
+
+
+def dimension_problem(A: Array, B: Array) -> str | None:
+    """Why the kernels cannot take these operands' dimensions (M, N, K past
+    ``MAX_DIMENSION``), or None. The number of elements is never the reason."""
+    for label, X in (("A", A), ("B", B)):
+        if max(X.shape[-2:]) > MAX_DIMENSION:
+            shape = "×".join(map(str, X.shape))
+            return (
+                f"{label} is {shape}: the kernels count rows, columns and the inner "
+                f"dimension with 32-bit integers, each at most {MAX_DIMENSION}"
+            )
+    return None
 
 
 def poison_value(dtype: np.dtype[Any]) -> Any:
@@ -120,8 +131,7 @@ def passed_as_is(X: Array) -> int | None:
         return None
     ld = row_stride // item
     span = (rows - 1) * ld + columns
-    # The kernels index the span with 32-bit ints: lda itself and every offset must fit.
-    if span > MAX_ELEMENTS or span > MAX_SPAN_RATIO * X.size:
+    if span > MAX_SPAN_RATIO * X.size:
         return None
     return int(ld)
 
@@ -132,9 +142,10 @@ def row_major_span(X: Array) -> tuple[Array, int]:
     A view whose rows are contiguous (``A[:, 5:37]``, ``A[3:20]``) is returned as
     the span of its base's memory from its first to its last element, without a
     copy, with its row stride as the leading dimension, where that span is at most
-    ``MAX_SPAN_RATIO`` times the view's size and fits 32-bit indices. Other views
-    (huge strides, Fortran order, column steps, reversed rows) are copied to compact
-    C order first: only their elements are read, never the gaps between them.
+    ``MAX_SPAN_RATIO`` times the view's size (a span past 32-bit offsets gets the
+    kernels' wide build, ``plans.py``). Other views (huge strides, Fortran order,
+    column steps, reversed rows) are copied to compact C order first: only their
+    elements are read, never the gaps between them.
     """
     ld = passed_as_is(X)
     if ld is not None:

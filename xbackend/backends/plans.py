@@ -3,6 +3,13 @@
 ``plan_tiled`` serves the fixed-tile families (kernels/*/mm, mm_reg, rmm);
 ``plan_warp`` the tuned one (mm_warp), with the sum of a split along K as a second
 launch; ``plan_vendor`` the vendor's GEMM, after rmm's pair sums where reduced.
+
+Each planner also says how wide the kernels' element offsets are. The default build
+computes them with 32-bit ints, the fast path; a product whose kernels would form an
+offset past 2^31 - 1 (``INDEX_MAX``) gets the wide build instead (``WIDE_INDEX``:
+64-bit offsets, leading dimensions and strides). The ``*_reach`` functions give the
+farthest offset each family forms, from the sizes alone: the last element of every
+buffer, and the few past it that the edge tiles form without reading them.
 """
 
 from __future__ import annotations
@@ -13,9 +20,9 @@ from typing import Any
 import numpy as np
 
 from xbackend.backends import warp
-from xbackend.backends.kernels import C_TYPES, REG_BK, SUM_BLOCK
+from xbackend.backends.kernels import C_TYPES, REG_BK, SUM_BLOCK, WIDE_INDEX
 from xbackend.backends.launch import OUTPUT, Buffer, KernelLaunch, LibraryCall, Product
-from xbackend.backends.operands import row_major_span
+from xbackend.backends.operands import INDEX_MAX, row_major_span
 from xbackend.backends.specs import VariantSpec
 from xbackend.operations import Operation, operation
 
@@ -27,35 +34,102 @@ def _blocks(n: int, size: int) -> int:
     return -(-n // size)
 
 
+def _last(rows: int, ld: int, columns: int, count: int = 1, stride: int = 0) -> int:
+    """The offset of the last element of ``count`` rows×columns matrices, ``stride``
+    apart, their rows ``ld`` apart."""
+    return max(count - 1, 0) * stride + max(rows - 1, 0) * ld + max(columns - 1, 0)
+
+
 @dataclasses.dataclass(frozen=True)
 class Layout:
-    """The operands as the kernels read them: host spans to upload, and their sizes by
-    the kernels' names (M, N, K of the operands; lda, ldb, ldc; the batch strides)."""
+    """The operands as the kernels read them: host spans to upload, their sizes by the
+    kernels' names (M, N, K of the operands; lda, ldb, ldc; the batch strides), and the
+    rows and columns of each product's output."""
 
     A: Array
     B: Array
     batch: int
     sizes: dict[str, int]
+    output: tuple[int, int]
 
     @classmethod
     def of(cls, op: Operation, A: Array, B: Array) -> Layout:
-        columns = op.output_shape(A, B)[-1]
+        rows, columns = op.output_shape(A, B)[-2:]
         if op.batched:
             batch, M, K = A.shape
             N = B.shape[2]
             spans = np.ascontiguousarray(A).reshape(-1), np.ascontiguousarray(B).reshape(-1)
             strides = {"strideA": M * K, "strideB": K * N, "strideC": M * N}
             sizes = {"M": M, "N": N, "K": K, "lda": K, "ldb": N, "ldc": N, **strides}
-            return cls(*spans, batch, sizes)
+            return cls(*spans, batch, sizes, (rows, columns))
         (a_span, lda), (b_span, ldb) = row_major_span(A), row_major_span(B)
         (M, K), N = A.shape, B.shape[1]
         strides = {"strideA": 0, "strideB": 0, "strideC": 0}
         sizes = {"M": M, "N": N, "K": K, "lda": lda, "ldb": ldb, "ldc": columns, **strides}
-        return cls(a_span, b_span, 1, sizes)
+        return cls(a_span, b_span, 1, sizes, (rows, columns))
 
     @property
     def inputs(self) -> dict[str, Array]:
         return {"A": self.A, "B": self.B}
+
+    def operand_reach(self, extra_columns: int = 0, extra_rows: int = 0) -> int:
+        """The farthest offset in A (``extra_columns`` past its rows' ends) or in B
+        (``extra_rows`` below its last row), batch offsets included."""
+        s, count = self.sizes, self.batch
+        return max(
+            _last(s["M"], s["lda"], s["K"] + extra_columns, count, s["strideA"]),
+            _last(s["K"] + extra_rows, s["ldb"], s["N"], count, s["strideB"]),
+        )
+
+
+def tiled_reach(layout: Layout, tile: int, reduced: bool) -> int:
+    """The farthest element offset a fixed-tile kernel (kernels/*/mm, mm_reg, rmm) forms:
+    the last element of A, B and C; for the reduced product also rmm_tiled's 2·row·lda
+    of the threads below the last row (the naive kernels, which return first, are held
+    to the same bound)."""
+    s, (rows, columns) = layout.sizes, layout.output
+    reach = max(
+        layout.operand_reach(),
+        _last(rows, s["ldc"], columns, layout.batch, s["strideC"]),
+    )
+    if reduced:
+        reach = max(reach, 2 * (_blocks(rows, tile) * tile - 1) * s["lda"])
+    return reach
+
+
+def warp_reach(layout: Layout, config: warp.WarpConfig, k_slice: int, strideC: int) -> int:
+    """The farthest element offset kernels/*/mm_warp forms (with ``config.slices`` K
+    ranges ``k_slice`` long, partial products ``strideC`` apart): A to a slab past its
+    rows' ends and B a slab below its last row (the pointers of the unchecked loads, and
+    their step BK·ldb), C to the edge tiles' last row and column (their stores'
+    pointers), the sum of the slices, and K + k_slice (the number of ranges)."""
+    s, (rows, columns) = layout.sizes, layout.output
+    z = layout.batch * config.slices
+    padded = (_blocks(rows, config.BM) * config.BM, _blocks(columns, config.BN) * config.BN)
+    reach = max(
+        layout.operand_reach(config.BK, config.BK),
+        _last(padded[0], s["ldc"], padded[1], z, strideC),
+        s["K"] + k_slice,
+    )
+    if config.slices > 1:  # mm_sum_slices: its threads in whole blocks, each reading W
+        outputs = rows * columns
+        threads = _blocks(outputs, SUM_BLOCK) * SUM_BLOCK
+        reach = max(reach, config.slices * outputs - 1, threads - 1)
+    return reach
+
+
+def pair_sums_reach(layout: Layout) -> int:
+    """The farthest element offset rmm_pair_sums forms: the operands' last elements, the
+    number of pair sums and its threads (in whole blocks)."""
+    (rows, columns), K = layout.output, layout.sizes["K"]
+    sums = max(rows * K, K * columns)
+    return max(layout.operand_reach(), sums, _blocks(sums, SUM_BLOCK) * SUM_BLOCK - 1)
+
+
+def index_options(reach: int, wide: bool = False) -> tuple[str, ...]:
+    """``WIDE_INDEX`` where a product's farthest offset passes 32-bit ints, or where
+    ``wide`` asks for it (the tests and scripts/index_cost.py); else nothing."""
+    return (WIDE_INDEX,) if wide or reach > INDEX_MAX else ()
 
 
 def build_options(tile: int, dtype: np.dtype[Any], spec: VariantSpec) -> tuple[str, ...]:
@@ -67,17 +141,21 @@ def build_options(tile: int, dtype: np.dtype[Any], spec: VariantSpec) -> tuple[s
     return (*options, *(f"-D{name}" for name in spec.defines))
 
 
-def plan_tiled(op: str | Operation, spec: VariantSpec, A_: Array, B_: Array, tile: int) -> Product:
-    """One launch of kernels/*/mm, mm_reg or rmm: a TILE×TILE tile of C per group."""
+def plan_tiled(
+    op: str | Operation, spec: VariantSpec, A_: Array, B_: Array, tile: int, wide: bool = False
+) -> Product:
+    """One launch of kernels/*/mm, mm_reg or rmm: a TILE×TILE tile of C per group;
+    64-bit offsets where the product needs them, or ``wide`` asks for them."""
     op = operation(op)
     layout = Layout.of(op, A_, B_)
     shape = op.output_shape(A_, B_)
     rows, columns = shape[-2:]
     tm, tn = spec.per_thread(tile)
+    index = index_options(tiled_reach(layout, tile, op.reduced), wide)
     launch = KernelLaunch.of(
         spec.kernel,
         spec.family,
-        build_options(tile, A_.dtype, spec),
+        (*build_options(tile, A_.dtype, spec), *index),
         grid=(_blocks(columns, tile), _blocks(rows, tile), layout.batch),
         block=(tile // tn, tile // tm, 1),
         A=A,
@@ -89,9 +167,15 @@ def plan_tiled(op: str | Operation, spec: VariantSpec, A_: Array, B_: Array, til
 
 
 def plan_warp(
-    op: str | Operation, spec: VariantSpec, config: warp.WarpConfig, A_: Array, B_: Array
+    op: str | Operation,
+    spec: VariantSpec,
+    config: warp.WarpConfig,
+    A_: Array,
+    B_: Array,
+    wide: bool = False,
 ) -> Product:
-    """kernels/*/mm_warp for ``op``, and the sum of the slices where K is split.
+    """kernels/*/mm_warp for ``op``, and the sum of the slices where K is split; 64-bit
+    offsets where the product needs them, or ``wide`` asks for them.
 
     For rmm the kernel is built with -DREDUCED: M and N are then those of the
     (M/2)×(N/2) output, and the kernel sums the pairs of rows of A and of columns
@@ -115,6 +199,7 @@ def plan_warp(
     options.append(f"-DREAL={C_TYPES[A_.dtype.name]}")
     if op.reduced:
         options.append("-DREDUCED")
+    options += index_options(warp_reach(layout, config, k_slice, strides[2]), wide)
     split = slices > 1
     product = KernelLaunch.of(
         spec.kernel, spec.family, tuple(options),
@@ -143,9 +228,11 @@ def _sum_slices(family: str, options: tuple[str, ...], M: int, N: int, slices: i
     )  # fmt: skip
 
 
-def plan_vendor(op: str | Operation, A_: Array, B_: Array) -> Product:
+def plan_vendor(op: str | Operation, A_: Array, B_: Array, wide: bool = False) -> Product:
     """The vendor's GEMM on the operands as they lie; for rmm, on their pair sums,
-    which kernels/*/rmm's rmm_pair_sums first writes into matrices of their own."""
+    which kernels/*/rmm's rmm_pair_sums first writes into matrices of their own (with
+    64-bit offsets where the product needs them, or ``wide`` asks for them). The
+    library's own limits are the backend's to check (``_check_product``)."""
     op = operation(op)
     layout = Layout.of(op, A_, B_)
     shape = op.output_shape(A_, B_)
@@ -158,7 +245,11 @@ def plan_vendor(op: str | Operation, A_: Array, B_: Array) -> Product:
         return Product(layout.inputs, shape, A_.dtype, (gemm,))
     rows, columns = shape
     K, lda, ldb = sizes["K"], sizes["lda"], sizes["ldb"]
-    options = (f"-DREAL={C_TYPES[A_.dtype.name]}", f"-DSUM_BLOCK={SUM_BLOCK}")
+    options = (
+        f"-DREAL={C_TYPES[A_.dtype.name]}",
+        f"-DSUM_BLOCK={SUM_BLOCK}",
+        *index_options(pair_sums_reach(layout), wide),
+    )
 
     def pair_sums(source: Buffer, target: Buffer, *extent: int) -> KernelLaunch:
         height, width, row_step, col_step, partner = extent

@@ -34,7 +34,7 @@ def add_parser(commands: Any) -> None:
         help="find the largest product each backend runs, within memory and a time budget",
         description="For each backend, operation and dtype, grow the square size N×N · N×N "
         "(doubling, then bisection) until the product no longer fits (device or host "
-        "memory, one buffer's limit, the kernels' 32-bit indices) or its one run exceeds "
+        "memory, one buffer's limit, CLBlast's 32-bit offsets) or its one run exceeds "
         "--budget; record every size tried and print the largest that ran and the first "
         "that did not, with the memory each needs. Without --variants, each backend "
         f"grows {PREFERRED_VARIANT} where it runs it, else {FALLBACK_VARIANT}; --sizes is "

@@ -2,8 +2,9 @@
 
 ``results.jsonl`` gets a run header before a run's first point, then one line per
 point, each in one ``write`` as soon as its point is done. ``results.csv`` holds
-the same points flat, without the raw samples, with each point's host (its own where a
-cluster's worker measured it, else its run's), its worker and its step in the schedule; it is rebuilt from ``results.jsonl`` whenever the
+the same points flat, without the raw samples, with each point's host (its own where
+a cluster's worker measured it, else its run's), its worker and its step in the
+schedule; it is rebuilt from ``results.jsonl`` whenever the
 folder is opened to write. ``.xbackend.lock`` is held by the run writing the folder.
 """
 

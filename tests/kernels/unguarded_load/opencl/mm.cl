@@ -15,6 +15,10 @@
 // program of its own in the compiler cache:
 //   TILE  edge of the square work-group; for mm_tiled also of the local tiles
 //   REAL  element type: float (default), double or int
+//   WIDE_INDEX  defined: element offsets (row·lda + k, z·strideA) are 64-bit
+//         integers, as are lda, ldb, ldc and the strides; else 32-bit, the fast
+//         path. Python defines it only for a product whose offsets pass 2^31 - 1
+//         (backends/plans.py), or where told to (XBACKEND_INDEX=wide).
 //   XB_FP64  defined when REAL is double, to enable cl_khr_fp64
 //
 // The CUDA twin, kernels/cuda/mm.cu, has the same kernels line for line.
@@ -28,6 +32,17 @@
 #ifndef REAL
 #define REAL float
 #endif
+// INDEX: the type of element offsets and of the leading dimensions and strides they
+// are made of. AS_INDEX widens a 32-bit value before a product that may pass
+// 2^31 - 1; in the default build it is the value itself, so that build is the
+// 32-bit code as it was.
+#ifdef WIDE_INDEX
+#define INDEX long
+#define AS_INDEX(x) ((INDEX)(x))
+#else
+#define INDEX int
+#define AS_INDEX(x) (x)
+#endif
 
 // naive: every operand comes straight from global memory, so each element of A
 // is read N times and each element of B M times; only the caches soften that.
@@ -36,8 +51,8 @@ void mm_naive(__global const REAL* restrict A,
               __global const REAL* restrict B,
               __global REAL* restrict C,
               const int M, const int N, const int K,
-              const int lda, const int ldb, const int ldc,
-              const int strideA, const int strideB, const int strideC)
+              const INDEX lda, const INDEX ldb, const INDEX ldc,
+              const INDEX strideA, const INDEX strideB, const INDEX strideC)
 {
     A += get_group_id(2) * strideA;
     B += get_group_id(2) * strideB;
@@ -61,8 +76,8 @@ void mm_tiled(__global const REAL* restrict A,
               __global const REAL* restrict B,
               __global REAL* restrict C,
               const int M, const int N, const int K,
-              const int lda, const int ldb, const int ldc,
-              const int strideA, const int strideB, const int strideC)
+              const INDEX lda, const INDEX ldb, const INDEX ldc,
+              const INDEX strideA, const INDEX strideB, const INDEX strideC)
 {
     __local REAL As[TILE][TILE];
     __local REAL Bs[TILE][TILE];
