@@ -93,6 +93,10 @@ def test_a_killed_worker_loses_no_point_and_duplicates_none(tmp_path):
     cluster = Cluster.start(ClusterSpec(workers=2, grace_s=30.0), "opencl,cpu", say=said.append)
     try:
         pids: dict[str, int] = cluster.client.run(os.getpid)
+        # the workers measure in this process's environment, not Dask's one-thread BLAS
+        names = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MALLOC_TRIM_THRESHOLD_")
+        theirs = cluster.client.run(lambda: [os.environ.get(name) for name in names])
+        assert list(theirs.values()) == [[os.environ.get(name) for name in names]] * 2
         cpu_worker = next(w.address for w in cluster.reports if w.name == "w1")
         finished: list[list[PointRecord]] = []
         run = threading.Thread(

@@ -162,7 +162,7 @@ def test_a_machine_twice_as_slow_reads_two_and_its_base_one_half():
         compared = row.sides[1].kernel
         assert compared is not None and compared.verdict == diff.FASTER
         assert compared.interval is not None and compared.interval.ratio < 0.56
-    with pytest.raises(ValueError, match="present: box-a, box-b"):
+    with pytest.raises(ValueError, match="present: box-a · GPU X; box-b · GPU X"):
         side_by_side.compare_machines(points, base="box-c")
 
 
@@ -221,6 +221,22 @@ def test_report_of_one_machine_has_no_such_section(two_machines, tmp_path):
     assert not (out / "machines.csv").exists()
 
 
+def test_two_machines_of_one_host_name_are_told_apart_by_their_device(two_machines):
+    """Virtual machines often share a host name (vm): the base is a machine, not a host."""
+    first, second = two_machines
+    points = [p for p in load([first, second]).points if p.status == "ok"]
+    renamed = [dataclasses.replace(p, host="vm", device=f"GPU {p.host}") for p in points]
+    one, other = (side_by_side.Machine("vm", f"GPU {_host(f)}") for f in (first, second))
+    rows = side_by_side.compare_machines(renamed)
+    assert rows and all(row.base == one for row in rows)
+    assert all(len(row.sides) == 2 and row.sides[1].kernel is not None for row in rows)
+    swapped = side_by_side.compare_machines(renamed, base=other.device)
+    assert all(row.base == other for row in swapped)
+    assert side_by_side.base_machine(renamed, other.name) == other
+    with pytest.raises(ValueError, match="present: vm · GPU"):
+        side_by_side.base_machine(renamed, "vm · GPU nowhere")
+
+
 def test_plot_draws_the_machines_and_takes_a_base_host(two_machines, tmp_path, capsys):
     first, second = two_machines
     out = tmp_path / "figures"
@@ -233,4 +249,4 @@ def test_plot_draws_the_machines_and_takes_a_base_host(two_machines, tmp_path, c
     assert bases == {OTHER_HOST}
     code = main(["plot", str(first), str(second), "--base-host", "nowhere", "--out", str(out)])
     assert code == 2
-    assert "--base-host nowhere: no results from that host" in capsys.readouterr().err
+    assert "--base-host nowhere: no results from that machine" in capsys.readouterr().err

@@ -7,8 +7,8 @@ tile, data type, batch, M, K, N): the CUDA tiled kernel at 4096³ on an H100 and
 is one configuration on two machines. A point recorded more than once on one machine
 counts as last recorded (``results.latest``: one point per host and key).
 
-The rows are the configurations that more than one machine measured. The base machine of
-a row is the base host's (the first host met in the results, or the one asked for); every
+The rows are the configurations that more than one machine measured. The base machine is
+the first met in the results, or the one asked for (by host, device or name); every
 other machine's point is compared with it as ``xbackend diff`` compares B with A
 (``diff.compare_pair``: the ratio of medians machine/base of the raw samples, its 95%
 bootstrap interval from ``diff.ratio_interval``, and a verdict against the threshold), for
@@ -87,27 +87,28 @@ def hosts(points: Iterable[PointRecord]) -> list[str]:
     return list(dict.fromkeys(point.host for point in points))
 
 
-def base_host(points: Sequence[PointRecord], asked: str | None = None) -> str:
-    """The host the others are compared with: ``asked``, else the first met.
+def base_machine(points: Sequence[PointRecord], asked: str | None = None) -> Machine | None:
+    """The machine the others are compared with: the first met whose host, device or
+    name (``host · device``) is ``asked``; without ``asked``, the first machine met. Two
+    machines may share a host name (virtual machines often are all ``vm``): a device
+    name tells them apart.
 
-    Raises ValueError where ``asked`` measured none of ``points``, naming those that did.
+    Raises ValueError where no machine of ``points`` is ``asked``, naming those present.
     """
-    found = hosts(points)
-    if asked is None:
-        return found[0] if found else ""
-    if asked not in found:
-        present = ", ".join(host or repr("") for host in found) or "none"
-        raise ValueError(f"--base-host {asked}: no results from that host; present: {present}")
-    return asked
-
-
-def machines(points: Iterable[PointRecord], base: str = "") -> list[Machine]:
-    """Every machine of ``points``: the base host's first, then in the order the hosts were
-    met, each host's devices in the order met."""
-    points = list(points)
-    order = {host: place for place, host in enumerate(hosts(points))}
     found = list(dict.fromkeys(machine_of(point) for point in points))
-    return sorted(found, key=lambda m: (m.host != base, order[m.host]))
+    if asked is None:
+        return found[0] if found else None
+    for machine in found:
+        if asked in (machine.host, machine.device, machine.name):
+            return machine
+    present = "; ".join(machine.name for machine in found) or "none"
+    raise ValueError(f"--base-host {asked}: no results from that machine; present: {present}")
+
+
+def machines(points: Iterable[PointRecord], base: Machine | None = None) -> list[Machine]:
+    """Every machine of ``points``: the base first, then in the order met."""
+    found = list(dict.fromkeys(machine_of(point) for point in points))
+    return sorted(found, key=lambda machine: machine != base)
 
 
 def compare_machines(
@@ -119,12 +120,13 @@ def compare_machines(
     """Every configuration that more than one machine measured, each machine's point
     compared with the base machine's; sorted by configuration, then by size.
 
-    ``base``: the base host (default: the first host met); a ValueError where it measured
-    none of ``points``. ``threshold``: the smallest change a verdict claims (``diff``).
+    ``base``: the base machine, by host, device or name (default: the first met); a
+    ValueError where no machine is that. ``threshold``: the smallest change a verdict
+    claims (``diff``).
     """
     points = latest(points)
-    base_name = base_host(points, base)
-    order = {machine: place for place, machine in enumerate(machines(points, base_name))}
+    chosen = base_machine(points, base)
+    order = {machine: place for place, machine in enumerate(machines(points, chosen))}
     by_configuration: dict[PointKey, dict[Machine, PointRecord]] = {}
     for point in points:
         by_configuration.setdefault(configuration_of(point), {})[machine_of(point)] = point
@@ -133,8 +135,8 @@ def compare_machines(
         if len(on) < 2:
             continue
         ordered = sorted(on, key=order.__getitem__)
-        base_machine = ordered[0] if ordered[0].host == base_name else None
-        rows.append(Row(configuration, base_machine, _sides(on, ordered, base_machine, threshold)))
+        row_base = chosen if chosen in on else None
+        rows.append(Row(configuration, row_base, _sides(on, ordered, row_base, threshold)))
     return sorted(rows, key=lambda row: sort_key(row.configuration))
 
 

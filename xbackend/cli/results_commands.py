@@ -47,9 +47,10 @@ def _results_command(
         help=f"folder for {writes} (default: the first results folder)",
     )  # fmt: skip
     command.add_argument(
-        "--base-host", metavar="HOST", default=None,
-        help="where results come from several machines, the host the others are compared "
-        "with (default: the host of the first results given)",
+        "--base-host", metavar="MACHINE", default=None,
+        help="where results come from several machines, the one the others are compared "
+        "with: its host, its device's name, or both as 'HOST · DEVICE' (default: the "
+        "machine of the first results given)",
     )  # fmt: skip
     add_filters(command)
     return command

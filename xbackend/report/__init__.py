@@ -43,7 +43,7 @@ from xbackend.results import Loaded, PointRecord, latest, load, warn_on_stderr
 from xbackend.results.reading import RunNames, apart, load_runs
 from xbackend.roofs import roofs
 from xbackend.safeio import atomic_write, output_folder, refuse_link
-from xbackend.side_by_side import base_host as base_of
+from xbackend.side_by_side import base_machine
 
 __all__ = [
     "EXPERIMENTS",
@@ -95,7 +95,8 @@ def write_report_of(
     the run ids). ``drawn``: generic figures the command drew already; where a part of
     the report shows the same points, it shows those files instead of drawing again.
     Where several machines measured the same configuration, a section puts them side by
-    side, against ``base_host`` (default: the first host met) and writes machines.csv.
+    side, against ``base_host`` (a host, device or machine name; default: the first
+    met), and writes machines.csv.
     """
     runs = loaded.runs
     # Runs are told apart within each experiment only: the lab and the blog may both
@@ -103,7 +104,7 @@ def write_report_of(
     by_experiment = group(loaded.points, lambda p: experiment_of(p, runs))
     points = [point for part in by_experiment.values() for point in latest(apart(part, run_names))]
     measured_on = latest(loaded.points)  # as measured, each on its machine
-    base = base_of(measured_on, base_host)  # before drawing: a host asked for must be there
+    base_machine(measured_on, base_host)  # before drawing: a machine asked for must be there
     output_folder(out)
     html_path = out / HTML_NAME
     markdown_path = out / MARKDOWN_NAME
@@ -119,7 +120,7 @@ def write_report_of(
         section, files = SECTIONS[name](points_of, figures / name)
         blocks += section
         written += files
-    section, files = machines_section(measured_on, figures / "machines", base=base)
+    section, files = machines_section(measured_on, figures / "machines", base=base_host)
     blocks += section
     written += files
     section, files = roofline_section(points, figures, runs)

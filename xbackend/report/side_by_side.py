@@ -17,7 +17,7 @@ from xbackend.side_by_side import (
     CSV_NAME,
     Machine,
     Row,
-    base_host,
+    base_machine,
     compare_machines,
     line_name,
     machines,
@@ -86,7 +86,7 @@ def _intro(base: str, threshold: float) -> Paragraph:
         "The configurations (backend, operation, variant, tile, data type and size) that "
         "more than one machine measured, a machine being a host and its device. Times are "
         f"median times in ms; a ratio is the machine's median over the base machine's "
-        f"(host {base or '(unnamed)'}; below 1: faster than the base), with its 95% bootstrap "
+        f"({base}; below 1: faster than the base), with its 95% bootstrap "
         "interval, as xbackend diff gives it, and a verdict: faster or slower where the "
         f"whole interval lies beyond ±{threshold * 100:.3g}%, the same within it, uncertain "
         "across a bound."
@@ -102,15 +102,16 @@ def machines_section(
 ) -> Section:
     """The section, where more than one machine measured a configuration of ``points``
     (else nothing); ``machines.csv`` is written into the report's folder. ``base``: the
-    base host (default: the first host met); a ValueError where it measured nothing."""
-    base = base_host(points, base)  # a host asked for must be there
+    base machine by host, device or name (default: the first met); a ValueError where
+    no machine is that."""
+    chosen = base_machine(points, base)  # a machine asked for must be there
     rows = compare_machines(points, base=base, threshold=threshold)
-    if not rows:
+    if not rows or chosen is None:
         return [], []
     measured = [side.point for row in rows for side in row.sides]
-    order = machines(measured, base)
-    blocks: list[Block] = [Heading(HEADING, 2), _intro(base, threshold)]
-    labels = [Cell(m.name + (" (base)" if m.host == base else "")) for m in order]
+    order = machines(measured, chosen)
+    blocks: list[Block] = [Heading(HEADING, 2), _intro(chosen.name, threshold)]
+    labels = [Cell(m.name + (" (base)" if m == chosen else "")) for m in order]
     blocks += [Paragraph("The machines:"), Items(labels)]
     written = [write_csv(rows, folder.out)]
     for name, figure in machine_figures(rows, threshold):
