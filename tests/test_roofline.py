@@ -162,3 +162,30 @@ def test_the_report_has_the_roofline_and_the_shares(tmp_path):
     assert "## Roofline" in markdown and "report_figures/roofline.png" in markdown
     assert "| cpu | EPYC | 200 GFLOP/s | 100 GFLOP/s | 30 GB/s |" in markdown
     assert "share of roof" in markdown and (tmp_path / "report_figures/roofline.png").is_file()
+
+
+def test_a_profiled_configuration_sits_at_the_bytes_its_kernels_moved():
+    """Where xbackend profile counted a configuration's DRAM bytes, its points' intensity
+    is flops over those bytes; elsewhere over the operation's fewest bytes; the profiled
+    points themselves (one run under ncu) are not drawn."""
+    import dataclasses
+
+    from xbackend.profiling.metrics import DRAM_READ, DRAM_WRITE
+    from xbackend.results.records import PROFILER_CLOCK
+    from xbackend.roofs import profiled
+
+    points = _points()
+    chosen = points[5]
+    rng = np.random.default_rng(11)
+    read, written = (float(rng.uniform(1e6, 1e8)) for _ in range(2))
+    counted = dataclasses.replace(
+        chosen, run_id="p", clock=PROFILER_CLOCK, end_to_end_s=None,
+        counters={DRAM_READ.metric: read, DRAM_WRITE.metric: written},
+    )  # fmt: skip
+    shown = profiled([*points, counted])
+    assert len(shown) == len(points) and counted not in shown
+    by_key = {p.key: p for p in shown}
+    assert intensity(by_key[chosen.key]) == pytest.approx(chosen.flops / (read + written))
+    others = [p for p in points if p.key != chosen.key]
+    assert all(intensity(by_key[p.key]) == intensity(p) for p in others)
+    assert intensity(chosen) != intensity(by_key[chosen.key])  # the fewest bytes differ

@@ -62,7 +62,7 @@ from xbackend.figures.style import (
 )
 from xbackend.operations import OPS, operation
 from xbackend.results import LineKey, PointRecord
-from xbackend.roofs import Roofs
+from xbackend.roofs import Roofs, profiled
 from xbackend.safeio import atomic_write, output_folder, safe_name
 
 __all__ = ["FIGURES", "Drawn", "draw", "draw_figures", "figures", "literal", "save"]
@@ -350,7 +350,7 @@ def figures(points: list[PointRecord], roofs: Roofs | None = None) -> list[tuple
         why = f" ({untrusted} timed above the device's peak, left out)" if untrusted else ""
         raise ValueError(f"no measured points to draw{why}")
     palette = Palette((line.key.label, line.key.variant, line.key.tile) for line in lines)
-    roof = roofline(points, roofs, palette) if roofs else None
+    roof = roofline(profiled(points), roofs, palette) if roofs else None
     found = _size_figures(lines, palette)
     return [*found, ("roofline", roof)] if roof is not None else found
 

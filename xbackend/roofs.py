@@ -4,9 +4,11 @@ A run measures its devices' ceilings before its first point (``backends/ceilings
 FLOP/s of an FMA loop per float dtype, the bytes per second of a copy) and keeps them in
 its header, under each device's ``ceilings``. From them:
 
-* a point's arithmetic **intensity** is its flops over its operation's fewest bytes moved
-  (``Operation.min_bytes``: each input read once, the output written once; there are no
-  counters, so what a kernel really moves, through its caches or not, is not known);
+* a point's arithmetic **intensity** is its flops over the bytes it moved to and from the
+  device's memory, as Nsight Compute counted them (DRAM bytes read and written) where
+  ``xbackend profile`` profiled its configuration (``profiled``: the profile's results
+  given beside the run's), else over its operation's fewest bytes (``Operation.min_bytes``:
+  each input read once, the output written once);
 * its **roof** is min(the compute ceiling of its dtype, intensity × the bandwidth) of the
   device that measured it, as its run measured them;
 * its **share** is the GFLOP/s it reached over that roof (1.0: on the roof).
@@ -25,7 +27,9 @@ from typing import Any
 import numpy as np
 
 from xbackend.operations import Shape
+from xbackend.profiling.metrics import DRAM_READ, DRAM_WRITE, value
 from xbackend.results import PointRecord, RunHeader
+from xbackend.results.records import PROFILER_CLOCK
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,10 +95,44 @@ def roof_of(point: PointRecord, roofs: Roofs) -> Roof | None:
     return roof if roof is not None and roof.device in ("", point.device) else None
 
 
+def dram_bytes(point: PointRecord) -> float | None:
+    """The bytes the point's kernels read from and wrote to DRAM, as Nsight Compute
+    counted them; None where it was not profiled."""
+    counted = [value(point, DRAM_READ), value(point, DRAM_WRITE)]
+    if any(count is None for count in counted):
+        return None
+    total = math.fsum(count for count in counted if count is not None)
+    return total if total > 0 else None
+
+
+def profiled(points: Iterable[PointRecord]) -> list[PointRecord]:
+    """``points`` with each unprofiled point given the DRAM counters of a profiled point
+    of its configuration and size (same key: backend, device, operation, variant, tile,
+    dtype, size), so that its intensity is what its kernels moved. The profiled points
+    themselves are left out: one run under ncu each, they are not timings to draw."""
+    points = list(points)
+    counted = {p.key: p for p in points if dram_bytes(p) is not None}
+    found = []
+    for point in points:
+        if point.clock == PROFILER_CLOCK:
+            continue
+        source = counted.get(point.key)
+        if source is not None and dram_bytes(point) is None:
+            names = (DRAM_READ.metric, DRAM_WRITE.metric)
+            bytes_moved = {name: (source.counters or {})[name] for name in names}
+            point = dataclasses.replace(point, counters={**(point.counters or {}), **bytes_moved})
+        found.append(point)
+    return found
+
+
 def intensity(point: PointRecord) -> float | None:
-    """FLOP per byte: the point's flops over its operation's fewest bytes moved (each
-    input read once, the output written once); None for an operation or a dtype this
-    version does not know."""
+    """FLOP per byte: the point's flops over the DRAM bytes its kernels moved where they
+    were counted (``profiled``), else over its operation's fewest bytes moved (each input
+    read once, the output written once); None for an operation or a dtype this version
+    does not know."""
+    moved = dram_bytes(point)
+    if moved is not None and point.flops > 0:
+        return point.flops / moved
     op = point.operation
     if op is None or min(point.M, point.K, point.N) < 1:
         return None

@@ -13,15 +13,17 @@ from xbackend.report.document import Block, Cell, Heading, Image, Paragraph, Tab
 from xbackend.report.figures import ROOFLINE, FigureFolder, Section, save
 from xbackend.report.points import dtype_sort, size_text, three_digits
 from xbackend.results import PointRecord, RunHeader
-from xbackend.roofs import intensity, roof_of, roof_share
+from xbackend.roofs import intensity, profiled, roof_of, roof_share
 
 _INTRO = (
     "Before its first point each run measured the ceilings of its devices: the FLOP/s of "
     "an FMA loop (independent fused multiply-add chains in registers) per float data type "
     "and the bytes per second of a large copy (kernels/*/ceilings), or on the CPU backend "
     "NumPy's BLAS on a large product and numpy.copyto; each the best of its timed runs. "
-    "A point's arithmetic intensity is its flops over its operation's fewest bytes (each "
-    "input read once, the output written once: there are no counters); its roof is "
+    "A point's arithmetic intensity is its flops over the DRAM bytes its kernels moved "
+    "where xbackend profile counted them for its configuration and size (the profile's "
+    "results given to the report beside the run's), else over its operation's fewest "
+    "bytes (each input read once, the output written once); its roof is "
     "min(compute ceiling, intensity × bandwidth) of its device; its share is the GFLOP/s "
     "it reached over that roof."
 )
@@ -106,6 +108,7 @@ def roofline_section(
     points: list[PointRecord], folder: FigureFolder, runs: Mapping[str, RunHeader]
 ) -> Section:
     """The section, or nothing where no run measured ceilings."""
+    points = profiled(points)  # the bytes the profile counted, where it did
     ceilings = _ceilings_table(runs)
     if ceilings is None:
         return [], []
