@@ -64,31 +64,47 @@ class Config:
 
     @property
     def title(self) -> str:
-        tile = f" T={self.tile}" if self.tile else ""
-        return f"{self.label} {self.op} {self.variant}{tile} {self.dtype}"
+        return line_title(self.label, self.op, self.variant, self.tile, self.dtype)
 
     def record(self, run_id: str, shape: Shape, step: int, plan_batch: int) -> PointRecord:
         """This line's point at ``shape``, not measured yet (skipped, with no reason)."""
-        op = operation(self.op)
-        batch = op.batch_of(plan_batch)
-        return PointRecord(
-            run_id=run_id,
-            backend=self.backend.name,
-            label=self.label,
-            device=self.backend.device.name,
-            variant=self.variant,
-            tile=self.tile,
+        return unmeasured(
+            run_id, shape, step, plan_batch, backend=self.backend.name, label=self.label,
+            device=self.backend.device.name, op=self.op, variant=self.variant, tile=self.tile,
             dtype=self.dtype,
-            M=shape.M,
-            K=shape.K,
-            N=shape.N,
-            flops=op.flops(shape, batch),
-            status="skipped",
-            op=self.op,
-            batch=batch,
-            timestamp=now_iso(),
-            step=step,
-        )
+        )  # fmt: skip
+
+
+def line_title(label: str, op: str, variant: str, tile: int | None, dtype: str) -> str:
+    """How progress and logs name a line: ``cuda mm tiled T=16 float32``."""
+    shown = f" T={tile}" if tile else ""
+    return f"{label} {op} {variant}{shown} {dtype}"
+
+
+def unmeasured(
+    run_id: str,
+    shape: Shape,
+    step: int,
+    plan_batch: int,
+    *,
+    backend: str,
+    label: str,
+    device: str,
+    op: str,
+    variant: str,
+    tile: int | None,
+    dtype: str,
+) -> PointRecord:
+    """A line's point at ``shape``, not measured yet (skipped, with no reason): what a
+    configuration here and a line of a cluster's worker (``cluster/lines.py``) start from."""
+    operation_ = operation(op)
+    batch = operation_.batch_of(plan_batch)
+    return PointRecord(
+        run_id=run_id, backend=backend, label=label, device=device, variant=variant,
+        tile=tile, dtype=dtype, M=shape.M, K=shape.K, N=shape.N,
+        flops=operation_.flops(shape, batch), status="skipped", op=op, batch=batch,
+        timestamp=now_iso(), step=step,
+    )  # fmt: skip
 
 
 def configs(plan: Plan, opened: Sequence[tuple[str, Backend]]) -> list[Config]:

@@ -11,10 +11,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from xbackend.configs import Config
-from xbackend.operations import Shape, operation
+from xbackend.configs import Config, line_title, unmeasured
+from xbackend.operations import Shape
 from xbackend.plan import Plan
-from xbackend.results import PointRecord, now_iso
+from xbackend.results import PointRecord
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,31 +46,15 @@ class RemoteLine:
 
     @property
     def title(self) -> str:
-        tile = f" T={self.tile}" if self.tile else ""
-        return f"{self.label} {self.op} {self.variant}{tile} {self.dtype}"
+        return line_title(self.label, self.op, self.variant, self.tile, self.dtype)
 
     def record(self, run_id: str, shape: Shape, step: int, plan_batch: int) -> PointRecord:
         """This line's point at ``shape``, not measured yet (as ``Config.record``)."""
-        op = operation(self.op)
-        batch = op.batch_of(plan_batch)
-        return PointRecord(
-            run_id=run_id,
-            backend=self.backend,
-            label=self.label,
-            device=self.device,
-            variant=self.variant,
-            tile=self.tile,
+        return unmeasured(
+            run_id, shape, step, plan_batch, backend=self.backend, label=self.label,
+            device=self.device, op=self.op, variant=self.variant, tile=self.tile,
             dtype=self.dtype,
-            M=shape.M,
-            K=shape.K,
-            N=shape.N,
-            flops=op.flops(shape, batch),
-            status="skipped",
-            op=self.op,
-            batch=batch,
-            timestamp=now_iso(),
-            step=step,
-        )
+        )  # fmt: skip
 
 
 @dataclasses.dataclass(frozen=True)
