@@ -82,11 +82,6 @@ class Row:
         return next((side for side in self.sides if side.machine == machine), None)
 
 
-def hosts(points: Iterable[PointRecord]) -> list[str]:
-    """The hosts of ``points``, in the order first met (the order the results were given)."""
-    return list(dict.fromkeys(point.host for point in points))
-
-
 def base_machine(points: Sequence[PointRecord], asked: str | None = None) -> Machine | None:
     """The machine the others are compared with: the first met whose host, device or
     name (``host · device``) is ``asked``; without ``asked``, the first machine met. Two

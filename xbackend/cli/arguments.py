@@ -4,7 +4,9 @@ with its reason when the text is not one."""
 from __future__ import annotations
 
 import argparse
+import datetime
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TypeVar
 
 from xbackend.operations import OPS
@@ -137,3 +139,9 @@ def share(low: float, high: float, *, low_included: bool = False) -> Callable[[s
         return value
 
     return parse
+
+
+def default_out(kind: str) -> Path:
+    """``results/KIND-<date-time>``: where a command writes when ``--out`` names nothing."""
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    return Path("results") / f"{kind}-{stamp}"

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import datetime
 import os
 import sys
 import warnings
@@ -102,8 +101,6 @@ def _what(compare: argparse.ArgumentParser) -> None:
 
 def _thoroughness(compare: argparse.ArgumentParser) -> None:
     """Options that say where to write, how thoroughly to measure, and what to keep."""
-    seed = arguments.bounded_int(0, arguments.MAX_SEED)
-    compare.add_argument("--seed", type=seed, default=0, help="seed of the random inputs")
     compare.add_argument(
         "--warmup", type=arguments.bounded_int(0, arguments.MAX_WARMUP), default=1,
         help="untimed runs after the first, checked run (default: 1)",
@@ -179,11 +176,6 @@ def open_backends(
     return opened
 
 
-def _default_out() -> Path:
-    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    return Path("results") / f"run-{stamp}"
-
-
 def _plan_shapes(args: argparse.Namespace, preset: Preset | None, gpu: bool) -> list[Shape]:
     if args.sizes is not None:
         return list(args.sizes)
@@ -255,7 +247,7 @@ def _run(args: argparse.Namespace, cluster: Cluster | None) -> int:
         _check_plan(plan, opened, args.variants or [])
         if args.dry_run:
             return _dry_run(args, plan, opened, cluster)
-        out = output_folder(args.out or _default_out())
+        out = output_folder(args.out or arguments.default_out("run"))
         lock = results_io.RunLock(out)  # one run per folder; checked and held from here on
     except BaseException:
         for _, backend in opened:

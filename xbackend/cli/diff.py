@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import datetime
 import io
 import shutil
 import sys
@@ -103,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
     print(diff_table(comparisons, width))
     print()
     print(summary_line(comparisons, args.threshold))
-    out = output_folder(args.out or _default_out())
+    out = output_folder(args.out or arguments.default_out("diff"))
     written = [write_csv(comparisons, out, args.time)]
     if any(c.interval is not None for c in comparisons):
         written += _figure(comparisons, args, out)
@@ -113,11 +112,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"{len(failing)} points {args.fail_on} (--fail-on {args.fail_on})", file=sys.stderr)
         return 1
     return 0
-
-
-def _default_out() -> Path:
-    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    return Path("results") / f"diff-{stamp}"
 
 
 def _figure(comparisons: list[diff.Comparison], args: argparse.Namespace, out: Path) -> list[Path]:

@@ -5,8 +5,6 @@ and printed as a table."""
 from __future__ import annotations
 
 import argparse
-import datetime
-from pathlib import Path
 from typing import Any
 
 import xbackend.cli.arguments as arguments
@@ -49,17 +47,13 @@ def add_parser(commands: Any) -> None:
         "--budget", type=arguments.positive(float), default=20.0, metavar="SECONDS",
         help="the most one run of the product may take, measured or predicted (default: 20)",
     )  # fmt: skip
-    parser.add_argument(
-        "--seed", type=arguments.bounded_int(0, arguments.MAX_SEED), default=0,
-        help="seed of the random inputs",
-    )  # fmt: skip
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     opened = open_backends(args.backends)
     try:
-        out = output_folder(args.out or _default_out())
+        out = output_folder(args.out or arguments.default_out("limits"))
         with results_io.RunLock(out):
             if (out / results_io.JSONL_NAME).exists():
                 raise XBackendError(f"{out} already holds results; choose another --out")
@@ -78,8 +72,3 @@ def run(args: argparse.Namespace) -> int:
     print(f"\nresults: {out / results_io.JSONL_NAME}, {out / results_io.CSV_NAME}")
     broken = [p for limit in found for p in limit.records if p.status in ("mismatch", "error")]
     return 1 if broken else 0
-
-
-def _default_out() -> Path:
-    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    return Path("results") / f"limits-{stamp}"

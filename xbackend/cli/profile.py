@@ -11,7 +11,6 @@ what would be needed, and the command exits with 2, having run and written nothi
 from __future__ import annotations
 
 import argparse
-import datetime
 import sys
 import warnings
 from pathlib import Path
@@ -72,10 +71,6 @@ def add_parser(commands: Any) -> None:
         help=f"Nsight Compute's command line (default: ncu on PATH, else {ncu.DEFAULT_PATH})",
     )  # fmt: skip
     parser.add_argument(
-        "--seed", type=arguments.bounded_int(0, arguments.MAX_SEED), default=0,
-        help="seed of the random inputs",
-    )  # fmt: skip
-    parser.add_argument(
         "--check", choices=CHECKS, default=AUTO,
         help="how each result is verified (as compare's --check)",
     )  # fmt: skip
@@ -126,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
     settings = ncu.Settings(args.clock_control, args.cache_control)
     profiler = Profiler(found, ncu.version(found), settings)
     wanted = request(args, settings)
-    out = output_folder(args.out or _default_out())
+    out = output_folder(args.out or arguments.default_out("profile"))
     with results_io.RunLock(out):
         if (out / results_io.JSONL_NAME).exists():
             raise XBackendError(f"{out} already holds results; choose another --out")
@@ -158,8 +153,3 @@ def report(done: Profiled, out: Path, draw: bool = True) -> None:
             written.append(save(figure, out, name)[0][0])
     if written:
         print(f"figures: {', '.join(str(path) for path in written)}")
-
-
-def _default_out() -> Path:
-    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    return Path("results") / f"profile-{stamp}"

@@ -1,10 +1,11 @@
 """The selection options every command that runs products shares (``compare``,
-``limits``, ``profile``): which backends, variants, tiles, operations, element types and
-sizes, and where the results go. One definition, so that ``--variants tiled --tile 8,16``
-means the same to each command, with the same help and the same errors.
+``limits``, ``profile``): which backends, variants, tiles, operations, element types,
+sizes, the seed of the inputs, and where the results go. One definition, so that
+``--variants tiled --tile 8,16`` means the same to each command, with the same help and
+the same errors.
 
-Defaults are ``None`` here: each command says what nothing means to it (``compare``
-follows its preset; ``limits`` grows each backend's preferred variant).
+Defaults are ``None`` here (the seed's is 0): each command says what nothing means to it
+(``compare`` follows its preset; ``limits`` grows each backend's preferred variant).
 """
 
 from __future__ import annotations
@@ -17,13 +18,15 @@ from xbackend import backend_names
 from xbackend.configs import VARIANT_SETS
 
 GROUP_TITLE = "selection (the same for compare, limits and profile)"
+SIZES_HELP = "explicit sizes: MxK (A is M×K, B is K×M) or MxKxN, comma-separated"
 
 
 def add_options(
     parser: argparse.ArgumentParser, *, out: str, sizes: str | None = None
 ) -> argparse._MutuallyExclusiveGroup | None:
-    """Add ``--backends``, ``--variants``, ``--tile``, ``--op``, ``--dtype``, ``--out``
-    and, where ``sizes`` gives its help, ``--sizes``; ``out`` names the default folder.
+    """Add ``--backends``, ``--variants``, ``--tile``, ``--op``, ``--dtype``, ``--seed``,
+    ``--out`` and, where ``sizes`` gives its help, ``--sizes``; ``out`` names the default
+    folder.
 
     Returns the group ``--sizes`` is in, mutually exclusive, so that a command can add
     another way of choosing sizes beside it (``compare``'s ``--base``); None without
@@ -53,6 +56,10 @@ def add_options(
         "--dtype", type=arguments.dtypes, default=None, metavar="LIST",
         help="element types: float32 (default), int32, float64, comma-separated",
     )  # fmt: skip
+    group.add_argument(
+        "--seed", type=arguments.bounded_int(0, arguments.MAX_SEED), default=0,
+        help="seed of the random inputs (default: 0)",
+    )  # fmt: skip
     group.add_argument("--out", type=Path, default=None, help=f"output folder (default: {out})")
     if sizes is None:
         return None
@@ -61,6 +68,3 @@ def add_options(
         "--sizes", type=arguments.shapes, default=None, metavar="LIST", help=sizes
     )
     return exclusive
-
-
-SIZES_HELP = "explicit sizes: MxK (A is M×K, B is K×M) or MxKxN, comma-separated"
