@@ -39,6 +39,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import xbackend
+from xbackend import tune_cache
 from xbackend.diff import ratio_interval
 from xbackend.problems import Reference, check, flops, make_operands
 from xbackend.runner import Target
@@ -78,6 +79,15 @@ class Line:
     backend: Any
     variant: str
     tile: int | None = None
+    # A tuned variant's choice: "tuned" (the tune cache, then the shipped database),
+    # "untuned" (neither: the default derived from the device); None: as opened.
+    choices: str | None = None
+
+    def prepare(self) -> None:
+        """Hand the backend this line's choices before it runs."""
+        if self.choices is not None:
+            tuned = self.choices == "tuned"
+            self.backend.use_choices(tune_cache.cached_choices() if tuned else None)
 
 
 @dataclasses.dataclass
@@ -99,6 +109,7 @@ def interleaved(
     reference = Reference.of(A, B, op)
     for number in range(rounds):
         for line, timed in (*zip(vendors, timed_vendors, strict=True), (rung, timed_rung)):
+            line.prepare()
             measured = line.backend.measure(
                 A,
                 B,
@@ -119,15 +130,19 @@ def interleaved(
     return timed_rung, timed_vendors
 
 
-def _configurations(backend, op: str) -> list[tuple[str, int | None]]:
-    """(variant, tile) pairs: every tile of the fixed variants, the tuned ones' own choice."""
-    pairs: list[tuple[str, int | None]] = []
+def _configurations(backend, op: str, untuned: bool) -> list[tuple[str, int | None, str | None]]:
+    """(variant, tile, choices): every tile of the fixed variants, the tuned ones' own
+    choice (``untuned``: their derived default first, then their tuned choice)."""
+    pairs: list[tuple[str, int | None, str | None]] = []
     for variant in backend.variants(op):
         spec = backend.variant_spec(variant, op)
-        if spec.tuned or not spec.takes_tile:
-            pairs.append((variant, None))
+        if spec.tuned:
+            settings = ("untuned", "tuned") if untuned else (None,)
+            pairs.extend((variant, None, setting) for setting in settings)
+        elif not spec.takes_tile:
+            pairs.append((variant, None, None))
         else:
-            pairs.extend((variant, tile) for tile in backend.tiles(variant, op))
+            pairs.extend((variant, tile, None) for tile in backend.tiles(variant, op))
     return pairs
 
 
@@ -140,9 +155,12 @@ def _vendor_line(label: str, backend, op: str, dtype) -> Line | None:
 class Ladder:
     """The measured cells of one operation: (size, variant, tile) -> column -> text."""
 
-    def __init__(self, op: str, labels: list[str], reference_name: str):
+    def __init__(self, op: str, labels: list[str], reference_name: str, untuned: bool = False):
         self.op, self.labels, self.reference_name = op, labels, reference_name
+        self.untuned = untuned
         self.cells: dict[tuple[str, str, str], dict[str, str]] = {}
+        # (size, label, variant) -> choices -> (the rung's samples, the cuBLAS samples)
+        self.settings: dict[tuple[str, str, str], dict[str, tuple[list[float], list[float]]]] = {}
         self.wrong = False
         self.own_names: dict[str, str] = {}  # label -> the name of its own vendor line
 
@@ -165,10 +183,10 @@ class Ladder:
                 self.own_names[label] = self.reference_name.replace(
                     "cuBLAS", VENDOR_NAMES.get(backend.name, "vendor")
                 )
-            for variant, tile in _configurations(backend, self.op):
+            for variant, tile, choices in _configurations(backend, self.op, self.untuned):
                 if wanted and variant not in wanted and variant != "vendor":
                     continue
-                rung = Line(label, backend, variant, tile)
+                rung = Line(label, backend, variant, tile, choices)
                 self._rung(shape, A, B, rung, (cublas, own), rounds, repeat, beside)
         work = flops(self.op, shape)
         for name, per_rung in beside.items():
@@ -194,7 +212,12 @@ class Ladder:
             beside.setdefault(name, []).append(vendor.samples_s)
         tflops = flops(self.op, shape) / statistics.median(timed.samples_s) / 1e12
         tuned = rung.backend.variant_spec(rung.variant, self.op).tuned
-        key = (str(shape), rung.variant, "tuned" if tuned else str(rung.tile or "—"))
+        setting = rung.choices or "tuned"
+        key = (str(shape), rung.variant, setting if tuned else str(rung.tile or "—"))
+        if rung.choices and vendors[0] is not None and vendors[0] in others and timed.equal:
+            cublas_s = timed_vendors[others.index(vendors[0])].samples_s
+            pair = self.settings.setdefault((str(shape), rung.label, rung.variant), {})
+            pair[rung.choices] = (timed.samples_s, cublas_s)
         cells = self.cells.setdefault(key, {})
         cells[rung.label] = f"{tflops:.2f}" if timed.equal else "WRONG"
         self.wrong |= not timed.equal
@@ -216,10 +239,30 @@ class Ladder:
             if f"{rung.label}%{column}" in cells
         )
         print(
-            f"  {rung.label} {self.op} {rung.variant} T={timed.tile}: {cells[rung.label]} "
+            f"  {rung.label} {self.op} {rung.variant} {rung.choices or f'T={timed.tile}'}: "
+            f"{cells[rung.label]} "
             f"TFLOP/s{chosen}{'; ' + shares if shares else ''}",
             flush=True,
         )
+
+    def print_settings(self) -> None:
+        """Each tuned rung untuned and tuned, side by side: its share of cuBLAS each way,
+        and the untuned speed over the tuned one (a ratio of medians, 95% interval)."""
+        rows = [["size", "backend", "variant", "untuned", "tuned", "untuned/tuned"]]
+        for (size, label, variant), pair in self.settings.items():
+            if set(pair) != {"untuned", "tuned"}:
+                continue
+            (untuned_s, cublas_u), (tuned_s, cublas_t) = pair["untuned"], pair["tuned"]
+            shares = (share_text(untuned_s, cublas_u), share_text(tuned_s, cublas_t))
+            rows.append([size, label, variant, *shares, share_text(untuned_s, tuned_s)])
+        if len(rows) == 1:
+            return
+        print(f"\n{self.op}: shares of {self.reference_name}, untuned (no tune cache, no "
+              "database: the device's derived default) and tuned (the database)")  # fmt: skip
+        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+        rows.insert(1, ["-" * width for width in widths])
+        for row in rows:
+            print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)))
 
     def _own_columns(self) -> list[str]:
         """The labels whose own vendor line ran beside their rungs: a second share."""
@@ -261,6 +304,12 @@ def main() -> int:
     )
     parser.add_argument("--variants", default=None, help="only these mm variants (comma list)")
     parser.add_argument(
+        "--untuned",
+        action="store_true",
+        help="time each tuned variant twice: untuned (its default derived from the device, "
+        "without the tune cache or the database), then tuned (the cache, then the database)",
+    )
+    parser.add_argument(
         "--rmm-variants",
         default=DEFAULT_RMM_VARIANTS,
         help="rmm variants to time (comma list; the vendor line always runs)",
@@ -283,15 +332,16 @@ def main() -> int:
         "plain CUDA events read +66% at 1024³; cuBLAS is the CUDA backend's vendor line."
     )
     labels = [label for label, _ in opened]
-    mm = Ladder("mm", labels, "cuBLAS")
+    mm = Ladder("mm", labels, "cuBLAS", args.untuned)
     wanted = set(args.variants.split(",")) if args.variants else None
     for shape in args.sizes:
         A, B = make_operands(shape, seed=7)
         mm.measure(shape, A, B, opened, wanted, args.rounds, args.repeat)
     print()
     mm.print_table()
+    mm.print_settings()
     print(flush=True)
-    rmm = Ladder("rmm", labels, "sums+cuBLAS")
+    rmm = Ladder("rmm", labels, "sums+cuBLAS", args.untuned)
     wanted_rmm = set(args.rmm_variants.split(",")) if args.rmm_variants else None
     rmm_sizes = args.rmm_sizes
     if rmm_sizes is None:
@@ -304,6 +354,7 @@ def main() -> int:
     if rmm.cells:
         print("\nThe reduced product (rmm), TFLOP/s of its half-size product:")
         rmm.print_table()
+        rmm.print_settings()
     return 1 if mm.wrong or rmm.wrong else 0
 
 

@@ -5,7 +5,9 @@ by name so that a source checkout that is not installed runs the same way.
 * ``--backend cpu,opencl`` runs only those backends (``name:device`` picks a device);
 * ``XBACKEND_REQUIRE=opencl,cpu,clblast`` turns "unavailable" into a failure for those
   backends and requirements, so CI cannot pass by skipping the OpenCL tests;
-* ``XBACKEND_NO_CEILINGS`` is set unless given: runs skip measuring the devices' ceilings.
+* ``XBACKEND_NO_CEILINGS`` is set unless given: runs skip measuring the devices' ceilings;
+* ``XBACKEND_TUNING_DB=off`` unless given: the tuned variants run the device's derived
+  default, not the shipped database's choice (its own tests turn it back on).
 """
 
 import os
@@ -15,3 +17,6 @@ pytest_plugins = ["xbackend.pytest_plugin"]
 # Every compare would measure each device's ceilings first (a second or so on this 2-core
 # machine): the tests of the ceilings turn it back on where they test it.
 os.environ.setdefault("XBACKEND_NO_CEILINGS", "1")
+# The tests that expect a tuned variant's default configuration, on a CI machine whose
+# CPU runtime the shipped database may hold: tests/test_tuning_db.py tests the database.
+os.environ.setdefault("XBACKEND_TUNING_DB", "off")

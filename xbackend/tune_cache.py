@@ -5,7 +5,8 @@ lives in ``$XDG_CACHE_HOME/xbackend/tuned.json`` (``~/.cache`` by default) or th
 in ``XBACKEND_TUNE_CACHE``. A backend takes these choices when it is handed
 ``cached_choices()`` (``attach``; ``xbackend.get_backend`` does that): the file is read
 once per process, and again whenever it changes. Without an entry the tuned variants
-use the size-aware default of ``backends/warp.py``.
+take the shipped tuning database's (``tuning_db.py``), and without one there either,
+the default derived from the device's limits (``backends/warp.py``).
 
 Like pyopencl's binary cache, an entry records what it was tuned for beyond its key
 (``build``: the driver's version, a digest of the kernel file and its fixed build
@@ -43,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from xbackend import tuning_db
 from xbackend.backends import warp
 from xbackend.backends.choices import ChoiceRequest
 from xbackend.backends.interface import Backend
@@ -244,14 +246,17 @@ def current_build(backend: Backend, variant: str, op: str = "mm") -> dict[str, s
     return {**backend.kernel_build(variant, op), "xbackend": xbackend.__version__}
 
 
-def _stale(entry: Mapping[str, Any], request: ChoiceRequest) -> str | None:
-    """How an entry's build differs from the request's, or None where it holds."""
+def _stale(entry: Mapping[str, Any], request: ChoiceRequest, shipped: bool) -> str | None:
+    """How an entry's build differs from the request's, or None where it holds. An
+    entry of the shipped database is compared on what it records (tuning_db.py)."""
     recorded = entry.get("build")
     if recorded is None:
         return None  # written by hand: it holds wherever its key matches
     import xbackend
 
     wanted = {**request.build, "xbackend": xbackend.__version__}
+    if shipped:
+        return ", ".join(tuning_db.stale_fields(recorded, wanted)) or None
     names = {*recorded, *wanted}
     changed = sorted(name for name in names if recorded.get(name) != wanted.get(name))
     return ", ".join(changed) or None
@@ -260,7 +265,15 @@ def _stale(entry: Mapping[str, Any], request: ChoiceRequest) -> str | None:
 def choose(
     entries: Mapping[str, Any], request: ChoiceRequest, path: Path
 ) -> warp.WarpConfig | None:
-    """The cached configuration for ``request``'s product, or None.
+    """The cached configuration for ``request``'s product, or None (see ``find``)."""
+    return find(entries, request, path)[1]
+
+
+def find(
+    entries: Mapping[str, Any], request: ChoiceRequest, path: Path, *, shipped: bool = False
+) -> tuple[bool, warp.WarpConfig | None]:
+    """Whether ``entries`` hold a choice for ``request``'s product, and its
+    configuration (None: the default, where the entry is a tie).
 
     A class with no entry takes its neighbour's where both fill the GPU without a
     split (medium and large), so that tuning one large size serves both; an rmm
@@ -271,6 +284,7 @@ def choose(
     than the tuned one. An entry for another build, or one that the request's
     ``check`` refuses, is ignored with a warning, as if not there. A tie entry (the
     tuned best did not beat the default) gives None: the size-aware default.
+    ``shipped``: ``entries`` are the shipped database's (see ``_stale``).
     """
     classes = list(filter(None, (request.shape_class, NEIGHBOUR.get(request.shape_class))))
     for entry_op in request.op.tuned_as:
@@ -280,13 +294,13 @@ def choose(
             entry = entries.get(key)
             if entry is None:
                 continue
-            changed = _stale(entry, request)
+            changed = _stale(entry, request, shipped)
             if changed:
                 _warn_once(path, f"{key} {changed}", f"{path}: ignoring the entry {key!r}, "
                            f"tuned for another {changed} (run xbackend tune again)")  # fmt: skip
                 continue
             if entry.get("tie"):
-                return None
+                return True, None
             config = warp.WarpConfig.from_dict(entry["params"])  # checked by load_entries
             blocks = entry.get("blocks", 0)
             if request.size is not None and config.slices > 1 and blocks > 0:
@@ -295,8 +309,8 @@ def choose(
             if problem:
                 _warn_once(path, key, f"{path}: ignoring the entry {key!r}: {_shorten(problem)}")
                 continue
-            return config
-    return None
+            return True, config
+    return False, None
 
 
 def lookup(
@@ -321,17 +335,27 @@ def lookup(
 
 
 class CachedChoices:
-    """The tune cache as the backends' ``Choices``: the file is read once per process,
-    and again whenever it changes (its size, time or inode); ``XBACKEND_TUNE_CACHE``
-    is followed as it is at each product."""
+    """The tune cache, then the shipped tuning database, as the backends' ``Choices``:
+    each file is read once per process, and again whenever it changes (its size, time
+    or inode); ``XBACKEND_TUNE_CACHE`` and ``XBACKEND_TUNING_DB`` are followed as they
+    are at each product. ``database=False``: the tune cache alone."""
 
-    def __init__(self, path: Path | None = None):
+    def __init__(self, path: Path | None = None, *, database: bool = True):
         self._path = path
+        self._database = database
         self._read: dict[Path, tuple[tuple[int, int, int] | None, dict[str, Any]]] = {}
         self._lock = threading.Lock()
 
     def entries(self) -> tuple[Path, dict[str, Any]]:
-        path = self._path or cache_path()
+        """The tune cache's path and well-formed entries."""
+        return self._entries(self._path or cache_path())
+
+    def database(self) -> tuple[Path, dict[str, Any]] | None:
+        """The tuning database's path and well-formed entries; None where it is hidden."""
+        path = tuning_db.db_path() if self._database else None
+        return None if path is None else self._entries(path)
+
+    def _entries(self, path: Path) -> tuple[Path, dict[str, Any]]:
         try:
             status = path.stat()
             stamp: tuple[int, int, int] | None = (status.st_mtime_ns, status.st_size, status.st_ino)
@@ -345,7 +369,11 @@ class CachedChoices:
 
     def choice(self, request: ChoiceRequest) -> warp.WarpConfig | None:
         path, entries = self.entries()
-        return choose(entries, request, path)
+        found, config = find(entries, request, path)
+        database = None if found else self.database()
+        if database is not None:
+            config = find(database[1], request, database[0], shipped=True)[1]
+        return config
 
 
 _cached = CachedChoices()

@@ -15,6 +15,7 @@ variants then take their configurations from.
 from __future__ import annotations
 
 import dataclasses
+import math
 import statistics
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -27,7 +28,7 @@ from xbackend.backends import warp
 from xbackend.backends.interface import Backend
 from xbackend.operations import OPERATIONS, operation
 from xbackend.problems import Reference, Shape, check, flops, make_operands, output_size
-from xbackend.timing import bootstrap_median_interval
+from xbackend.timing import Sampling, bootstrap_median_interval
 from xbackend.tune_cache import (
     CACHE_ENV,
     FORMAT,
@@ -46,12 +47,14 @@ from xbackend.tune_cache import (
     save_entries,
     update_entries,
 )
+from xbackend.tune_search import FINALIST_TIME_S, SEARCHES, Trial, search
 
 __all__ = [
     "CACHE_ENV",
     "FORMAT",
     "NEIGHBOUR",
     "OPS",
+    "SEARCHES",
     "SPLITS",
     "CachedChoices",
     "Finalist",
@@ -67,6 +70,7 @@ __all__ = [
     "current_build",
     "entry_problem",
     "finalists",
+    "gflops_text",
     "load_entries",
     "lookup",
     "race",
@@ -85,20 +89,18 @@ OPS = tuple(name for name, op in OPERATIONS.items() if name in op.tuned_as)
 # configuration besides.
 FINALISTS = 3
 FINALIST_WITHIN = 0.05
-FINALIST_TIME_S = 5.0  # the race's time cap, per variant, operation and shape
 TURN_SAMPLES = 5  # samples of one finalist's turn
 MIN_RACE_SAMPLES = 10  # samples of each finalist before it may drop out of the race
 MAX_RACE_SAMPLES = 400  # samples of each finalist at most, whatever the time cap
 
+# How the search and the race sample a configuration: each sample a batch of launches
+# back to back, about BATCH_S of them (one launch where it is longer), so that the
+# uploads and the download of each sample cost little beside the kernels they time.
+BATCH_S = 0.01
+SAMPLING = Sampling(short_kernel_s=math.inf, batch_target_s=BATCH_S)
+
 # Timed samples (kernel seconds) of a configuration: ``sampler(config, count)``.
 Sampler = Callable[[warp.WarpConfig, int], Sequence[float]]
-
-
-@dataclasses.dataclass
-class Trial:
-    config: warp.WarpConfig
-    tflops: float | None  # None: not timed (wrong result or error)
-    status: str  # "ok", "wrong", or the error
 
 
 @dataclasses.dataclass
@@ -276,13 +278,15 @@ def tune(
     seed: int = 0,
     samples: int = 5,
     finalist_time_s: float = FINALIST_TIME_S,
+    how: str = "coarse",
     progress: Callable[[str], None] = print,
     path: Path | None = None,
 ) -> list[TuneResult]:
-    """Time every candidate of every variant at every shape, for each operation of
-    ``ops`` that the variant has (rmm: at shapes with even M and N); race the finalists
-    for up to ``finalist_time_s`` (0: no race, the search's best is chosen); cache the
-    choice of each."""
+    """Search the candidates of every variant at every shape (``how``: coarse to fine,
+    or exhaustive; see ``tune_search``), for each operation of ``ops`` that the variant
+    has (rmm: at shapes with even M and N); race the finalists for up to
+    ``finalist_time_s`` (0: no race, the search's best is chosen); cache the choice of
+    each."""
     results = []
     variants = list(variants)
     if backend.choices is None:  # the untuned choice is the cached one, as in a run
@@ -297,7 +301,7 @@ def tune(
             product = _Product(op, shape, A, B, Reference.of(A, B, op))
             runnable = backend.runnable_variants(op, A.dtype)
             for variant in (v for v in variants if v in runnable):
-                result = _search(backend, product, variant, samples, progress)
+                result = _search(backend, product, variant, samples, how, progress)
                 if result.best is not None and finalist_time_s > 0:
                     result.race = _race(backend, product, result, finalist_time_s, progress)
                 results.append(result)
@@ -311,23 +315,34 @@ def _search(
     product: _Product,
     variant: str,
     samples: int,
+    how: str,
     progress: Callable[[str], None],
 ) -> TuneResult:
-    """Time the untuned choice, the default, then every candidate, of one variant for
-    one product."""
+    """Time the untuned choice, the default, then the candidates the search picks, of
+    one variant for one product."""
     shape_class = warp.shape_class(*product.output, backend.device.compute_units or 0)
     untuned = _time(backend, product, variant, None, samples)
     default = _default(backend, product, variant, samples, untuned)
     space = search_space(backend, variant, product.shape, product.A.itemsize, product.op)
-    progress(f"{product.shape} ({shape_class}) {product.op} {variant}: {len(space)} candidates")
-    trials = []
+    progress(f"{product.shape} ({shape_class}) {product.op} {variant}: {len(space)} candidates"
+             f"{' (coarse to fine)' if how == 'coarse' else ''}")  # fmt: skip
+    count = 0
+
+    def time_batch(batch: Sequence[warp.WarpConfig]) -> list[Trial]:
+        nonlocal count
+        # Build the batch's kernels together first, in parallel where the backend can.
+        backend.prebuild(variant, product.op, product.A, product.B, batch)
+        timed = []
+        for config in batch:
+            count += 1
+            trial = _time(backend, product, variant, config, samples)
+            timed.append(trial)
+            speed = f"{gflops_text(trial.tflops)} GFLOP/s" if trial.tflops else trial.status
+            progress(f"  [{count}] {config.label}: {speed}")
+        return timed
+
     started = time.perf_counter()
-    for number, config in enumerate(space, 1):
-        trial = _time(backend, product, variant, config, samples)
-        trials.append(trial)
-        # Three significant digits: a CPU's candidates are GFLOP/s, not 0.00 TFLOP/s.
-        speed = f"{trial.tflops * 1000:.3g} GFLOP/s" if trial.tflops else trial.status
-        progress(f"  [{number}/{len(space)}] {config.label}: {speed}")
+    trials = search(space, time_batch, how)
     seconds = round(time.perf_counter() - started, 1)
     return TuneResult(
         variant, product.op, product.shape, shape_class, trials, untuned, seconds, default
@@ -360,7 +375,7 @@ def _race(
     def sampler(config: warp.WarpConfig, count: int) -> list[float]:
         measured = backend.measure(
             product.A, product.B, result.variant, op=product.op, params=config.to_dict(),
-            warmup=1, samples=count, min_samples=count,
+            sampling=SAMPLING, warmup=1, samples=count, min_samples=count,
         )  # fmt: skip
         return measured.kept[0]  # without samples the device marked (throttled, hold)
 
@@ -372,8 +387,9 @@ def _race(
         low, high = (work / seconds / 1e9 for seconds in reversed(finalist.interval_s))
         role = " (default)" if finalist.default else ""
         progress(
-            f"  {finalist.config.label}{role}: {work / finalist.median_s / 1e9:.4g} GFLOP/s "
-            f"(95%: {low:.4g}–{high:.4g}; {len(finalist.samples_s)} samples)"
+            f"  {finalist.config.label}{role}: {gflops_text(work / finalist.median_s / 1e12)} "
+            f"GFLOP/s (95%: {gflops_text(low / 1e3)}–{gflops_text(high / 1e3)}; "
+            f"{len(finalist.samples_s)} samples)"
         )
     return outcome
 
@@ -409,6 +425,13 @@ def cache_entry(result: TuneResult, build: dict[str, str]) -> dict[str, Any]:
     return entry
 
 
+def gflops_text(tflops: float) -> str:
+    """A rate in GFLOP/s, three significant digits or the whole number: a CPU's 14.3,
+    a GPU's 44820 (neither 0.01 TFLOP/s nor 4.48e+04)."""
+    gflops = tflops * 1000
+    return f"{gflops:.0f}" if gflops >= 1000 else f"{gflops:.3g}"
+
+
 def _digits(value: float) -> float:
     return float(f"{value:.4g}")
 
@@ -442,6 +465,7 @@ def _time(
             variant,
             op=product.op,
             params=params,
+            sampling=SAMPLING,
             warmup=1,
             samples=samples,
             min_samples=samples,

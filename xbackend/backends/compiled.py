@@ -14,8 +14,10 @@ what it costs (scripts/index_cost.py).
 from __future__ import annotations
 
 import abc
+import contextlib
 import os
 from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ClassVar
 
 import numpy as np
@@ -47,6 +49,7 @@ Array = np.ndarray[Any, Any]
 # product that needs them.
 INDEX_ENV = "XBACKEND_INDEX"
 INDEX_MODES = ("auto", "wide")
+PREBUILD_THREADS = 8  # builds at once in prebuild (each nvcc is a process of its own)
 
 
 def index_environment() -> dict[str, str]:
@@ -156,6 +159,39 @@ class CompiledBackend(Backend):
             self._monitor = None
         super().close()
 
+    def prebuild(
+        self,
+        variant: str,
+        op: str,
+        A: Array,
+        B: Array,
+        configurations: Iterable[warp.WarpConfig],
+    ) -> None:
+        """Build each configuration's kernels in threads, PREBUILD_THREADS at once:
+        compilers run as processes of their own (nvcc) or release the interpreter
+        (an OpenCL driver's build), so a batch of builds takes about as long as its
+        longest few instead of their sum."""
+        builds: dict[tuple[str, tuple[str, ...]], np.dtype[Any]] = {}
+        for config in configurations:
+            try:
+                product = self._plan(op, variant, None, A, B, config.to_dict())
+            except XBackendError:
+                continue  # its run says why
+            for launch in product.launches:
+                builds.setdefault((launch.family, launch.options), product.dtype)
+        threads = min(PREBUILD_THREADS, os.cpu_count() or 1, len(builds))
+        if threads < 2:
+            return
+        with ThreadPoolExecutor(threads) as pool:
+            for done in [pool.submit(self._prebuild, *key, dtype) for key, dtype in builds.items()]:
+                # A build that failed fails again at its run, where its error is named.
+                with contextlib.suppress(Exception):
+                    done.result()
+
+    def _prebuild(self, family: str, options: tuple[str, ...], dtype: np.dtype[Any]) -> None:
+        """Build a kernel file with ``options`` so that its first run finds it built;
+        called from a thread of ``prebuild``. Without this, kernels build at first run."""
+
     def kernel_build(self, variant: str, op: str = "mm") -> dict[str, str]:
         spec = self.variant_spec(variant, op)
         build = super().kernel_build(variant, op)
@@ -244,7 +280,7 @@ class CompiledBackend(Backend):
         if params is not None:
             try:
                 return warp.WarpConfig.from_dict(
-                    {**warp.default_config(spec.layout, 128).to_dict(), **params}
+                    {**self._default_config(spec, 128).to_dict(), **params}
                 )
             except ValueError as error:
                 raise UnsupportedParameter(str(error)) from error
@@ -254,10 +290,21 @@ class CompiledBackend(Backend):
         tuned = self._tuned_config(op, spec, A.dtype, (M, N, K))
         if tuned is not None and tile in (None, tuned.BM):
             return tuned
-        config = warp.default_config(spec.layout, tile or 128)
+        small = tile is None and not op.batched and warp.shape_class(M, N, units) == "small"
+        config = self._default_config(spec, tile or 128, small)
         if not op.batched:  # a batch is z already: no split along K
-            config = config.with_slices(warp.auto_slices(config, M, N, K, units))
+            registers, double = self.device.registers, spec.double_buffered
+            resident = warp.resident_blocks(config, registers, double)
+            config = config.with_slices(warp.auto_slices(config, M, N, K, units, resident))
         return config
+
+    def _default_config(self, spec: VariantSpec, tile: int, small: bool = False) -> warp.WarpConfig:
+        """A tuned variant's configuration at ``tile`` before any tuning: derived from
+        this device's registers where it says them (see warp.default_config)."""
+        return warp.default_config(
+            spec.layout, tile, self.device.registers,
+            double_buffered=spec.double_buffered, small=small,
+        )  # fmt: skip
 
     def _tuned_config(
         self, op: Operation, spec: VariantSpec, dtype: np.dtype[Any], size: tuple[int, int, int]

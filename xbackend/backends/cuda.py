@@ -93,6 +93,7 @@ def _describe(index: int) -> DeviceInfo:
         local_mem_bytes=device.get_attribute(attributes.MAX_SHARED_MEMORY_PER_BLOCK),
         cache_bytes=device.get_attribute(attributes.L2_CACHE_SIZE),
         max_work_group_size=device.get_attribute(attributes.MAX_THREADS_PER_BLOCK),
+        registers=device.get_attribute(attributes.MAX_REGISTERS_PER_MULTIPROCESSOR),
         extra=extra,
     )
 
@@ -264,6 +265,8 @@ class CudaBackend(CompiledBackend):
             raise XBackendError(reason)
         index = self._select(device)
         self._device = _describe(index)
+        # What SourceModule compiles for in this context (see _prebuild).
+        self._arch = "sm_{}{}".format(*drv.Device(index).compute_capability())
         self._context = drv.Device(index).make_context()
         self._context.pop()  # current only inside _active()
         self._cublas: Any = None  # made on first use of the vendor variant
@@ -348,6 +351,16 @@ class CudaBackend(CompiledBackend):
             function.prepare(args)
             self._functions[key] = function
         return self._functions[key]
+
+    def _prebuild(self, family: str, options: tuple[str, ...], dtype: np.dtype[Any]) -> None:
+        """Compile into PyCUDA's binary cache, as ``SourceModule`` will for this device:
+        with its architecture named, since a thread has no current context to ask."""
+        if (family, options) in self._modules:
+            return
+        from pycuda.compiler import compile as nvcc
+
+        _, source = read_kernel(family, "cuda")
+        nvcc(source, options=list(options), no_extern_c=True, arch=self._arch)
 
     def _gate(self) -> _Gate:
         """The stream's gate for timed launches, made once per context."""

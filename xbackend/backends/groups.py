@@ -24,8 +24,10 @@ def group_problem(
 ) -> str | None:
     """Why a group of ``spec`` at ``tile`` (or in ``config``) cannot run on ``device``."""
     if spec.tuned:
-        return _warp_problem(device, spec, config or warp.default_config(spec.layout, tile),
-                             itemsize, workers, memory)  # fmt: skip
+        config = config or warp.default_config(
+            spec.layout, tile, device.registers, double_buffered=spec.double_buffered
+        )
+        return _warp_problem(device, spec, config, itemsize, workers, memory)
     rows, columns = spec.per_thread(tile)
     if rows < 1 or columns < 1 or tile % rows or tile % columns:
         return f"tile {tile} does not split into {rows}×{columns} patches per {workers[:-1]}"

@@ -188,6 +188,20 @@ class Backend(abc.ABC):
         """Why ``variant`` cannot run here at all (a missing vendor library), or None."""
         return None
 
+    def prebuild(
+        self,
+        variant: str,
+        op: str,
+        A: Array,
+        B: Array,
+        configurations: Iterable[warp.WarpConfig],
+    ) -> None:
+        """Build the kernels of ``variant`` in each configuration for A and B ahead of
+        their first run, together (the tuner's batches; see ``CompiledBackend``). A
+        configuration that cannot be built is left to fail at its run, with its error.
+        By default nothing is built ahead: the kernels build at their first run."""
+        return None
+
     def kernel_build(self, variant: str, op: str = "mm") -> dict[str, str]:
         """What ``variant``'s code is built from, as far as a tuned choice depends on it:
         the driver, and (compiled backends) a digest of the kernel file and its options."""

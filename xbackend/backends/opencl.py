@@ -170,6 +170,7 @@ def _describe(platform: Any, device: Any) -> DeviceInfo:
         local_mem_bytes=device.local_mem_size,
         cache_bytes=device.global_mem_cache_size,
         max_work_group_size=device.max_work_group_size,
+        registers=_nvidia_registers(device),
         extra={
             "pyopencl": cl.VERSION_TEXT,
             "fp64": bool(device.double_fp_config),
@@ -178,6 +179,17 @@ def _describe(platform: Any, device: Any) -> DeviceInfo:
             **index_environment(),
         },
     )
+
+
+def _nvidia_registers(device: Any) -> int | None:
+    """The registers of a multiprocessor, as NVIDIA's OpenCL says them: those a block
+    may use (cl_nv_device_attribute_query), which CUDA gives per multiprocessor."""
+    if "cl_nv_device_attribute_query" not in device.extensions:
+        return None
+    try:
+        return int(device.registers_per_block_nv)
+    except (cl.Error, AttributeError):
+        return None
 
 
 def _nvidia_facts(device: Any) -> dict[str, Any]:
@@ -330,6 +342,13 @@ class OpenCLBackend(CompiledBackend):
                 ) from error
             self._accepted_options.add(extra)
         return extra
+
+    def _prebuild(self, family: str, options: tuple[str, ...], dtype: np.dtype[Any]) -> None:
+        """Build a program as ``_kernel`` would, and keep it for it (the driver builds
+        without the interpreter's lock; programs of distinct options do not share)."""
+        key = (family, (*options, *self._extra_options()))
+        if key not in self._programs:
+            self._programs[key] = self._build(family, list(key[1]), dtype)
 
     def _build(self, family: str, options: list[str], dtype: np.dtype) -> Any:
         path, source = read_kernel(family, "opencl")

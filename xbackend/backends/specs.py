@@ -28,6 +28,9 @@ class DeviceInfo:
     local_mem_bytes: int | None = None  # shared memory per block / local memory
     cache_bytes: int | None = None
     max_work_group_size: int | None = None
+    # 32-bit registers of one multiprocessor, where the API says (CUDA, NVIDIA's
+    # OpenCL): the tuned variants' untuned default is derived from them (warp.py).
+    registers: int | None = None
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:

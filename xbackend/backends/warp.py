@@ -106,33 +106,122 @@ class WarpConfig:
         return dataclasses.replace(self, slices=slices)
 
 
-def default_config(layout: str, tile: int) -> WarpConfig:
-    """The configuration of a variant at a square tile before any tuning.
+# The registers a thread of a configuration needs, estimated as the patch (TM × TN
+# sums), its two fragments (TM + TN values), two registers per 4-byte element of the slab
+# loads in flight, and a base; double buffering holds the next slabs' loads besides.
+# Fitted to ptxas's counts (nvcc 13.0, sm_90) of every candidate of the search, single
+# and double-buffered: within 12 registers for 81 of the 104, at most 23 off (a test
+# compiles a few with nvcc where it is installed: tests/test_warp_defaults.py).
+BASE_REGISTERS = 40
+DOUBLE_BUFFER_REGISTERS = 16
+THREAD_REGISTERS = 255  # the most one thread may hold (NVIDIA; AMD's is 256)
+# The patches a default may take, most outputs per thread first. A thread reads TM + TN
+# values of the shared slabs per step of k and does TM × TN multiply-adds with them:
+# 16×8 does 5.3 per value read, 8×8 does 4.0, which is no more than an NVIDIA
+# multiprocessor's ratio of multiply-adds (128 per clock) to 4-byte shared reads (32).
+PATCHES = ((16, 8), (8, 8), (8, 4))
+BLOCKS_PER_UNIT = 2  # blocks a default keeps resident on a multiprocessor, at least
 
-    ``layout`` "block": the whole block is one group (8×8 patches at 128, 8×4 at 64);
-    "warp": groups of one warp each (4×8 or 8×4 threads in a warp).
-    """
+
+def slab_loads(config: WarpConfig) -> int:
+    """The 16-byte pieces of the two slabs each thread loads per slab."""
+    return (config.BM * config.BK + config.BK * config.BN) // 4 // config.threads
+
+
+def thread_registers(config: WarpConfig, double_buffered: bool = False) -> int:
+    """The registers a thread of ``config`` needs, estimated (see BASE_REGISTERS)."""
+    need = config.TM * config.TN + config.TM + config.TN + 8 * slab_loads(config)
+    return need + BASE_REGISTERS + (DOUBLE_BUFFER_REGISTERS if double_buffered else 0)
+
+
+def resident_blocks(config: WarpConfig, registers: int | None, double_buffered: bool) -> int:
+    """The blocks of ``config`` a multiprocessor of ``registers`` holds at once, as far as
+    its registers allow (allocated per thread in eights); BLOCKS_PER_UNIT where the
+    device does not say its registers."""
+    if not registers:
+        return BLOCKS_PER_UNIT
+    per_thread = min(THREAD_REGISTERS, -(-thread_registers(config, double_buffered) // 8) * 8)
+    return max(1, registers // (config.threads * per_thread))
+
+
+def _block(layout: str, bm: int, bn: int, bk: int, patch: tuple[int, int]) -> WarpConfig:
+    tm, tn = patch
     if layout == "block":
-        return WarpConfig(tile, tile, 8, tile, tile, 8, 8 if tile >= 128 else 4)
-    if tile >= 128:
-        return WarpConfig(tile, tile, 8, 32, 64, 8, 8)
-    return WarpConfig(tile, tile, 8, 32, 32, 8, 4)
+        return WarpConfig(bm, bn, bk, bm, bn, tm, tn)
+    wm, wn = _warp_tiles(bm, bn, tm, tn)[0]
+    return WarpConfig(bm, bn, bk, wm, wn, tm, tn)
+
+
+def default_patch(
+    layout: str, bm: int, bn: int, bk: int, registers: int | None, double_buffered: bool = False
+) -> tuple[int, int] | None:
+    """The patch per thread of a bm×bn×bk block, derived from a multiprocessor's
+    ``registers`` (32-bit; None where the device does not say): the largest of PATCHES
+    whose thread fits THREAD_REGISTERS, whose block keeps at least two warps, and of
+    whose blocks BLOCKS_PER_UNIT fit the register file together. None: no such patch,
+    or the registers are not known."""
+    if not registers:
+        return None
+    for tm, tn in PATCHES:
+        if bm % tm or bn % tn or (bm // tm) * (bn // tn) < 2 * WARP:
+            continue
+        if layout == "warp" and not _warp_tiles(bm, bn, tm, tn):
+            continue
+        config = _block(layout, bm, bn, bk, (tm, tn))
+        if config.problem():
+            continue
+        need = thread_registers(config, double_buffered)
+        if need <= THREAD_REGISTERS and BLOCKS_PER_UNIT * config.threads * need <= registers:
+            return tm, tn
+    return None
+
+
+def default_config(
+    layout: str,
+    tile: int,
+    registers: int | None = None,
+    *,
+    double_buffered: bool = False,
+    small: bool = False,
+) -> WarpConfig:
+    """The configuration of a variant at a tile before any tuning.
+
+    With the ``registers`` of a multiprocessor known (CUDA, NVIDIA's OpenCL), the patch
+    per thread is derived from them (``default_patch``: 16×8 at 128×128 on an H100 or an
+    H200, 128 threads). A ``small`` output (fewer tiles than multiprocessors: see
+    ``shape_class``) halves the block's rows, so that twice the blocks share the device,
+    with the patch derived again (8×8 at 64×128) and slabs twice as deep (BK 16), so
+    that each thread still loads whole 16-byte pieces. Without the registers: 8×8 patches
+    at 128 and 8×4 at 64, which any device takes. ``layout`` "block": the whole block is
+    one group; "warp": groups of one warp each, 4×8 threads of it (see ``_warp_tiles``).
+    """
+    if registers:
+        bm, bk = (tile // 2, 16) if small else (tile, 8)
+        patch = default_patch(layout, bm, tile, bk, registers, double_buffered)
+        if patch is not None:
+            return _block(layout, bm, tile, bk, patch)
+        patch = default_patch(layout, tile, tile, 8, registers, double_buffered)
+        if patch is not None:
+            return _block(layout, tile, tile, 8, patch)
+    return _block(layout, tile, tile, 8, (8, 8) if tile >= 128 else (8, 4))
 
 
 def output_tiles(config: WarpConfig, M: int, N: int, batch: int = 1) -> int:
     return math.ceil(M / config.BM) * math.ceil(N / config.BN) * batch
 
 
-def auto_slices(config: WarpConfig, M: int, N: int, K: int, compute_units: int) -> int:
+def auto_slices(
+    config: WarpConfig, M: int, N: int, K: int, compute_units: int, resident: int = BLOCKS_PER_UNIT
+) -> int:
     """K ranges for a product whose output alone would leave multiprocessors idle.
 
-    Two blocks fit on each multiprocessor at the default tiles; the split fills at most
-    those slots in one wave, so no second, nearly empty wave follows.
+    ``resident`` blocks fit on each multiprocessor at once (``resident_blocks``); the
+    split fills at most those slots in one wave, so no second, nearly empty wave follows.
     """
     tiles = output_tiles(config, M, N)
     if compute_units < 1 or tiles >= compute_units:
         return 1
-    return _bounded_slices((2 * compute_units) // tiles, K)
+    return _bounded_slices((resident * compute_units) // tiles, K)
 
 
 def refit_slices(config: WarpConfig, blocks: int, M: int, N: int, K: int) -> WarpConfig:

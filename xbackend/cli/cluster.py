@@ -121,7 +121,7 @@ def tune(
         gpu_sizes=tuple(parse_shapes(default_sizes[0])),
         cpu_sizes=tuple(parse_shapes(default_sizes[1])),
         dtype=args.dtype, ops=tuple(ops), seed=args.seed, samples=args.samples,
-        finalist_time_s=args.finalist_time,
+        finalist_time_s=args.finalist_time, search=args.search,
     )  # fmt: skip
     failed = False
     with started(args) as cluster:

@@ -11,11 +11,12 @@ from xbackend.cli.compare import open_backends
 from xbackend.errors import XBackendError
 from xbackend.problems import dtype_named, flops
 from xbackend.sweep import parse_shapes
+from xbackend.tune_search import FINALIST_TIME_S, SEARCHES
 
 if TYPE_CHECKING:
     from xbackend.tuning import TuneResult
 
-TUNE_SIZES_GPU = "4096x4096x4096,2048x2048x2048,1000x3001x1000"
+TUNE_SIZES_GPU = "4096x4096x4096,1000x3001x1000"  # a large output and a small one
 TUNE_SIZES_CPU = "512x512x512,96x1001x96"
 
 
@@ -24,10 +25,12 @@ def add_parser(commands: Any) -> None:
         "tune",
         help="search the tuned variants' parameters on one device and cache the best",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Time every candidate configuration of the tuned variants (vec4, vec4_db, "
-        "warp, warp_db: tile shapes, group tiles, patches per thread, K splits) on one "
-        "device, for mm and for the reduced product rmm, and check each result. The best "
-        "few and the variant's default configuration then race: timed again in turns, "
+        description="Search the configurations of the tuned variants (vec4, vec4_db, warp, "
+        "warp_db: tile shapes, group tiles, patches per thread, K splits) on one device, for "
+        "mm and for the reduced product rmm, and check each result: coarse to fine by "
+        "default (one configuration per block tile, then every one of the best two tiles, "
+        "each at every K split), or every one (--search exhaustive). The best few and the "
+        "variant's default configuration then race: timed again in turns, "
         "round-robin, until the 95% interval of the fastest's median lies below every "
         "other's, or --finalist-time. The winner is cached per device, variant, operation, "
         "dtype and shape class, with its margin over the runner-up; a best that does not "
@@ -66,9 +69,15 @@ def add_parser(commands: Any) -> None:
         "--samples", type=samples, default=5, help="timed runs per candidate of the search"
     )
     tune.add_argument(
-        "--finalist-time", type=arguments.non_negative(float), default=5.0, metavar="SECONDS",
-        help="the finalists' race, at most, per variant, operation and size (default 5; "
-        "0: no race, the search's best is cached)",
+        "--search", choices=SEARCHES, default="coarse",
+        help="coarse to fine (default), or every candidate: slower, for checking the coarse "
+        "search's choice",
+    )  # fmt: skip
+    tune.add_argument(
+        "--finalist-time", type=arguments.non_negative(float), default=FINALIST_TIME_S,
+        metavar="SECONDS",
+        help="the finalists' race, at most, per variant, operation and size "
+        f"(default {FINALIST_TIME_S:g}; 0: no race, the search's best is cached)",
     )  # fmt: skip
     seed = arguments.bounded_int(0, arguments.MAX_SEED)
     tune.add_argument("--seed", type=seed, default=0, help="seed of the random operands")
@@ -128,10 +137,12 @@ def _print(results: list[TuneResult]) -> None:
 
 
 def _gflops(tflops: object) -> str:
-    """A rate in GFLOP/s to three significant digits: a CPU's is not 0.00 TFLOP/s."""
+    """A rate in GFLOP/s (tuning.gflops_text), or a dash where there is none."""
+    from xbackend.tuning import gflops_text
+
     if not isinstance(tflops, int | float) or isinstance(tflops, bool) or not tflops:
         return "—"
-    return f"{tflops * 1000:.3g}"
+    return gflops_text(tflops)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -165,7 +176,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"tuning {label} on {backend.device.name}; cache {tuning.cache_path()}")
         results = tuning.tune(
             backend, variants, sizes, dtype, ops=ops, seed=args.seed, samples=args.samples,
-            finalist_time_s=args.finalist_time,
+            finalist_time_s=args.finalist_time, how=args.search,
         )  # fmt: skip
     _print(results)
     wrong = sum(trial.status == "wrong" for result in results for trial in result.trials)

@@ -101,6 +101,7 @@ class TuneRequest:
     seed: int
     samples: int
     finalist_time_s: float
+    search: str = "coarse"  # see tune_search.SEARCHES
 
     def default_sizes(self, gpu: bool) -> list[Shape]:
         return list(self.gpu_sizes if gpu else self.cpu_sizes)

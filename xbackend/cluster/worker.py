@@ -201,6 +201,6 @@ def tune(target: str, request: TuneRequest) -> list[TuneResult]:
     return tune_device(
         backend, request.variants or tuned, request.sizes or request.default_sizes(gpu),
         dtype_named(request.dtype), ops=request.ops, seed=request.seed,
-        samples=request.samples, finalist_time_s=request.finalist_time_s,
+        samples=request.samples, finalist_time_s=request.finalist_time_s, how=request.search,
         progress=lambda line: None,  # the main process prints each device's table
     )  # fmt: skip

@@ -1,0 +1,47 @@
+"""The tuning database shipped with xbackend: tuned choices for the devices we measured.
+
+As CLBlast ships its tuning results, xbackend ships ``xbackend/tuning_db.json``: the
+choices of ``xbackend tune`` on the devices the project could measure, keyed as the
+user's tune cache is (``tune_cache.entry_key``: backend, device name, variant,
+operation, dtype, shape class). A tuned variant takes its configuration from the
+user's own cache first; where that has no entry for the product, from this database;
+where neither has one, from the default derived from the device's limits
+(``backends/warp.py``). A user's entry always wins, a tie included: a user whose tune
+found the default best gets the default, not the database's choice.
+
+Each entry records how and when it was measured (``how``: the command and the machine;
+``tuned_at``), beside the fields of a cache entry. Its ``build`` holds only the digest
+of the kernel file and its fixed options: the database holds on any driver and for the
+version it ships with, but an entry whose kernel has changed since it was measured is
+ignored (with a ``TuneCacheWarning``), as a stale cache entry is. A test keeps every
+entry's digest equal to the kernel files', so a kernel edit fails it until the
+database is measured again (``scripts/tuning_db.py``).
+
+``XBACKEND_TUNING_DB`` names another database file, or ``off`` to hide it (as the
+docs' untuned measurements do).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+DB_ENV = "XBACKEND_TUNING_DB"
+HIDDEN = "off"
+SHIPPED = Path(__file__).resolve().parent / "tuning_db.json"
+
+
+def db_path() -> Path | None:
+    """The database in use: ``XBACKEND_TUNING_DB``'s file, the shipped one, or None
+    where it is hidden (``XBACKEND_TUNING_DB=off``)."""
+    chosen = os.environ.get(DB_ENV, "")
+    if chosen.strip().lower() == HIDDEN:
+        return None
+    return Path(chosen) if chosen else SHIPPED
+
+
+def stale_fields(recorded: dict[str, Any], wanted: dict[str, str]) -> list[str]:
+    """The fields of a database entry's ``build`` that differ from the product's: only
+    those it records (the kernel digest), not the driver or xbackend's version."""
+    return sorted(name for name in recorded if recorded[name] != wanted.get(name))
