@@ -4,10 +4,14 @@
 #   2. xbackend tune (the coarse search) on CUDA, then on NVIDIA's OpenCL, each timed,
 #      each into a cache of its own;
 #   3. the tuning database made from those caches (scripts/tuning_db.py);
-#   4. the ladder's tuned variants untuned (no cache, no database: the derived default)
+#   4. where a reference tune cache is named (REFERENCE=file: an exhaustive tune of this
+#      machine), each coarse choice raced against its choice (scripts/tuner_check.py);
+#   5. the ladder's tuned variants untuned (no cache, no database: the derived default)
 #      and tuned (the new database), side by side in one run, against cuBLAS.
 #
 #   OUT=/tmp/out bash scripts/gpu_fair.sh MACHINE     (MACHINE: "H100", "H200", ...)
+#   STEPS=tune ...      only steps 1-4;   STEPS=ladder ...   only step 5, with the
+#                       database named by DB (default: the shipped one)
 #
 # Needs CUDA (PyCUDA) and NVIDIA's OpenCL registered; every step has a time limit, so a
 # slow one leaves the others their time. Everything lands in $OUT/fair/.
@@ -34,18 +38,29 @@ for name in ("cuda", "opencl:nvidia"):
 EOF
 cat "$out/registers.txt"
 
-for backend in cuda opencl:nvidia; do
+steps=${STEPS:-tune ladder}
+[[ $steps == *tune* ]] && for backend in cuda opencl:nvidia; do
     tag=${backend%%:*}
     XBACKEND_TUNE_CACHE=$out/tune_$tag.json XBACKEND_TUNING_DB=off \
         run "${TUNE_LIMIT:-240}" "$out/tune_$tag.txt" python3 -m xbackend tune --backends "$backend"
 done
 
-python3 scripts/tuning_db.py "$out"/tune_*.json --db "$out/tuning_db.json" \
-    --how "xbackend tune --backends cuda|opencl:nvidia, $machine machine, $(date -u +%F)" \
-    >"$out/tuning_db.txt" 2>&1
-
-XBACKEND_TUNE_CACHE=$out/no_cache.json XBACKEND_TUNING_DB=$out/tuning_db.json \
+if [[ $steps == *tune* ]]; then
+    python3 scripts/tuning_db.py "$out"/tune_*.json --db "$out/tuning_db.json" \
+        --how "xbackend tune --backends cuda|opencl:nvidia, $machine machine, $(date -u +%F)" \
+        >"$out/tuning_db.txt" 2>&1
+    db=$out/tuning_db.json
+    if [ -n "${REFERENCE:-}" ]; then
+        for backend in cuda opencl:nvidia; do
+            tag=${backend%%:*}
+            run 120 "$out/check_$tag.txt" python3 scripts/tuner_check.py --backend "$backend" \
+                "$out/tune_$tag.json" "$REFERENCE"
+        done
+    fi
+fi
+[[ $steps == *ladder* ]] && XBACKEND_TUNE_CACHE=$out/no_cache.json \
+    XBACKEND_TUNING_DB=${DB:-${db:-$PWD/xbackend/tuning_db.json}} \
     run "${LADDER_LIMIT:-240}" "$out/ladder.txt" python3 scripts/ladder_benchmark.py --untuned \
-    --sizes "${SIZES:-4096x4096x4096,8000x7000x8000,1000x3001x1000}" --rounds 3 --variants vec4,vec4_db,warp,warp_db \
-    --rmm-variants vec4_db,warp_db
+    --sizes "${SIZES:-4096x4096x4096,8000x7000x8000,1000x3001x1000}" --rounds 3 \
+    --variants vec4,vec4_db,warp,warp_db --rmm-variants vec4_db,warp_db
 cat "$out/steps.txt"

@@ -290,21 +290,21 @@ class CompiledBackend(Backend):
         tuned = self._tuned_config(op, spec, A.dtype, (M, N, K))
         if tuned is not None and tile in (None, tuned.BM):
             return tuned
-        small = tile is None and not op.batched and warp.shape_class(M, N, units) == "small"
-        config = self._default_config(spec, tile or 128, small)
-        if not op.batched:  # a batch is z already: no split along K
-            registers, double = self.device.registers, spec.double_buffered
+        registers, double = self.device.registers, spec.double_buffered
+        size = None if op.batched else (M, N, K)  # a batch is z already: no split along K
+        if tile is None:
+            return warp.untuned_config(spec.layout, 128, registers, double, size, units)
+        config = self._default_config(spec, tile)
+        if size is not None:
             resident = warp.resident_blocks(config, registers, double)
-            config = config.with_slices(warp.auto_slices(config, M, N, K, units, resident))
+            config = config.with_slices(warp.auto_slices(config, *size, units, resident))
         return config
 
-    def _default_config(self, spec: VariantSpec, tile: int, small: bool = False) -> warp.WarpConfig:
+    def _default_config(self, spec: VariantSpec, tile: int) -> warp.WarpConfig:
         """A tuned variant's configuration at ``tile`` before any tuning: derived from
         this device's registers where it says them (see warp.default_config)."""
-        return warp.default_config(
-            spec.layout, tile, self.device.registers,
-            double_buffered=spec.double_buffered, small=small,
-        )  # fmt: skip
+        registers, double = self.device.registers, spec.double_buffered
+        return warp.default_config(spec.layout, tile, registers, double_buffered=double)
 
     def _tuned_config(
         self, op: Operation, spec: VariantSpec, dtype: np.dtype[Any], size: tuple[int, int, int]

@@ -224,6 +224,39 @@ def auto_slices(
     return _bounded_slices((resident * compute_units) // tiles, K)
 
 
+def untuned_config(
+    layout: str,
+    tile: int,
+    registers: int | None,
+    double_buffered: bool,
+    size: tuple[int, int, int] | None,
+    compute_units: int,
+) -> WarpConfig:
+    """A product's configuration without a tuned choice: ``default_config`` at ``tile``,
+    split along K to fill the device where its output is small (``size``: M, N and K;
+    None for a batch, which fills the device along z instead). For a small output on a
+    device that says its registers, the default with the block's rows halved competes:
+    the one of the two that keeps the more threads at work in one wave (blocks in
+    flight, at most the resident slots, times threads per block) is taken, the full
+    block where they tie (its larger patch reuses more of each value read)."""
+    full = default_config(layout, tile, registers, double_buffered=double_buffered)
+    if size is None:
+        return full
+    M, N, K = size
+    options = [full]
+    if registers and shape_class(M, N, compute_units) == "small":
+        options.append(default_config(layout, tile, registers, double_buffered=double_buffered,
+                                      small=True))  # fmt: skip
+
+    def fitted(config: WarpConfig) -> tuple[int, WarpConfig]:
+        resident = resident_blocks(config, registers, double_buffered)
+        split = config.with_slices(auto_slices(config, M, N, K, compute_units, resident))
+        blocks = output_tiles(split, M, N) * split.slices
+        return min(blocks, resident * compute_units) * split.threads, split
+
+    return max((fitted(config) for config in options), key=lambda pair: pair[0])[1]
+
+
 def refit_slices(config: WarpConfig, blocks: int, M: int, N: int, K: int) -> WarpConfig:
     """A tuned split, refitted to an M×N output with K: the K ranges that come closest
     to ``blocks``, the blocks of the tuned launch, within the limits of auto_slices."""
