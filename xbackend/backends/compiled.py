@@ -293,7 +293,8 @@ class CompiledBackend(Backend):
         registers, double = self.device.registers, spec.double_buffered
         size = None if op.batched else (M, N, K)  # a batch is z already: no split along K
         if tile is None:
-            return warp.untuned_config(spec.layout, 128, registers, double, size, units)
+            tile = warp.untuned_tile(self.device.kind)
+            return warp.untuned_config(spec.layout, tile, registers, double, size, units)
         config = self._default_config(spec, tile)
         if size is not None:
             resident = warp.resident_blocks(config, registers, double)
