@@ -15,14 +15,29 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import xbackend
 from xbackend import tuning
 from xbackend.backends import warp
-from xbackend.problems import make_operands
+from xbackend.problems import Shape, make_operands
 from xbackend.sweep import parse_shapes
+
+
+def _sampler(backend: Any, shape: Shape, variant: str, op: str) -> tuning.Sampler:
+    """Kernel seconds of a configuration at ``shape``, sampled as the tuner samples."""
+    A, B = make_operands(shape, seed=3)
+
+    def sampler(config: warp.WarpConfig, count: int) -> list[float]:
+        measured = backend.measure(
+            A, B, variant, op=op, params=config.to_dict(), sampling=tuning.SAMPLING,
+            warmup=1, samples=count, min_samples=count,
+        )  # fmt: skip
+        return list(measured.kept[0])
+
+    return sampler
 
 
 def main() -> int:
@@ -46,17 +61,8 @@ def main() -> int:
             continue
         (M, K), (_, N) = (side.split("×") for side in mine["shape"].split(" · "))
         shape = parse_shapes(f"{M}x{K}x{N}")[0]
-        A, B = make_operands(shape, seed=3)
         racers = [tuning.Finalist(warp.WarpConfig.from_dict(e["params"])) for e in (mine, theirs)]
-
-        def sampler(config: warp.WarpConfig, count: int) -> list[float]:
-            measured = backend.measure(
-                A, B, variant, op=op, params=config.to_dict(), sampling=tuning.SAMPLING,
-                warmup=1, samples=count, min_samples=count,
-            )  # fmt: skip
-            return measured.kept[0]
-
-        tuning.race(racers, sampler, args.race_time)
+        tuning.race(racers, _sampler(backend, shape, variant, op), args.race_time)
         ratio = racers[1].median_s / racers[0].median_s
         ratios.append(ratio)
         told = racers[0].below(racers[1]) or racers[1].below(racers[0])

@@ -23,6 +23,9 @@ REGISTRY = {"xbackend.operations"}
 LOWER_LAYERS = {
     "xbackend.backends": (
         "xbackend.tuning",
+        "xbackend.tune_cache",
+        "xbackend.tune_search",
+        "xbackend.tuning_db",
         "xbackend.runner",
         "xbackend.cli",
         "xbackend.report",

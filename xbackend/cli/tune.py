@@ -68,6 +68,18 @@ def add_parser(commands: Any) -> None:
     tune.add_argument(
         "--samples", type=samples, default=5, help="timed runs per candidate of the search"
     )
+    _add_search_options(tune)
+    seed = arguments.bounded_int(0, arguments.MAX_SEED)
+    tune.add_argument("--seed", type=seed, default=0, help="seed of the random operands")
+    tune.add_argument(
+        "--show", action="store_true", help="print the cache and exit (no backend needed)"
+    )
+    cluster_options.add_options(tune)
+    tune.set_defaults(func=run)
+
+
+def _add_search_options(tune: Any) -> None:
+    """--search and --finalist-time: how candidates are searched and raced."""
     tune.add_argument(
         "--search", choices=SEARCHES, default="coarse",
         help="coarse to fine (default), or every candidate: slower, for checking the coarse "
@@ -79,13 +91,6 @@ def add_parser(commands: Any) -> None:
         help="the finalists' race, at most, per variant, operation and size "
         f"(default {FINALIST_TIME_S:g}; 0: no race, the search's best is cached)",
     )  # fmt: skip
-    seed = arguments.bounded_int(0, arguments.MAX_SEED)
-    tune.add_argument("--seed", type=seed, default=0, help="seed of the random operands")
-    tune.add_argument(
-        "--show", action="store_true", help="print the cache and exit (no backend needed)"
-    )
-    cluster_options.add_options(tune)
-    tune.set_defaults(func=run)
 
 
 def _show() -> int:
