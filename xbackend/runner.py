@@ -54,6 +54,7 @@ from xbackend.results import (
 )
 from xbackend.safeio import output_folder, refuse_link
 from xbackend.timing import format_seconds
+from xbackend.tune_cache import CachedChoices
 
 if TYPE_CHECKING:
     from xbackend import Backend
@@ -221,6 +222,9 @@ def device_record(backend: Backend, dtypes: Sequence[str] = ()) -> dict[str, Any
     ceilings = _ceilings(backend, dtypes)
     if ceilings is not None:
         record["ceilings"] = ceilings
+    tuned = any(backend.variant_spec(variant).tuned for variant in backend.variants())
+    if tuned and isinstance(backend.choices, CachedChoices):
+        record["tuning"] = backend.choices.describe(backend.name, backend.device.name)
     return record
 
 

@@ -367,6 +367,22 @@ class CachedChoices:
                 known = self._read[path] = (stamp, load_entries(path))
         return path, known[1]
 
+    def describe(self, backend: str, device: str) -> dict[str, Any]:
+        """Where a device's tuned variants take their choices from, for a run's header:
+        the cache and the database, each with its entries for this backend and device."""
+        prefix = f"{backend}|{device}|"
+        path, entries = self.entries()
+        described: dict[str, Any] = {
+            "tune_cache": str(path),
+            "tune_cache_entries": sum(key.startswith(prefix) for key in entries),
+            "tuning_db": tuning_db.HIDDEN,
+        }
+        database = self.database()
+        if database is not None:
+            described["tuning_db"] = str(database[0])
+            described["tuning_db_entries"] = sum(key.startswith(prefix) for key in database[1])
+        return described
+
     def choice(self, request: ChoiceRequest) -> warp.WarpConfig | None:
         path, entries = self.entries()
         found, config = find(entries, request, path)

@@ -161,21 +161,22 @@ def default_patch(
     """The patch per thread of a bm×bn×bk block, derived from a multiprocessor's
     ``registers`` (32-bit; None where the device does not say): the largest of PATCHES
     whose thread fits THREAD_REGISTERS, whose block keeps at least two warps, and of
-    whose blocks BLOCKS_PER_UNIT fit the register file together. None: no such patch,
-    or the registers are not known."""
+    whose blocks BLOCKS_PER_UNIT fit the register file together; on a register file too
+    small for that, the largest of which one block fits. None: no such patch, or the
+    registers are not known."""
     if not registers:
         return None
-    for tm, tn in PATCHES:
-        if bm % tm or bn % tn or (bm // tm) * (bn // tn) < 2 * WARP:
-            continue
-        if layout == "warp" and not _warp_tiles(bm, bn, tm, tn):
-            continue
-        config = _block(layout, bm, bn, bk, (tm, tn))
-        if config.problem():
-            continue
-        need = thread_registers(config, double_buffered)
-        if need <= THREAD_REGISTERS and BLOCKS_PER_UNIT * config.threads * need <= registers:
-            return tm, tn
+    for blocks in (BLOCKS_PER_UNIT, 1):
+        for tm, tn in PATCHES:
+            if bm % tm or bn % tn or (bm // tm) * (bn // tn) < 2 * WARP:
+                continue
+            if layout == "warp" and not _warp_tiles(bm, bn, tm, tn):
+                continue
+            config = _block(layout, bm, bn, bk, (tm, tn))
+            need = thread_registers(config, double_buffered)
+            fits = need <= THREAD_REGISTERS and blocks * config.threads * need <= registers
+            if fits and config.problem() is None:
+                return tm, tn
     return None
 
 

@@ -94,10 +94,17 @@ def _add_search_options(tune: Any) -> None:
 
 
 def _show() -> int:
-    from xbackend import tuning
+    from xbackend import tuning, tuning_db
 
     entries = tuning.load_entries()
     print(f"{tuning.cache_path()}: {len(entries)} entries")
+    database = tuning.cached_choices().database()
+    if database is None:
+        print(f"the tuning database: hidden ({tuning_db.DB_ENV}={tuning_db.HIDDEN})")
+    else:
+        devices = sorted({key.split("|")[1] for key in database[1]})
+        print(f"the tuning database {database[0]}: {len(database[1])} entries, for "
+              f"{', '.join(devices) or 'no device'}; your entries come first")  # fmt: skip
     for key, entry in sorted(entries.items()):
         rate = _gflops(entry.get("tflops"))
         margin = entry.get("margin")

@@ -1,0 +1,223 @@
+"""The tuned variants' defaults before any tuning (``backends/warp.py``): the patch per
+thread derived from a multiprocessor's registers, the old defaults where they are not
+known, the halved block and the K split of a small output; the register estimate
+against ptxas's counts; and ``prebuild`` building a batch's kernels on an OpenCL device
+so that the runs after it build nothing."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import xbackend
+from xbackend.backends import warp
+from xbackend.operations import Shape, make_operands
+
+SEED = 20261124
+ROOT = Path(__file__).resolve().parent.parent
+NVCC = Path("/usr/local/cuda/bin/nvcc")
+H100 = {"registers": 65536, "compute_units": 132}
+Config = warp.WarpConfig
+
+
+def test_the_default_with_an_h100s_registers_is_16x8_patches_of_128_threads():
+    """Guards the derived default on an H100/H200 (65536 registers per multiprocessor)."""
+    block = warp.default_config("block", 128, 65536)
+    assert block == Config(128, 128, 8, 128, 128, 16, 8) and block.threads == 128
+    grouped = warp.default_config("warp", 128, 65536)
+    assert (grouped.WM, grouped.WN, grouped.TM, grouped.TN) == (64, 64, 16, 8)
+    assert grouped.threads == 128 and grouped.warp_tiled
+
+
+def test_without_registers_the_defaults_are_the_old_ones():
+    """Guards devices that do not say their registers (CPUs, AMD): what any device takes."""
+    assert warp.default_config("block", 128) == Config(128, 128, 8, 128, 128, 8, 8)
+    assert warp.default_config("warp", 128) == Config(128, 128, 8, 32, 64, 8, 8)
+    assert warp.default_config("block", 64, None) == Config(64, 64, 8, 64, 64, 8, 4)
+    assert warp.default_config("warp", 64, None) == Config(64, 64, 8, 32, 32, 8, 4)
+
+
+def _rule_patch(bm: int, bn: int, bk: int, registers: int) -> tuple[int, int] | None:
+    """default_patch's docstring worked by hand for one group per block: the first of
+    16×8, 8×8, 8×4 with at least 64 threads, at most 255 registers a thread (patch,
+    fragments, 8 per 16-byte slab piece loaded, 40 more) and two blocks in the file;
+    where none keeps two, the first of which one block fits."""
+    for blocks in (2, 1):
+        for tm, tn in ((16, 8), (8, 8), (8, 4)):
+            threads = (bm // tm) * (bn // tn)
+            pieces = (bm * bk + bk * bn) // 4 // threads
+            need = tm * tn + tm + tn + 8 * pieces + 40
+            if threads >= 64 and need <= 255 and blocks * threads * need <= registers:
+                return tm, tn
+    return None
+
+
+@pytest.mark.parametrize("registers", [131072, 65536, 57344, 57343, 32768, 16384])
+def test_the_patch_follows_the_register_file(registers):
+    """Guards default_patch's rule: 16×8 needs 2 × 128 × 224 = 57344 registers at
+    128×128×8 for two blocks; with fewer no patch keeps two, and the one block of 16×8
+    (128 × 224 = 28672 registers) is taken where it fits, never the 8×8 of 256 threads
+    that would need 34816 of a 32768-register file. Below 28672, nothing fits: the
+    default falls back to the 8×8 that devices without registers take."""
+    expected = _rule_patch(128, 128, 8, registers)
+    assert warp.default_patch("block", 128, 128, 8, registers) == expected
+    config = warp.default_config("block", 128, registers)
+    assert (expected or (8, 8)) == (config.TM, config.TN)
+    if registers >= 28672:
+        assert expected == (16, 8)
+    else:
+        assert expected is None
+
+
+def test_the_patch_at_the_64_tile_and_the_halved_block_follow_the_rule():
+    """Guards the rule where 16×8 leaves too few threads (a 64×64 block) or a thread
+    too many registers (the halved block 64×128×16 of a small output)."""
+    assert warp.default_patch("block", 64, 64, 8, 65536) == _rule_patch(64, 64, 8, 65536) == (8, 8)
+    # 16384 registers hold one block of 64 threads of 152 registers, not two.
+    assert warp.default_patch("block", 64, 64, 8, 16384) == _rule_patch(64, 64, 8, 16384) == (8, 8)
+    assert warp.default_patch("block", 64, 64, 8, 8192) == _rule_patch(64, 64, 8, 8192) is None
+    assert _rule_patch(64, 128, 16, 65536) == (8, 8)
+    small = warp.default_config("block", 128, 65536, small=True)
+    assert small == Config(64, 128, 16, 64, 128, 8, 8)
+
+
+DEFAULT_CASES = list(
+    itertools.product(("block", "warp"), (64, 128), (None, 16384, 32768, 65536), (0, 1), (0, 1))
+)
+
+
+@pytest.mark.parametrize("layout, tile, registers, double, small", DEFAULT_CASES)
+def test_every_default_builds_and_keeps_two_warps(layout, tile, registers, double, small):
+    """Guards against a default the kernel refuses, or one with fewer than 64 threads."""
+    config = warp.default_config(
+        layout, tile, registers, double_buffered=bool(double), small=bool(small)
+    )
+    assert config.problem() is None, config.label
+    assert config.threads >= 64, config.label
+    assert tile == config.BN
+
+
+def test_a_large_output_takes_the_full_default_without_a_split():
+    """Guards 4096³ on an H100: the output fills the device, so no split, no halving."""
+    for double in (False, True):
+        chosen = warp.untuned_config("block", 128, 65536, double, (4096, 4096, 4096), 132)
+        assert chosen == warp.default_config("block", 128, 65536, double_buffered=double)
+        assert chosen.slices == 1 and (chosen.TM, chosen.TN) == (16, 8)
+
+
+def test_a_small_output_takes_the_block_that_keeps_more_threads_at_work():
+    """Guards the halved block's race on 1000×1000 (K 3001) on an H100: 64 full blocks or
+    128 halved ones. Single-buffered, a halved block (8×8, 168 registers a thread) fits 3
+    times in the file (resident_blocks), so K/3 gives 384 blocks of 128 threads at work
+    against the full block's 2 × 132 slots = 256 blocks at K/4: the halved block wins.
+    Double-buffered (184 registers) only 2 fit, the halved block reaches K/2 = 256
+    blocks, a tie, and the full block keeps it for its larger patch, at K/4."""
+    halved = Config(64, 128, 16, 64, 128, 8, 8)
+    assert warp.resident_blocks(halved, 65536, False) == 3
+    assert warp.resident_blocks(halved, 65536, True) == 2
+    size = (1000, 1000, 3001)
+    assert warp.shape_class(1000, 1000, 132) == "small"
+    single = warp.untuned_config("block", 128, 65536, False, size, 132)
+    assert single == halved.with_slices(3)
+    double = warp.untuned_config("block", 128, 65536, True, size, 132)
+    assert double == Config(128, 128, 8, 128, 128, 16, 8, slices=4)
+
+
+def test_resident_blocks_count_registers_in_eights():
+    """Guards the allocation the slots are counted with: a 64×64×8 block of 8×4 patches
+    needs 100 registers a thread, allocated as 104, so 65536 // (128 × 104) = 4 blocks
+    (not 5); a device that does not say its registers is given BLOCKS_PER_UNIT."""
+    small = Config(64, 64, 8, 64, 64, 8, 4)
+    assert warp.thread_registers(small) == 100
+    assert warp.resident_blocks(small, 65536, False) == 4
+    assert warp.resident_blocks(small, None, False) == warp.BLOCKS_PER_UNIT == 2
+
+
+def test_a_batch_is_never_split_and_unknown_registers_keep_the_full_block():
+    """Guards a batch (size None: it fills the device along z) and a device that does
+    not say its registers (no halved block competes; the split still fills it)."""
+    batch = warp.untuned_config("block", 128, 65536, False, None, 132)
+    assert batch == warp.default_config("block", 128, 65536) and batch.slices == 1
+    blind = warp.untuned_config("block", 128, None, False, (1000, 1000, 3001), 132)
+    assert blind.with_slices(1) == Config(128, 128, 8, 128, 128, 8, 8)
+    assert blind.slices == 4  # 2 resident × 132 units // 64 tiles
+
+
+def test_the_untuned_tile_is_64_on_a_processor_and_128_elsewhere():
+    """Guards the tile of CPUs' OpenCL runtimes, where 8×4 patches at 64 run faster."""
+    assert warp.untuned_tile("cpu") == 64
+    assert warp.untuned_tile("gpu") == 128
+    assert warp.untuned_tile("accelerator") == 128
+
+
+def _ptxas_id(value: object) -> str:
+    if isinstance(value, Config):
+        return value.label.replace(" ", "-")
+    return "double" if value else "single"
+
+
+PTXAS_CONFIGS = [
+    (Config(128, 128, 8, 128, 128, 16, 8), False),
+    (Config(128, 128, 8, 128, 128, 16, 8), True),
+    (Config(64, 128, 16, 64, 128, 8, 8), False),
+    (Config(64, 128, 16, 64, 128, 8, 8), True),
+    (Config(64, 64, 8, 64, 64, 8, 4), False),
+    (Config(128, 128, 8, 128, 128, 8, 8), False),
+]
+
+
+@pytest.mark.parametrize("config, double", PTXAS_CONFIGS, ids=_ptxas_id)
+def test_the_register_estimate_is_close_to_ptxas(config, double, tmp_path):
+    """Guards thread_registers, which the defaults are derived from, against what nvcc
+    13 allocates for sm_90: within 27 registers of ptxas's count."""
+    if not NVCC.exists():
+        pytest.skip(f"{NVCC} is not installed")
+    options = warp.defines(config, np.dtype(np.float32), vec4=True, double_buffer=double)
+    done = subprocess.run(
+        [str(NVCC), "-cubin", "-arch=sm_90", "-o", str(tmp_path / "x.cubin"),
+         "--resource-usage", *options, str(ROOT / "kernels" / "cuda" / "mm_warp.cu")],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    counts = [int(n) for n in re.findall(r"Used (\d+) registers", done.stdout + done.stderr)]
+    assert counts, done.stdout + done.stderr
+    estimate = warp.thread_registers(config, double)
+    assert abs(estimate - max(counts)) <= 27, f"estimated {estimate}, ptxas {max(counts)}"
+
+
+@pytest.fixture
+def opencl(monkeypatch):
+    """A fresh OpenCL backend (its programs built by this test alone); two cores at
+    least, as prebuild builds in threads only where there are two."""
+    try:
+        backend = xbackend.get_backend("opencl")
+    except xbackend.BackendUnavailable as error:
+        pytest.skip(f"opencl unavailable: {error.reason}")
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)  # compiled.prebuild asks it
+    with backend:
+        yield backend
+
+
+def test_prebuild_builds_each_configuration_once_for_the_runs_after_it(opencl):
+    """Guards the tuner's batch builds: after prebuild, a program per configuration is
+    held, the runs that follow compute A·B with them and build nothing more, and a
+    configuration that cannot be planned is left to its own run to report."""
+    A, B = make_operands(Shape(96, 64, 80), SEED)
+    configs = [Config(64, 64, 8, 64, 64, 8, 4), Config(64, 64, 16, 64, 64, 4, 8)]
+    unplannable = Config(96, 64, 8, 64, 64, 8, 4)  # 64-row groups cannot tile 96 rows
+    assert unplannable.problem() is not None
+    before = len(opencl._programs)
+    opencl.prebuild("vec4", "mm", A, B, [unplannable, *configs])
+    assert len(opencl._programs) == before + 2
+    expected = A.astype(np.float64) @ B.astype(np.float64)
+    for config in configs:
+        measured = opencl.measure(A, B, "vec4", params=config.to_dict(), warmup=0, samples=1)
+        assert measured.params == config.to_dict()
+        np.testing.assert_allclose(measured.result, expected, rtol=1e-4, atol=1e-4)
+    assert len(opencl._programs) == before + 2
