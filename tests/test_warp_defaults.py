@@ -106,7 +106,7 @@ def test_every_default_builds_and_keeps_two_warps(layout, tile, registers, doubl
 def test_a_large_output_takes_the_full_default_without_a_split():
     """Guards 4096³ on an H100: the output fills the device, so no split, no halving."""
     for double in (False, True):
-        chosen = warp.untuned_config("block", 128, 65536, double, (4096, 4096, 4096), 132)
+        chosen = warp.untuned_config("block", 65536, double, (4096, 4096, 4096), 132)
         assert chosen == warp.default_config("block", 128, 65536, double_buffered=double)
         assert chosen.slices == 1 and (chosen.TM, chosen.TN) == (16, 8)
 
@@ -123,9 +123,9 @@ def test_a_small_output_takes_the_block_that_keeps_more_threads_at_work():
     assert warp.resident_blocks(halved, 65536, True) == 2
     size = (1000, 1000, 3001)
     assert warp.shape_class(1000, 1000, 132) == "small"
-    single = warp.untuned_config("block", 128, 65536, False, size, 132)
+    single = warp.untuned_config("block", 65536, False, size, 132)
     assert single == halved.with_slices(3)
-    double = warp.untuned_config("block", 128, 65536, True, size, 132)
+    double = warp.untuned_config("block", 65536, True, size, 132)
     assert double == Config(128, 128, 8, 128, 128, 16, 8, slices=4)
 
 
@@ -142,18 +142,26 @@ def test_resident_blocks_count_registers_in_eights():
 def test_a_batch_is_never_split_and_unknown_registers_keep_the_full_block():
     """Guards a batch (size None: it fills the device along z) and a device that does
     not say its registers (no halved block competes; the split still fills it)."""
-    batch = warp.untuned_config("block", 128, 65536, False, None, 132)
+    batch = warp.untuned_config("block", 65536, False, None, 132)
     assert batch == warp.default_config("block", 128, 65536) and batch.slices == 1
-    blind = warp.untuned_config("block", 128, None, False, (1000, 1000, 3001), 132)
+    blind = warp.untuned_config("block", None, False, (1000, 1000, 3001), 132)
     assert blind.with_slices(1) == Config(128, 128, 8, 128, 128, 8, 8)
     assert blind.slices == 4  # 2 resident × 132 units // 64 tiles
 
 
-def test_the_untuned_tile_is_64_on_a_processor_and_128_elsewhere():
-    """Guards the tile of CPUs' OpenCL runtimes, where 8×4 patches at 64 run faster."""
-    assert warp.untuned_tile("cpu") == 64
-    assert warp.untuned_tile("gpu") == 128
-    assert warp.untuned_tile("accelerator") == 128
+def test_a_processor_takes_the_patch_its_runtime_vectorizes_best():
+    """Guards processor_config: a runtime that packs work-items into vector lanes
+    (preferred float width 1, Intel's) takes 8×4 patches of a 64 tile; one that vectorizes
+    within a work-item (PoCL's 16) the 16×8 patches of 128; both split a small output."""
+    packed = warp.untuned_config("block", None, False, (512, 512, 512), 2, vector_width=1)
+    assert packed == Config(64, 64, 8, 64, 64, 8, 4)
+    wide = warp.untuned_config("warp", None, False, (512, 512, 512), 2, vector_width=16)
+    assert wide == Config(128, 128, 8, 64, 64, 16, 8)
+    small = warp.untuned_config("block", None, False, (96, 96, 1001), 2, vector_width=16)
+    assert (small.BM, small.slices) == (128, 3)
+    # A GPU without registers (no vector width given) keeps the 8×8 patches of 128.
+    blind = warp.untuned_config("block", None, False, (4096, 4096, 4096), 60)
+    assert blind == Config(128, 128, 8, 128, 128, 8, 8)
 
 
 def _ptxas_id(value: object) -> str:

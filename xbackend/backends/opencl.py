@@ -174,6 +174,8 @@ def _describe(platform: Any, device: Any) -> DeviceInfo:
         extra={
             "pyopencl": cl.VERSION_TEXT,
             "fp64": bool(device.double_fp_config),
+            # How its compiler vectorizes: 1, across work-items (see warp.processor_config).
+            "preferred_vector_width_float": device.preferred_vector_width_float,
             **({"clock_mhz": device.max_clock_frequency} if device.max_clock_frequency else {}),
             **_nvidia_facts(device),
             **index_environment(),

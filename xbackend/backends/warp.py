@@ -228,37 +228,45 @@ def auto_slices(
     return _bounded_slices((resident * compute_units) // tiles, K)
 
 
-def untuned_tile(kind: str) -> int:
-    """The block tile a product takes without a tuned choice or a tile asked for: 128, or
-    64 on a processor ("cpu"), whose OpenCL runtimes run a group's work-items as lanes of
-    its vector units, where the 8×4 patches of the 64 tile run 3-5 times faster than the
-    8×8 ones of 128 (Intel's runtime on an AMD EPYC, 2 cores: 15-24 GFLOP/s against 4-6
-    at 1024³, docs/performance.md)."""
-    return 64 if kind == "cpu" else 128
+def processor_config(layout: str, vector_width: int) -> WarpConfig:
+    """The default on a processor, whose OpenCL runtime says how it vectorizes through
+    its preferred vector width for floats. Width 1 (Intel's runtime): it packs a group's
+    work-items into the lanes of its vector units, and small patches of a 64 tile run
+    fastest (8×4: 15-24 GFLOP/s at 1024³ against 4-6 for 8×8 patches of 128, on 2 cores
+    of an AMD EPYC). A wider one (PoCL's 16): it vectorizes within a work-item, and the
+    16×8 patches of a 128 tile run fastest (30.4 GFLOP/s at 512³ against 14.1 for 8×8)."""
+    if vector_width <= 1:
+        return _block(layout, 64, 64, 8, (8, 4))
+    return _block(layout, 128, 128, 8, (16, 8))
 
 
 def untuned_config(
     layout: str,
-    tile: int,
     registers: int | None,
     double_buffered: bool,
     size: tuple[int, int, int] | None,
     compute_units: int,
+    vector_width: int | None = None,
 ) -> WarpConfig:
-    """A product's configuration without a tuned choice: ``default_config`` at ``tile``,
-    split along K to fill the device where its output is small (``size``: M, N and K;
-    None for a batch, which fills the device along z instead). For a small output on a
-    device that says its registers, the default with the block's rows halved competes:
-    the one of the two that keeps the more threads at work in one wave (blocks in
-    flight, at most the resident slots, times threads per block) is taken, the full
-    block where they tie (its larger patch reuses more of each value read)."""
-    full = default_config(layout, tile, registers, double_buffered=double_buffered)
+    """A product's configuration without a tuned choice or a tile asked for:
+    ``default_config`` at the 128 tile (on a processor, whose ``vector_width`` is given,
+    ``processor_config``), split along K to fill the device where its output is small
+    (``size``: M, N and K; None for a batch, which fills the device along z instead).
+    For a small output on a device that says its registers, the default with the
+    block's rows halved competes: the one of the two that keeps the more threads at work
+    in one wave (blocks in flight, at most the resident slots, times threads per block)
+    is taken, the full block where they tie (its larger patch reuses more of each value
+    read)."""
+    if vector_width is not None:
+        full = processor_config(layout, vector_width)
+    else:
+        full = default_config(layout, 128, registers, double_buffered=double_buffered)
     if size is None:
         return full
     M, N, K = size
     options = [full]
     if registers and shape_class(M, N, compute_units) == "small":
-        options.append(default_config(layout, tile, registers, double_buffered=double_buffered,
+        options.append(default_config(layout, 128, registers, double_buffered=double_buffered,
                                       small=True))  # fmt: skip
 
     def fitted(config: WarpConfig) -> tuple[int, WarpConfig]:
