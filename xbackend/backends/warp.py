@@ -30,6 +30,7 @@ FAMILY = "mm_warp"
 SUM_KERNEL = "mm_sum_slices"
 TILE_NAMES = ("BM", "BN", "BK", "WM", "WN", "TM", "TN")
 WARP = 32  # threads per warp, and per group of a warp-tiled configuration
+WARP_ROWS, WARP_COLUMNS = 4, 8  # the threads of a warp-tiled group (see _warp_tiles)
 PAD = 4  # the kernels' padding of the transposed A slab
 MIN_K_SLICE = 256  # a K range shorter than this spends more on the sums than it gains
 MAX_SLICES = 16
@@ -148,11 +149,13 @@ def resident_blocks(config: WarpConfig, registers: int | None, double_buffered: 
 
 
 def _block(layout: str, bm: int, bn: int, bk: int, patch: tuple[int, int]) -> WarpConfig:
+    """A bm×bn×bk block of ``patch``es: one group ("block"), or groups of one warp each,
+    4×8 threads (see ``_warp_tiles``; a block they do not tile is what ``problem`` and
+    the device's checks then refuse, by name)."""
     tm, tn = patch
     if layout == "block":
         return WarpConfig(bm, bn, bk, bm, bn, tm, tn)
-    wm, wn = _warp_tiles(bm, bn, tm, tn)[0]
-    return WarpConfig(bm, bn, bk, wm, wn, tm, tn)
+    return WarpConfig(bm, bn, bk, WARP_ROWS * tm, WARP_COLUMNS * tn, tm, tn)
 
 
 def default_patch(
@@ -337,12 +340,8 @@ def candidates(layout: str) -> Iterator[WarpConfig]:
 def _warp_tiles(bm: int, bn: int, tm: int, tn: int) -> list[tuple[int, int]]:
     """(WM, WN) with exactly one warp per group: 4×8 threads, so that the 8 threads of
     a quarter warp read 8 different 16-byte pieces of a B slab row."""
-    tiles = []
-    for rows, columns in ((4, 8),):
-        wm, wn = rows * tm, columns * tn
-        if bm % wm == 0 and bn % wn == 0:
-            tiles.append((wm, wn))
-    return tiles
+    wm, wn = WARP_ROWS * tm, WARP_COLUMNS * tn
+    return [(wm, wn)] if bm % wm == 0 and bn % wn == 0 else []
 
 
 def vec4_ok(itemsize: int, *elements: int) -> bool:
