@@ -24,6 +24,9 @@ from xbackend.problems import Reference, Shape, check, make_operands
 
 SEED = 21
 GOOD = warp.default_config("block", 128).to_dict()
+# A choice that is no device's untuned default (a processor's is 64×64×8 with 8×4 patches),
+# so that a test sees whether a backend took it.
+CHOSEN = warp.WarpConfig(64, 64, 16, 64, 64, 8, 4)
 HUGE = float("inf")  # written as 1e400, which Python's json reads as inf
 
 
@@ -233,7 +236,7 @@ def test_a_choice_for_another_build_is_stale(backend, tmp_path, monkeypatch):
     """An entry tuned for another driver, kernel source or xbackend version is ignored
     with a warning; the same entry for this build is used."""
     variant = _tuned_backend(backend)
-    config = warp.WarpConfig(64, 64, 8, 64, 64, 8, 4)
+    config = CHOSEN  # no device's untuned default: a change of choice shows
     if backend.tile_problem(variant, 64, 4, "mm", config):
         pytest.skip("this device cannot run the entry")
     shape = Shape(66, 40, 70)
@@ -310,7 +313,7 @@ def test_a_backend_takes_the_choices_it_is_handed_and_no_others(backend):
     variant = next((v for v in backend.variants("mm") if backend.variant_spec(v).tuned), None)
     if variant is None:
         pytest.skip(f"{backend.name} has no tuned variants")
-    config = warp.WarpConfig(64, 64, 8, 64, 64, 8, 4)
+    config = CHOSEN
     shape = Shape(66, 40, 70)
     A, B = make_operands(shape, SEED)
     held = backend.choices
