@@ -35,7 +35,10 @@ def add_parser(commands: Any) -> None:
         "other's, or --finalist-time. The winner is cached per device, variant, operation, "
         "dtype and shape class, with its margin over the runner-up; a best that does not "
         "beat the default is a tie, and the default is kept. Those variants then use the "
-        "cached choice for every product (an rmm with no choice of its own takes mm's).",
+        "cached choice for every product (an rmm with no choice of its own takes mm's). "
+        "Without a tune they take the choice of the tuning database shipped with xbackend "
+        "(XBACKEND_TUNING_DB=off hides it), and on a device it does not hold, a default "
+        "derived from the device's registers and the product's shape.",
         epilog="examples:\n"
         "  xbackend tune --backends cuda\n"
         "  xbackend tune --backends opencl:nvidia --variants warp_db --sizes 4096x4096x4096\n"
