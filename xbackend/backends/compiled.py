@@ -293,19 +293,13 @@ class CompiledBackend(Backend):
         registers, double = self.device.registers, spec.double_buffered
         size = None if op.batched else (M, N, K)  # a batch is z already: no split along K
         if tile is None:
-            lanes = self._vector_width() if self.device.kind == "cpu" else None
+            lanes = (self.device.vector_width or 1) if self.device.kind == "cpu" else None
             return warp.untuned_config(spec.layout, registers, double, size, units, lanes)
         config = self._default_config(spec, tile)
         if size is not None:
             resident = warp.resident_blocks(config, registers, double)
             config = config.with_slices(warp.auto_slices(config, *size, units, resident))
         return config
-
-    def _vector_width(self) -> int:
-        """A processor's preferred vector width for floats, where its runtime says it
-        (OpenCL's, in the device's record); 1 where it does not."""
-        width = self.device.extra.get("preferred_vector_width_float")
-        return width if isinstance(width, int) and width > 0 else 1
 
     def _default_config(self, spec: VariantSpec, tile: int) -> warp.WarpConfig:
         """A tuned variant's configuration at ``tile`` before any tuning: derived from

@@ -171,11 +171,10 @@ def _describe(platform: Any, device: Any) -> DeviceInfo:
         cache_bytes=device.global_mem_cache_size,
         max_work_group_size=device.max_work_group_size,
         registers=_nvidia_registers(device),
+        vector_width=device.preferred_vector_width_float,
         extra={
             "pyopencl": cl.VERSION_TEXT,
             "fp64": bool(device.double_fp_config),
-            # How its compiler vectorizes: 1, across work-items (see warp.processor_config).
-            "preferred_vector_width_float": device.preferred_vector_width_float,
             **({"clock_mhz": device.max_clock_frequency} if device.max_clock_frequency else {}),
             **_nvidia_facts(device),
             **index_environment(),

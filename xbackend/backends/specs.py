@@ -31,6 +31,9 @@ class DeviceInfo:
     # 32-bit registers of one multiprocessor, where the API says (CUDA, NVIDIA's
     # OpenCL): the tuned variants' untuned default is derived from them (warp.py).
     registers: int | None = None
+    # The preferred vector width for floats, where the API says (OpenCL): how a
+    # processor's compiler vectorizes (1: across work-items; see warp.processor_config).
+    vector_width: int | None = None
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
