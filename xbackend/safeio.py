@@ -8,7 +8,8 @@ rename would replace the link itself, but a link there is not something xbackend
 so it says so instead of silently dropping it).
 
 :func:`safe_name` turns text from a results file (a dtype, an operation, a label) into a
-file name that stays in its folder.
+file name that stays in its folder, and :func:`printable` turns it into text that a
+terminal shows rather than obeys.
 """
 
 from __future__ import annotations
@@ -71,3 +72,9 @@ def safe_name(text: object, limit: int = 60) -> str:
     """``text`` as one file-name component: letters, digits and ``_.+-`` only, no leading dot."""
     name = _UNSAFE.sub("_", str(text)).lstrip(".")[:limit]
     return name or "_"
+
+
+def printable(text: object) -> str:
+    """``text`` with every control character shown as its escape (``\\x1b``, ``\\n``), not
+    obeyed: for printing names read from a results file, which is not trusted."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
