@@ -19,11 +19,14 @@ from xbackend.pytest_plugin import REQUIRE_ENV, required, skip_or_fail
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "numpy_backend"
 
-# Broken copies of the example: one wrong element, a poison that poisons nothing, and
-# a backend that is never available.
+# Broken copies of the example: one wrong element, a poison that poisons nothing, a
+# backend that is never available, integers summed in float32 (exact only below 2**24),
+# and results remembered by operation, shape and dtype (right for the first operands only).
 _BROKEN = """
+import time
+
 import numpy as np
-from xbackend_numpy import NumpyBackend, NumpyExecution
+from xbackend_numpy import NumpyBackend, NumpyExecution, reduced_matmul
 
 
 class _OffByOne(NumpyExecution):
@@ -59,6 +62,48 @@ class AbsentBackend(NumpyBackend):
     @classmethod
     def available(cls):
         return False, "needs the moon"
+
+
+class _FloatSums(NumpyExecution):
+    def run(self):
+        if self._C.dtype.kind != "i":
+            return super().run()
+        start = time.perf_counter()
+        product = reduced_matmul if self._reduced else np.matmul
+        sums = product(self._A.astype(np.float32), self._B.astype(np.float32))
+        self._C[...] = np.rint(sums).astype(np.int64).astype(self._C.dtype)
+        return time.perf_counter() - start
+
+
+class FloatSumsBackend(NumpyBackend):
+    name = "floatsums"
+
+    def _execution(self, op, variant, tile, A, B, params=None):
+        return _FloatSums(op, A, B)
+
+
+_REMEMBERED = {}
+
+
+class _Remembering(NumpyExecution):
+    def __init__(self, op, A, B):
+        super().__init__(op, A, B)
+        self._key = (op, A.shape, B.shape, A.dtype.str)
+
+    def run(self):
+        if self._key in _REMEMBERED:
+            self._C[...] = _REMEMBERED[self._key]
+            return 1e-6
+        seconds = super().run()
+        _REMEMBERED[self._key] = self._C.copy()
+        return seconds
+
+
+class RememberingBackend(NumpyBackend):
+    name = "remembering"
+
+    def _execution(self, op, variant, tile, A, B, params=None):
+        return _Remembering(op, A, B)
 """
 
 _ENTRY_POINTS = {
@@ -66,6 +111,8 @@ _ENTRY_POINTS = {
     "wrong": "broken_backends:WrongBackend",
     "unpoisoned": "broken_backends:UnpoisonedBackend",
     "absent": "broken_backends:AbsentBackend",
+    "floatsums": "broken_backends:FloatSumsBackend",
+    "remembering": "broken_backends:RememberingBackend",
 }
 
 
@@ -121,6 +168,29 @@ def test_a_backend_that_does_not_poison_fails(site):
     done = _conformance(site, "unpoisoned")
     assert done.returncode == 1, done.stdout + done.stderr
     assert "test_poison_fills_the_whole_output" in done.stdout
+
+
+def _failed_tests(stdout: str) -> list[str]:
+    """The ids of the tests that ``-rf`` lists as failed."""
+    return [line.split()[1] for line in stdout.splitlines() if line.startswith("FAILED ")]
+
+
+def test_integer_sums_in_float32_fail_the_conformance_suite(site):
+    """Operands of ±8 kept every int32 sum below 2**24, where float32 is exact; the
+    suite's int32 operands now reach past it while the sums stay within int32."""
+    done = _conformance(site, "floatsums")
+    assert done.returncode == 1, done.stdout + done.stderr
+    failed = _failed_tests(done.stdout)
+    assert any("test_every_variant_equals_the_reference" in name for name in failed), failed
+    assert all("int32" in name for name in failed), failed  # float32 and float64 pass
+
+
+def test_results_remembered_by_shape_fail_the_conformance_suite(site):
+    """A backend that answers a repeated shape and dtype with its first result."""
+    done = _conformance(site, "remembering")
+    assert done.returncode == 1, done.stdout + done.stderr
+    failed = _failed_tests(done.stdout)
+    assert failed and all("test_fresh_operands_for_a_repeated_shape" in n for n in failed), failed
 
 
 def test_an_unavailable_backend_is_a_skip_unless_required(site):

@@ -1,7 +1,15 @@
-"""Every variant of every operation, checked against the float64 reference."""
+"""Every variant of every operation, checked against the float64 reference.
+
+Integer products are checked exactly, on operands as wide as int32 allows for the
+shape: every sum (and every partial sum) stays within int32, but most pass 2**24, so an
+int32 product computed in float32 (exact only below 2**24) fails. Each shape and dtype
+is also run on two sets of operands, so a backend that answers a repeated shape with
+an earlier result fails.
+"""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -15,6 +23,7 @@ from xbackend.problems import DTYPES, Reference, check
 SHAPES = [Shape(1, 1, 1), Shape(7, 5, 3), Shape(33, 17, 65)]
 BATCH = 3
 SEED = 20240611
+INT32_MAX = 2**31 - 1
 
 
 def fitted(op: Operation, shape: Shape) -> Shape:
@@ -30,6 +39,22 @@ def usable_dtype(backend: xbackend.Backend, name: str) -> np.dtype[Any]:
     if problem:
         pytest.skip(f"{backend.name} cannot compute in {name}: {problem}")
     return dtype
+
+
+def wide_operands(
+    op: Operation, shape: Shape, seed: int, dtype: np.dtype[Any]
+) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """Seeded operands of ``op`` at ``shape``: floats as ``op.operands`` draws them;
+    integers uniform in ±m, m as large as keeps every sum of ``op.terms(K)`` products
+    within int32 (xbackend's own ±8 keep every sum below 2**24, where float32 is exact)."""
+    if dtype.kind != "i":
+        return op.operands(shape, seed, dtype, BATCH)
+    m = math.isqrt(INT32_MAX // op.terms(max(shape.K, 1)))
+    rng = np.random.default_rng([seed, shape.M, shape.K, shape.N, dtype.num])
+    lead = (BATCH,) if op.batched else ()
+    A = rng.integers(-m, m + 1, (*lead, shape.M, shape.K)).astype(dtype)
+    B = rng.integers(-m, m + 1, (*lead, shape.K, shape.N)).astype(dtype)
+    return A, B
 
 
 def assert_equal_to_reference(
@@ -52,9 +77,27 @@ def test_every_variant_equals_the_reference(
     variants = backend.runnable_variants(op.name, dtype)
     if not variants:
         pytest.skip(f"{backend.name} runs no variant of {op.name} in {dtype_name}")
-    A, B = op.operands(fitted(op, shape), SEED, dtype, BATCH)
+    A, B = wide_operands(op, fitted(op, shape), SEED, dtype)
     for variant in variants:
         assert_equal_to_reference(backend, op, variant, A, B)
+
+
+@pytest.mark.parametrize("dtype_name", list(DTYPES))
+@pytest.mark.parametrize("op", list(OPERATIONS.values()), ids=lambda op: op.name)
+def test_fresh_operands_for_a_repeated_shape(
+    backend: xbackend.Backend, op: Operation, dtype_name: str
+) -> None:
+    """Two sets of operands of one shape and dtype, each against its own reference: a
+    backend that remembers results by shape and dtype answers the second with the first."""
+    dtype = usable_dtype(backend, dtype_name)
+    shape = fitted(op, SHAPES[-1])
+    variants = backend.runnable_variants(op.name, dtype)
+    if not variants:
+        pytest.skip(f"{backend.name} runs no variant of {op.name} in {dtype_name}")
+    for variant in variants:
+        for seed in (SEED + 1, SEED + 2):
+            A, B = wide_operands(op, shape, seed, dtype)
+            assert_equal_to_reference(backend, op, variant, A, B)
 
 
 @pytest.mark.parametrize("op", list(OPERATIONS.values()), ids=lambda op: op.name)
