@@ -57,6 +57,15 @@ BAD_ENTRIES: dict[str, object] = {
 }
 
 
+def _key(name: str) -> str:
+    """A key with all six fields (a key without them is malformed), told apart by ``name``."""
+    return tune_cache.entry_key("cuda", "GPU", name, "mm", "float32", "large")
+
+
+GOOD_KEY = _key("good")
+BAD_KEYED = {_key(name): entry for name, entry in BAD_ENTRIES.items()}
+
+
 def _write(path: Path, entries: dict[str, object]) -> Path:
     text = json.dumps({"format": tuning.FORMAT, "entries": entries})
     path.write_text(text.replace("Infinity", "1e400"), encoding="utf-8")
@@ -81,14 +90,14 @@ def test_an_empty_or_relative_xdg_cache_home_means_unset(tmp_path, monkeypatch):
 
 
 def test_malformed_entries_are_dropped_at_load_with_one_warning_naming_the_file(tmp_path):
-    path = _write(tmp_path / "tuned.json", {"good": _entry(), **BAD_ENTRIES})
+    path = _write(tmp_path / "tuned.json", {GOOD_KEY: _entry(), **BAD_KEYED})
     entries, messages = _warnings_of(lambda: tuning.load_entries(path))
-    assert list(entries) == ["good"]
+    assert list(entries) == [GOOD_KEY]
     assert len(messages) == 1 and str(path) in messages[0], messages
     for name in BAD_ENTRIES:
         assert name in messages[0]
     entries, messages = _warnings_of(lambda: tuning.load_entries(path))
-    assert list(entries) == ["good"] and messages == []  # once per file and process
+    assert list(entries) == [GOOD_KEY] and messages == []  # once per file and process
 
 
 def test_a_file_that_is_not_json_is_an_empty_cache_with_a_warning(tmp_path):
@@ -99,7 +108,7 @@ def test_a_file_that_is_not_json_is_an_empty_cache_with_a_warning(tmp_path):
 
 
 def test_tune_show_survives_malformed_entries(tmp_path):
-    path = _write(tmp_path / "tuned.json", {"good": _entry(), **BAD_ENTRIES})
+    path = _write(tmp_path / "tuned.json", {GOOD_KEY: _entry(), **BAD_KEYED})
     env = {**os.environ, tuning.CACHE_ENV: str(path)}
     done = subprocess.run(
         [sys.executable, "-m", "xbackend", "tune", "--backend", "cpu", "--show"],
@@ -108,7 +117,7 @@ def test_tune_show_survives_malformed_entries(tmp_path):
         text=True,
     )
     assert done.returncode == 0, done.stderr
-    assert ": 1 entries" in done.stdout and "good" in done.stdout
+    assert ": 1 entries" in done.stdout and GOOD_KEY in done.stdout
     assert str(path) in done.stderr
 
 
@@ -181,10 +190,11 @@ def test_saves_from_many_threads_leave_a_whole_file(tmp_path):
 
 _UPDATER = """
 import sys
-from xbackend import tuning
+from xbackend import tune_cache, tuning
 path, name = sys.argv[1], sys.argv[2]
 for round_ in range(25):
-    tuning.update_entries({f"{name} {round_}": %r}, tuning.Path(path))
+    key = tune_cache.entry_key("cuda", "GPU", f"{name} {round_}", "mm", "float32", "large")
+    tuning.update_entries({key: %r}, tuning.Path(path))
 """
 
 
@@ -198,7 +208,7 @@ def test_updates_from_two_processes_and_threads_all_survive(tmp_path):
 
     def update(number: int) -> None:
         for round_ in range(25):
-            tuning.update_entries({f"thread {number} {round_}": _entry()}, path)
+            tuning.update_entries({_key(f"thread {number} {round_}"): _entry()}, path)
 
     threads = [threading.Thread(target=update, args=(n,)) for n in range(2)]
     for thread in threads:
@@ -208,7 +218,7 @@ def test_updates_from_two_processes_and_threads_all_survive(tmp_path):
     assert [process.wait(timeout=120) for process in processes] == [0, 0]
     entries = tuning.load_entries(path)
     writers = [f"process {n}" for n in range(2)] + [f"thread {n}" for n in range(2)]
-    assert set(entries) == {f"{writer} {r}" for writer in writers for r in range(25)}
+    assert set(entries) == {_key(f"{writer} {r}") for writer in writers for r in range(25)}
 
 
 def test_finite_random_products_through_a_good_entry(backend, tmp_path, monkeypatch):

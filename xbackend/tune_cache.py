@@ -25,16 +25,22 @@ median kernel time over the winner's, minus 1), ``interval_s`` and
 the tuned size, and its products run the size-aware default, as without a cache.
 
 The file is edited by hand and shared between versions, so nothing in it is trusted:
-an entry that is malformed, or whose parameters the launch planner would refuse, is
-ignored with a ``TuneCacheWarning`` naming the file (once per file and process), and
-its products use the default.
+an entry that is malformed (its key without its six fields, a number no float holds),
+or whose parameters the launch planner would refuse, is ignored with a
+``TuneCacheWarning`` naming the file and the key (once per file and process), and its
+products use the default. Nor is the file's kind trusted: a path that names no regular
+file (``/dev/zero``, a FIFO, a folder) or a huge one (``tuning_db.read_text``) is ignored the same
+way, named by the variable that chose it, without a byte read; and the lock is never
+opened through a link (``safeio``'s rule for every file xbackend writes).
 """
 
 from __future__ import annotations
 
 import fcntl
 import json
+import math
 import os
+import stat
 import threading
 import warnings
 from collections.abc import Callable, Iterator, Mapping
@@ -50,10 +56,12 @@ from xbackend.backends.choices import ChoiceRequest
 from xbackend.backends.interface import Backend
 from xbackend.operations import operation
 from xbackend.resources import user_cache_dir
-from xbackend.safeio import atomic_write
+from xbackend.safeio import UnsafePath, atomic_write, refuse_link
 
 CACHE_ENV = "XBACKEND_TUNE_CACHE"
 FORMAT = 3  # 2: keys name the operation, entries count their blocks; 3: and their build
+MAX_COUNT = 2**53  # blocks and samples: counts a float holds exactly
+KEY_FIELDS = ("backend", "device", "variant", "operation", "dtype", "shape class")
 
 
 def cache_path() -> Path:
@@ -102,12 +110,11 @@ def entry_problem(entry: Any) -> str | None:
         return problem
     if config.slices > warp.MAX_SLICES:
         return f"{config.slices} K ranges; at most {warp.MAX_SLICES}"
-    blocks = entry.get("blocks", 0)
-    if isinstance(blocks, bool) or not isinstance(blocks, int) or blocks < 0:
-        return f"blocks must be a count, not {blocks!r}"
+    if not _is_count(entry.get("blocks", 0)):
+        return f"blocks must be a count, not {_shorten(entry['blocks'])!r}"
     tflops = entry.get("tflops")
-    if tflops is not None and (isinstance(tflops, bool) or not isinstance(tflops, int | float)):
-        return f"tflops must be a number, not {tflops!r}"
+    if tflops is not None and not _is_number(tflops):
+        return f"tflops must be a number, not {_shorten(tflops)!r}"
     if not isinstance(entry.get("shape", ""), str):
         return f"shape must be text, not {entry['shape']!r}"
     build = entry.get("build", {})
@@ -117,7 +124,29 @@ def entry_problem(entry: Any) -> str | None:
 
 
 def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+    """Whether ``value`` is a finite number a float holds (JSON's 1e400 reads as inf, and
+    a 400-digit integer overflows the float of every use: the rate, the margin, a refit)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
+def _is_count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT
+
+
+def key_fields(key: str) -> tuple[str, ...] | None:
+    """The fields of an entry's key (``KEY_FIELDS``, see ``entry_key``), or None where
+    one is missing or empty. A device's name may hold a ``|``: the device is what lies
+    between the backend and the last four."""
+    parts = key.split("|")
+    if len(parts) < len(KEY_FIELDS):
+        return None
+    fields = (parts[0], "|".join(parts[1:-4]), *parts[-4:])
+    return fields if all(fields) else None
 
 
 def _race_problem(entry: dict[str, Any]) -> str | None:
@@ -128,9 +157,8 @@ def _race_problem(entry: dict[str, Any]) -> str | None:
     for name in ("margin", "race_seconds"):
         if not _is_number(entry.get(name, 0.0)):
             return f"{name} must be a number, not {_shorten(entry[name])!r}"
-    count = entry.get("race_samples", 0)
-    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-        return f"race_samples must be a count, not {_shorten(count)!r}"
+    if not _is_count(entry.get("race_samples", 0)):
+        return f"race_samples must be a count, not {_shorten(entry['race_samples'])!r}"
     for name in ("interval_s", "runner_up_interval_s"):
         interval = entry.get(name, [0.0, 0.0])
         if not (
@@ -153,26 +181,48 @@ def entry_key(
     return "|".join((backend, device, variant, op, dtype, shape_class))
 
 
+def _named(path: Path) -> tuple[str, str]:
+    """``path`` as the user chose it (``VARIABLE=path`` where a variable names it), and
+    what it is: the tune cache or the tuning database."""
+    named = ((CACHE_ENV, "the tune cache"), (tuning_db.DB_ENV, "the tuning database"))
+    for variable, what in named:
+        chosen = os.environ.get(variable, "")
+        if chosen and Path(chosen) == path:
+            return f"{variable}={path}", what
+    return str(path), "the tuning database" if path == tuning_db.SHIPPED else "the tune cache"
+
+
+def _read_json(path: Path) -> Any:
+    """The JSON of a cache or database file; None (with a warning naming it, and the
+    variable that chose it) where it cannot be read, or is no JSON."""
+    named, what = _named(path)
+    try:
+        text = tuning_db.read_text(path)
+    except FileNotFoundError:
+        return None
+    except UnsafePath as error:
+        _warn_once(path, "file", f"{named}: {error}; {what} is ignored")
+        return None
+    except (OSError, UnicodeDecodeError) as error:
+        _warn_once(path, "file", f"{named}: cannot read {what} ({error}); ignored")
+        return None
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as error:
+        _warn_once(path, "file", f"{named}: {what} is not JSON ({_shorten(error)}); ignored")
+        return None
+
+
 def load_entries(path: Path | None = None) -> dict[str, dict[str, Any]]:
-    """The well-formed cached choices (see ``entry_problem``).
+    """The well-formed cached choices (see ``entry_problem`` and ``key_fields``).
 
     A missing file, or one of another format (another version's), is an empty cache.
-    An unreadable file, one that is not JSON, and every malformed entry are ignored
-    with a ``TuneCacheWarning`` naming the file.
+    An unreadable file (no regular file, or too large: ``tuning_db.read_text``), one
+    that is not JSON, and every malformed entry are ignored with a ``TuneCacheWarning``
+    naming the file (and the entries' keys).
     """
     path = path or cache_path()
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return {}
-    except (OSError, UnicodeDecodeError) as error:
-        _warn_once(path, "file", f"{path}: cannot read the tune cache ({error}); ignored")
-        return {}
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError) as error:
-        _warn_once(path, "file", f"{path}: the tune cache is not JSON ({_shorten(error)}); ignored")
-        return {}
+    data = _read_json(path)
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         return {}
     entries = data.get("entries", {})
@@ -182,6 +232,9 @@ def load_entries(path: Path | None = None) -> dict[str, dict[str, Any]]:
     good, bad = {}, {}
     for key, entry in entries.items():
         problem = entry_problem(entry)
+        if key_fields(key) is None:
+            wanted = f"the key is not {'|'.join(KEY_FIELDS)}"
+            problem = f"{problem}; {wanted}" if problem else wanted
         if problem is None:
             good[key] = entry
         else:
@@ -192,11 +245,45 @@ def load_entries(path: Path | None = None) -> dict[str, dict[str, Any]]:
         _warn_once(
             path,
             "entries",
-            f"{path}: ignoring {len(bad)} malformed tune cache "
-            f"{'entry' if len(bad) == 1 else 'entries'} ({'; '.join(listed[:_LISTED])}{more}); "
+            f"{path}: ignoring {len(bad)} malformed {'entry' if len(bad) == 1 else 'entries'} "
+            f"of {_named(path)[1]} ({'; '.join(listed[:_LISTED])}{more}); "
             "their products use the default parameters (run xbackend tune again to replace them)",
         )
     return good
+
+
+def _open_lock(path: Path) -> int:
+    """Open (or create) the lock file ``path``, never through a link (a link planted
+    there would have the lock create its target) nor blocking on a FIFO: either is
+    refused by name (``UnsafePath``); one planted after that check fails to open
+    (``O_NOFOLLOW``: ELOOP; ``O_NONBLOCK``: ENXIO) or is refused on what was opened."""
+    refuse_link(path)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    descriptor = os.open(path, flags, 0o644)
+    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+        os.close(descriptor)
+        raise UnsafePath(f"{path} exists and is not a regular file")
+    return descriptor
+
+
+def _lock_path(path: Path) -> Path:
+    return path.with_name(path.name + ".lock")
+
+
+def check_writable(path: Path | None = None) -> None:
+    """Raise ``UnsafePath`` naming the cache (and the variable that chose it) where its
+    choices could not be written: a link, or something that is no regular file, at it or
+    at its lock; or a file too large to be one, which a write would replace. ``tune``
+    asks before it searches, not minutes later."""
+    path = path or cache_path()
+    try:
+        for target in (path, _lock_path(path)):
+            refuse_link(target)
+        problem = tuning_db.file_problem(path.stat()) if path.exists() else None
+        if problem:
+            raise UnsafePath(problem)
+    except UnsafePath as error:
+        raise UnsafePath(f"{_named(path)[0]}: {error}; the tune cache cannot be written") from None
 
 
 @contextmanager
@@ -204,7 +291,7 @@ def _locked(path: Path) -> Iterator[None]:
     """Hold the lock of the cache file ``path`` (the file ``tuned.json.lock`` beside it),
     so that one writer at a time reads, changes and replaces it, threads included."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_name(path.name + ".lock"), "a") as lock:
+    with os.fdopen(_open_lock(_lock_path(path)), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             yield

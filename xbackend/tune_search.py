@@ -1,4 +1,5 @@
-"""Which candidates ``xbackend tune`` times: every one, or coarse to fine.
+"""Which candidates ``xbackend tune`` times: every one, or coarse to fine; and which
+variants it searches for each operation (``tunable``).
 
 The search space of a variant (``tuning.search_space``) is every block tile with the
 patches, slab depths and group tiles worth trying there, times the K splits where the
@@ -28,10 +29,13 @@ configurations at once, in parallel (``Backend.prebuild``).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
-from typing import TypeVar
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from xbackend.backends import warp
+
+if TYPE_CHECKING:
+    from xbackend.backends.interface import Backend
 
 SEARCHES = ("coarse", "exhaustive")
 COARSE_KEEP = 2  # block tiles whose every configuration the second stage times
@@ -109,3 +113,37 @@ def _best(trials: list[Trial], key: Callable[[Trial], Key], count: int) -> list[
         if len(chosen) == count:
             break
     return chosen
+
+
+def tuned_variants(backend: Backend, op: str) -> list[str]:
+    """The variants of ``op`` on ``backend`` whose parameters ``tune`` searches."""
+    return [v for v in backend.variants(op) if backend.variant_spec(v, op).tuned]
+
+
+def _names(variants: Sequence[str]) -> str:
+    return f"{', '.join(variants)} {'has' if len(variants) == 1 else 'have'}"
+
+
+def tunable(
+    backend: Backend, variants: Iterable[str] | None, ops: Iterable[str], dtype: Any
+) -> tuple[dict[str, list[str]], list[str]]:
+    """The variants ``tune`` searches for each operation of ``ops``: those of ``variants``
+    (None: all) that are tuned for it and run here; and one line for each operation that
+    some of ``variants`` cannot be tuned for, naming them and those that can, so that a
+    variant with nothing to tune (mm's vec4 for rmm) is said, not dropped without a word."""
+    wanted = None if variants is None else list(variants)
+    plan: dict[str, list[str]] = {}
+    notes: list[str] = []
+    for op in ops:
+        tuned = tuned_variants(backend, op)
+        asked = tuned if wanted is None else wanted
+        untuned = [variant for variant in asked if variant not in tuned]
+        if untuned:
+            notes.append(f"{_names(untuned)} nothing to tune for {op} (the variants of {op} "
+                         f"that can be tuned: {', '.join(tuned) or 'none'})")  # fmt: skip
+        runnable = backend.runnable_variants(op, dtype)
+        for variant in (v for v in asked if v in tuned and v not in runnable):
+            problem = backend.variant_problem(variant, dtype, op)
+            notes.append(f"{variant} cannot run {op} here: {problem}")
+        plan[op] = [variant for variant in asked if variant in tuned and variant in runnable]
+    return plan, notes

@@ -39,6 +39,7 @@ from xbackend.tune_cache import (
     attach,
     cache_path,
     cached_choices,
+    check_writable,
     choose,
     current_build,
     entry_key,
@@ -48,7 +49,7 @@ from xbackend.tune_cache import (
     save_entries,
     update_entries,
 )
-from xbackend.tune_search import FINALIST_TIME_S, SEARCHES, Trial, search
+from xbackend.tune_search import FINALIST_TIME_S, SEARCHES, Trial, search, tunable
 
 __all__ = [
     "CACHE_ENV",
@@ -67,6 +68,7 @@ __all__ = [
     "cache_entry",
     "cache_path",
     "cached_choices",
+    "check_writable",
     "choose",
     "current_build",
     "entry_problem",
@@ -271,7 +273,7 @@ class _Product:
 
 def tune(
     backend: Backend,
-    variants: Iterable[str],
+    variants: Iterable[str] | None,
     shapes: Iterable[Shape],
     dtype: np.dtype,
     *,
@@ -283,13 +285,16 @@ def tune(
     progress: Callable[[str], None] = print,
     path: Path | None = None,
 ) -> list[TuneResult]:
-    """Search the candidates of every variant at every shape (``how``: coarse to fine,
-    or exhaustive; see ``tune_search``), for each operation of ``ops`` that the variant
-    has (rmm: at shapes with even M and N); race the finalists for up to
-    ``finalist_time_s`` (0: no race, the search's best is chosen); cache the choice of
-    each."""
-    results = []
-    variants = list(variants)
+    """Search the candidates of every variant (None: every tuned one) at every shape
+    (``how``: coarse to fine, or exhaustive; see ``tune_search``), for each operation of
+    ``ops`` that the variant is tuned for (rmm: at shapes with even M and N; a variant
+    with nothing to tune for an operation is said through ``progress``: ``tunable``);
+    race the finalists for up to ``finalist_time_s`` (0: no race, the search's best is
+    chosen); cache the choice of each."""
+    results, ops = [], list(ops)
+    plan, notes = tunable(backend, variants, ops, dtype)
+    for note in notes:
+        progress(note)
     if backend.choices is None:  # the untuned choice is the cached one, as in a run
         attach(backend)
     for shape in shapes:
@@ -300,8 +305,7 @@ def tune(
                 progress(f"{shape}: {op} skipped ({problem})")
                 continue
             product = _Product(op, shape, A, B, Reference.of(A, B, op))
-            runnable = backend.runnable_variants(op, A.dtype)
-            for variant in (v for v in variants if v in runnable):
+            for variant in plan[op]:
                 result = _search(backend, product, variant, samples, how, progress)
                 if result.best is not None and finalist_time_s > 0:
                     result.race = _race(backend, product, result, finalist_time_s, progress)

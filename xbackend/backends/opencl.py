@@ -61,6 +61,9 @@ _PIP_ICD = "xbackend-pip-intel-cpu.icd"
 # What _extra_options builds to try the options of BUILD_OPTIONS_ENV: kernels/opencl/probe.cl.
 _PROBE_FAMILY = "probe"
 _registered = False
+# Why the pip runtime is installed but could not be registered, or None: a cache folder
+# that cannot be written would otherwise read as "no driver" (see available).
+_registration_problem: str | None = None
 
 
 def _register_pip_runtimes() -> None:
@@ -73,9 +76,11 @@ def _register_pip_runtimes() -> None:
     system's own ICD files plus one for the pip runtime (see ``_vendors_folder``).
     This must run before the loader's first ``clGetPlatformIDs``; it runs once,
     when the backend is first asked anything. Drivers installed system-wide
-    (NVIDIA, PoCL, ...) stay visible.
+    (NVIDIA, PoCL, ...) stay visible. Where the runtime is there but cannot be
+    registered (a broken install, a cache folder that cannot be written), the loader's
+    configuration is left as it was and ``_registration_problem`` says why and where.
     """
-    global _registered
+    global _registered, _registration_problem
     if _registered or os.environ.get(NO_PIP_RUNTIME_ENV):
         return
     _registered = True
@@ -85,18 +90,33 @@ def _register_pip_runtimes() -> None:
     try:
         for dependency in _INTEL_DEPENDENCIES:
             ctypes.CDLL(str(library.parent / dependency), mode=ctypes.RTLD_GLOBAL)
-    except OSError:
-        return  # a broken install: leave the loader's configuration as it was
+    except OSError as error:  # a broken install
+        _registration_problem = f"its libraries next to {library} do not load ({error})"
+        return
     system_vendors = Path(os.environ.get("OCL_ICD_VENDORS", "/etc/OpenCL/vendors"))
     try:
         icds = {}
         if system_vendors.is_dir():
             icds = {icd.name: icd.read_text() for icd in sorted(system_vendors.glob("*.icd"))}
-        icds[_PIP_ICD] = f"{library}\n"
+    except OSError as error:
+        _registration_problem = f"the ICD files of {system_vendors} cannot be read ({error})"
+        return
+    icds[_PIP_ICD] = f"{library}\n"
+    try:
         vendors = _vendors_folder(icds)
-    except OSError:
+    except OSError as error:
+        where = error.filename or _vendors_parent()
+        _registration_problem = (
+            f"its ICD file cannot be written to {_vendors_parent()} ({where}: "
+            f"{error.strerror or error}); set XDG_CACHE_HOME to a folder you can write"
+        )
         return
     os.environ["OCL_ICD_VENDORS"] = str(vendors)
+
+
+def _vendors_parent() -> Path:
+    """The cache folder that holds the ICD folders ``_vendors_folder`` makes."""
+    return user_cache_dir() / "OpenCL"
 
 
 def _pip_runtime_library() -> Path | None:
@@ -118,7 +138,7 @@ def _vendors_folder(icds: Mapping[str, str]) -> Path:
     digest = hashlib.sha256()
     for name, text in sorted(icds.items()):
         digest.update(f"{len(name)}:{name}{len(text)}:{text}".encode())
-    parent = user_cache_dir() / "OpenCL"
+    parent = _vendors_parent()
     folder = parent / f"vendors-{digest.hexdigest()[:16]}"
     if folder.is_dir():
         return folder
@@ -274,6 +294,11 @@ class OpenCLBackend(CompiledBackend):
             found, detail = [], f" ({error})"
         else:
             detail = ""
+        if not found and _registration_problem:
+            return False, (
+                f"no OpenCL platform or device found{detail}: Intel's CPU runtime that pip "
+                f"installed could not be registered with the ICD loader: {_registration_problem}"
+            )
         if not found:
             return False, (
                 f"no OpenCL platform or device found{detail}. Install a driver: "

@@ -11,9 +11,10 @@ from xbackend.cli.compare import open_backends
 from xbackend.errors import XBackendError
 from xbackend.problems import dtype_named, flops
 from xbackend.sweep import parse_shapes
-from xbackend.tune_search import FINALIST_TIME_S, SEARCHES
+from xbackend.tune_search import FINALIST_TIME_S, SEARCHES, tunable, tuned_variants
 
 if TYPE_CHECKING:
+    from xbackend.backends.interface import Backend
     from xbackend.tuning import TuneResult
 
 TUNE_SIZES_GPU = "4096x4096x4096,1000x3001x1000"  # a large output and a small one
@@ -97,7 +98,10 @@ def _add_search_options(tune: Any) -> None:
 
 
 def _show() -> int:
-    from xbackend import tuning, tuning_db
+    """Print the cache's entries and what the database holds. Both are read as a backend
+    reads them (``tune_cache.load_entries``): a malformed entry (a key without its
+    fields, a number no float holds) is left out with a warning naming the file and key."""
+    from xbackend import tune_cache, tuning, tuning_db
 
     entries = tuning.load_entries()
     print(f"{tuning.cache_path()}: {len(entries)} entries")
@@ -105,7 +109,8 @@ def _show() -> int:
     if database is None:
         print(f"the tuning database: hidden ({tuning_db.DB_ENV}={tuning_db.HIDDEN})")
     else:
-        devices = sorted({key.split("|")[1] for key in database[1]})
+        keys = filter(None, map(tune_cache.key_fields, database[1]))
+        devices = sorted({fields[1] for fields in keys})
         print(f"the tuning database {database[0]}: {len(database[1])} entries, for "
               f"{', '.join(devices) or 'no device'}; your entries come first")  # fmt: skip
     for key, entry in sorted(entries.items()):
@@ -160,6 +165,28 @@ def _gflops(tflops: object) -> str:
     return gflops_text(tflops)
 
 
+def _variants(
+    backend: Backend, label: str, named: str | None, ops: list[str], dtype: Any
+) -> list[str] | None:
+    """The variants ``--variants`` names (None: every tuned one), each tuned for some
+    operation; exit 2 (XBackendError) where none of them has anything to tune for any of
+    ``ops`` (``tune_search.tunable`` says why; ``tuning.tune`` says it of each operation
+    that some of them lack)."""
+    from xbackend.tuning import OPS
+
+    tuned = list(dict.fromkeys(v for op in OPS for v in tuned_variants(backend, op)))
+    if not tuned:
+        raise XBackendError(f"{label} has no tuned variants (they are: vec4, warp, ...)")
+    variants = arguments.comma_list(named) if named else None
+    for variant in variants or ():
+        if variant not in tuned:
+            raise XBackendError(f"{label} {variant} is not tuned; tuned: {', '.join(tuned)}")
+    plan, notes = tunable(backend, variants, ops, dtype)
+    if not any(plan.values()):
+        raise XBackendError(f"{label}: nothing to tune: {'; '.join(notes)}")
+    return variants
+
+
 def run(args: argparse.Namespace) -> int:
     from xbackend import tuning
 
@@ -167,6 +194,8 @@ def run(args: argparse.Namespace) -> int:
         return _show()
     if not args.backends:
         raise XBackendError("tune needs --backends NAME: the one backend to tune, e.g. cuda")
+    if cluster_options.spec(args) is None:  # the workers write the caches of their hosts
+        tuning.check_writable()
     dtype = dtype_named(args.dtype)
     ops = arguments.comma_list(args.op)
     for op in ops:
@@ -179,13 +208,7 @@ def run(args: argparse.Namespace) -> int:
         return cluster_options.tune(args, ops, _print, (TUNE_SIZES_GPU, TUNE_SIZES_CPU))
     ((label, backend),) = open_backends(name, instead="name another with tune --backends")
     with backend:
-        tuned = [v for v in backend.variants() if backend.variant_spec(v).tuned]
-        if not tuned:
-            raise XBackendError(f"{label} has no tuned variants (they are: vec4, warp, ...)")
-        variants = arguments.comma_list(args.variants) if args.variants else tuned
-        for variant in variants:
-            if variant not in tuned:
-                raise XBackendError(f"{label} {variant} is not tuned; tuned: {', '.join(tuned)}")
+        variants = _variants(backend, label, args.variants, ops, dtype)
         gpu = backend.device.kind == "gpu"
         sizes = args.sizes or parse_shapes(TUNE_SIZES_GPU if gpu else TUNE_SIZES_CPU)
         print(f"tuning {label} on {backend.device.name}; cache {tuning.cache_path()}")
