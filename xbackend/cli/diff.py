@@ -16,11 +16,22 @@ import xbackend.cli.arguments as arguments
 from xbackend import diff
 from xbackend.cli.results_commands import add_filters, selected
 from xbackend.results import JSONL_NAME, Loaded, latest, load, warn_on_stderr
+from xbackend.results.reading import printable
 from xbackend.safeio import atomic_write, output_folder
 from xbackend.timing import format_seconds
 
 CSV_NAME = "diff.csv"
 FIGURE_NAME = "diff"
+# No point measured in both runs: nothing was compared, and a gate must not pass on it.
+EXIT_NOTHING_COMPARED = 3
+_EXIT_STATUSES = f"""exit status:
+  0  points were compared (and none failed --fail-on)
+  1  --fail-on: a point is slower, faster or either, as asked
+  2  a usage error, or results that cannot be read
+  {EXIT_NOTHING_COMPARED}  no point was compared: none measured in both runs (one run empty or
+     header only, the two disjoint, every point of one failed or skipped), whatever
+     --fail-on says: a CI gate never passes on nothing
+"""
 
 
 # A minimum effect: from 0 up to (not including) 100%.
@@ -34,7 +45,12 @@ def add_parser(commands: Any) -> None:
         description="Match the points of two results folders (or results.jsonl files) by "
         "configuration and size, and give each a verdict from a bootstrap 95% interval of "
         "the ratio of median times B/A: SLOWER if it lies above 1+threshold, FASTER below "
-        "1-threshold, SAME within both, UNCERTAIN otherwise. Writes diff.csv and diff.png.",
+        "1-threshold, SAME within both, UNCERTAIN otherwise. Writes diff.csv and diff.png "
+        "(beyond a thousand points, the share of points at each ratio, per backend). "
+        "A point's host is part of it: where a run holds the same points from several "
+        "hosts, they are compared host by host.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=_EXIT_STATUSES,
     )
     command.add_argument("a", type=Path, metavar="A", help="the baseline run's results")
     command.add_argument("b", type=Path, metavar="B", help="the run compared with it")
@@ -61,10 +77,17 @@ def add_parser(commands: Any) -> None:
         "--any-device", action="store_true",
         help="match points by backend label whatever their device (two machines' runs)",
     )  # fmt: skip
+    for side in ("a", "b"):
+        command.add_argument(
+            f"--{side}-host", metavar="HOST", default=None,
+            help=f"compare only the points {side.upper()} holds from HOST (a run holding "
+            "the same points from several hosts is otherwise compared host by host)",
+        )  # fmt: skip
     command.add_argument(
         "--out", type=Path, default=None,
         help="folder for diff.csv and diff.png (default: results/diff-<date-time>)",
     )  # fmt: skip
+    command.add_argument("--no-plots", action="store_true", help="write no figure")
     add_filters(command)
     command.set_defaults(func=run)
 
@@ -76,40 +99,62 @@ def _name(given: Path) -> str:
 
 
 def _sides(args: argparse.Namespace) -> tuple[Loaded, Loaded]:
-    """A's and B's records, each point as last recorded, after the filters."""
-    a = load([args.a], warn=warn_on_stderr)
-    b = load([args.b], warn=warn_on_stderr)
-    a_points, b_points = latest(a.points), latest(b.points)
-    kept = {id(point) for point in selected(args, [*a_points, *b_points])}
-    return (
-        Loaded(a.runs, [p for p in a_points if id(p) in kept]),
-        Loaded(b.runs, [p for p in b_points if id(p) in kept]),
-    )
+    """A's and B's records, each point as last recorded on its host, after the filters."""
+    sides = []
+    for given, host in ((args.a, args.a_host), (args.b, args.b_host)):
+        loaded = load([given], warn=warn_on_stderr)
+        points = latest(loaded.points)
+        if host is not None:
+            points = [p for p in points if p.host == host]
+            if not points:
+                found = ", ".join(sorted({printable(p.host or "?") for p in loaded.points}))
+                raise ValueError(f"{printable(given)} holds no point of host "
+                                 f"{printable(host)} (its hosts: {found or 'none'})")  # fmt: skip
+        sides.append(Loaded(loaded.runs, points))
+    try:
+        kept = {id(point) for point in selected(args, [*sides[0].points, *sides[1].points])}
+    except ValueError as error:  # it names the values present: the file's, shown
+        raise ValueError(printable(error)) from None
+    a, b = (Loaded(side.runs, [p for p in side.points if id(p) in kept]) for side in sides)
+    return a, b
 
 
 def run(args: argparse.Namespace) -> int:
     a, b = _sides(args)
-    for warning in (
-        diff.machine_warning(a.runs, a.points, b.runs, b.points),
-        diff.cache_warning(a.points, b.points),
-    ):
-        if warning:
-            warn_on_stderr(warning)
     comparisons = diff.compare_points(
         a.points, b.points, threshold=args.threshold, time=args.time, any_device=args.any_device
     )
+    for warning in (
+        diff.machine_warning(a.runs, a.points, b.runs, b.points),
+        diff.cache_warning(a.points, b.points),
+        diff.several_hosts(comparisons),
+    ):
+        if warning:
+            warn_on_stderr(warning)
     width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
     print(diff_table(comparisons, width))
     print()
     print(summary_line(comparisons, args.threshold))
     out = output_folder(args.out or arguments.default_out("diff"))
     written = [write_csv(comparisons, out, args.time)]
-    if any(c.interval is not None for c in comparisons):
+    if not args.no_plots and any(c.interval is not None for c in comparisons):
         written += _figure(comparisons, args, out)
-    print(f"diff: {', '.join(str(path) for path in written)}")
-    failing = diff.failing(comparisons, args.fail_on)
+    print(f"diff: {', '.join(printable(path) for path in written)}")
+    return _status(comparisons, args.fail_on)
+
+
+def _status(comparisons: list[diff.Comparison], fail_on: str | None) -> int:
+    """The exit status: nothing compared (3), a point --fail-on fails on (1), else 0."""
+    if not any(c.judged for c in comparisons):
+        print(
+            "xbackend: no point was measured in both runs: nothing compared "
+            f"(exit status {EXIT_NOTHING_COMPARED})",
+            file=sys.stderr,
+        )
+        return EXIT_NOTHING_COMPARED
+    failing = diff.failing(comparisons, fail_on)
     if failing:
-        print(f"{len(failing)} points {args.fail_on} (--fail-on {args.fail_on})", file=sys.stderr)
+        print(f"{len(failing)} points {fail_on} (--fail-on {fail_on})", file=sys.stderr)
         return 1
     return 0
 
@@ -165,19 +210,20 @@ def _size(row: dict[str, object]) -> str:
 # Header, cell, right-aligned, and the order in which columns go where the terminal is
 # narrow (the highest number first; 0: never).
 _COLUMNS = (
-    ("backend", lambda r: str(r["label"]), False, 0),
-    ("device", lambda r: str(r["device"]), False, 4),
-    ("op", lambda r: str(r["op"]), False, 2),
-    ("variant", lambda r: str(r["variant"]), False, 0),
+    ("backend", lambda r: printable(r["label"]), False, 0),
+    ("device", lambda r: printable(r["device"]), False, 4),
+    ("hosts", lambda r: printable(r["hosts"]), False, 0),
+    ("op", lambda r: printable(r["op"]), False, 2),
+    ("variant", lambda r: printable(r["variant"]), False, 0),
     ("tile", lambda r: "" if r["tile"] is None else str(r["tile"]), False, 1),
-    ("dtype", lambda r: str(r["dtype"]), False, 3),
+    ("dtype", lambda r: printable(r["dtype"]), False, 3),
     ("size", _size, True, 0),
     ("A", lambda r: _time(r["a_median_s"]), True, 0),
     ("B", lambda r: _time(r["b_median_s"]), True, 0),
     ("B/A", lambda r: _ratio(r["ratio"]), True, 0),
     ("95% interval", _interval, True, 0),
     ("verdict", lambda r: str(r["verdict"]), False, 0),
-    ("note", lambda r: str(r["note"]), False, 5),
+    ("note", lambda r: printable(r["note"]), False, 5),
 )
 
 

@@ -7,12 +7,18 @@ band of ±threshold around 1 is shaded: a point whose bar lies inside it is the 
 wholly above it SLOWER (marker ▲), wholly below it FASTER (▼), across a bound
 UNCERTAIN (a hollow marker). Series of one size are spread a little along x so that
 their bars do not hide each other. The legend stands right of the panels.
+
+Beyond :data:`MOST_POINTS` points or :data:`MOST_PANELS` panels, no reader can see one
+mark per point (and drawing 60,000 error bars took minutes and gigabytes): the figure is
+then a summary, the share of points at or below each ratio (an empirical distribution),
+one line per backend, with the band and each backend's verdicts counted in the legend.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
@@ -41,27 +47,35 @@ _MARKERS = {SAME: ("o", True), SLOWER: ("^", True), FASTER: ("v", True), UNCERTA
 _BAND = "0.88"
 _SPREAD = 1.06  # the x factor between two series of one size (the axis is logarithmic)
 _MOST_TICKS = 6  # sizes labelled one by one; more: the axis's own decades
+# Beyond these, the summary figure: one mark per point would be a blot, slow to draw.
+MOST_POINTS = 1000
+MOST_PANELS = 24
+_MOST_LINES = 10  # backends drawn apart in the summary; the rest together
+_STEPS = 200  # quantiles per line of the summary: more than the eye tells apart
 
-Panel = tuple[str, str, str, int, str]  # label, device, op, batch, dtype
+Panel = tuple[str, str, str, int, str, str]  # label, device, op, batch, dtype, hosts
 
 
 def _panel_of(comparison: Comparison) -> Panel:
     key = comparison.key
-    return (key.label, key.device, key.op, key.batch, key.dtype)
+    return (key.label, key.device, key.op, key.batch, key.dtype, comparison.hosts)
 
 
 def _panel_sort(panel: Panel) -> tuple[object, ...]:
-    label, device, op, batch, dtype = panel
-    return (label, device, OPS.index(op) if op in OPS else len(OPS), op, batch, dtype)
+    label, device, op, batch, dtype, hosts = panel
+    return (label, device, OPS.index(op) if op in OPS else len(OPS), op, batch, dtype, hosts)
 
 
 def _panel_title(panel: Panel) -> str:
-    label, device, op, batch, dtype = panel
+    label, device, op, batch, dtype, hosts = panel
     try:
         name = operation(op).title(batch)
     except ValueError:
         name = op
-    return f"{short(f'{label}: {device}' if device else label)}\n{short(f'{name}, {dtype}')}"
+    machine = short(f"{label}: {device}" if device else label)
+    if hosts:
+        machine += "\n" + short(f"hosts {hosts}")
+    return f"{machine}\n{short(f'{name}, {dtype}')}"
 
 
 def _draw_series(axes: Axes, series: list[Comparison], place: float, colour: str) -> None:
@@ -176,7 +190,9 @@ def ratio_figure(
     time: str = "kernel",
     names: tuple[str, str] = ("A", "B"),
 ) -> Figure:
-    """The ratios B/A of every point that has a verdict, one panel per backend and product.
+    """The ratios B/A of every point that has a verdict, one panel per backend and product
+    (beyond :data:`MOST_POINTS` points or :data:`MOST_PANELS` panels, the summary of
+    :func:`summary_figure`).
 
     ``names``: how the title names A and B. Where the points were not all timed with a
     warm cache, or A's and B's cache modes differ, a line under the title says so.
@@ -187,6 +203,8 @@ def ratio_figure(
     panels: dict[Panel, list[Comparison]] = {}
     for comparison in judged:
         panels.setdefault(_panel_of(comparison), []).append(comparison)
+    if len(judged) > MOST_POINTS or len(panels) > MOST_PANELS:
+        return summary_figure(judged, threshold, time=time, names=names)
     columns = min(3, len(panels))
     rows = -(-len(panels) // columns)
     height = 3.6 * rows + 1.0
@@ -197,11 +215,114 @@ def ratio_figure(
         axes = figure.add_subplot(rows, columns, index + 1)
         _panel(axes, panels[panel], threshold, palette, ylabel)
         axes.set_title(_panel_title(panel), fontsize=9)
-    a_name, b_name = (short(name, 40) for name in names)
     title = (
-        f"B ({b_name}) against A ({a_name}): ratio of median {time} times, "
-        "bars: 95% bootstrap interval"
+        f"B ({short(names[1], 40)}) against A ({short(names[0], 40)}): ratio of median "
+        f"{time} times, bars: 95% bootstrap interval"
     )
     suptitle(figure, title + _cache_line(judged))
     outside_legend(figure, _handles(judged, palette, threshold), height)
+    return figure
+
+
+# -- the summary of many points ----------------------------------------------------------------
+
+
+def _backends(judged: Sequence[Comparison]) -> list[tuple[str, list[Comparison]]]:
+    """The summary's lines: the points of each backend (label, device and hosts), the
+    largest first, those beyond :data:`_MOST_LINES` together as one."""
+    by: dict[str, list[Comparison]] = {}
+    for c in judged:
+        name = f"{c.key.label}: {c.key.device}" if c.key.device else c.key.label
+        by.setdefault(f"{name} (hosts {c.hosts})" if c.hosts else name, []).append(c)
+    order = sorted(by.items(), key=lambda item: (-len(item[1]), item[0]))
+    if len(order) <= _MOST_LINES:
+        return order
+    kept, rest = order[: _MOST_LINES - 1], order[_MOST_LINES - 1 :]
+    merged = [c for _, group in rest for c in group]
+    return [*kept, (f"{len(rest)} other backends", merged)]
+
+
+def _share_line(axes: Axes, group: list[Comparison], name: str, colour: str) -> None:
+    """One backend's ratios as the share of its points at or below each ratio, drawn
+    through at most :data:`_STEPS` of their quantiles (what the eye can tell apart)."""
+    ratios = np.array([c.interval.ratio for c in group if c.interval is not None])
+    ratios = np.sort(ratios[np.isfinite(ratios) & (ratios > 0)])
+    if ratios.size == 0:
+        return
+    shares = np.linspace(1.0 / ratios.size, 1.0, min(ratios.size, _STEPS))
+    xs = np.quantile(ratios, shares, method="inverted_cdf")
+    axes.step(
+        [xs[0], *xs], [0.0, *shares], where="post", color=colour, linewidth=1.4,
+        label=literal(name), gid=f"share:{name}",
+    )  # fmt: skip
+
+
+# The verdicts' bars in the summary: colour, and the order they are stacked in.
+_VERDICT_BARS = ((FASTER, "#2ca02c"), (SAME, "0.7"), (UNCERTAIN, "white"), (SLOWER, "#d62728"))
+
+
+def _verdict_bars(axes: Axes, lines: list[tuple[str, list[Comparison]]]) -> None:
+    """How many of each backend's points got each verdict, one stacked bar a backend."""
+    left = np.zeros(len(lines))
+    for verdict, colour in _VERDICT_BARS:
+        counted = np.array([sum(c.verdict == verdict for c in group) for _, group in lines])
+        axes.barh(
+            range(len(lines)), counted, left=left, color=colour, edgecolor="0.3",
+            linewidth=0.6, label=verdict.lower(),
+        )  # fmt: skip
+        left += counted
+    axes.set_yticks(range(len(lines)), [short(name, 32) for name, _ in lines], fontsize=8)
+    axes.invert_yaxis()
+    axes.set_xlabel("points")
+    axes.set_title("verdicts", fontsize=9)
+
+
+def _ratio_axis(axes: Axes, judged: Sequence[Comparison], threshold: float) -> None:
+    """The summary's ratio axis: logarithmic where the ratios span a factor of 4 or
+    more, else linear (a narrow logarithmic axis shows no number at all)."""
+    ratios = [c.interval.ratio for c in judged if c.interval is not None and c.interval.ratio > 0]
+    low = min([*ratios, 1.0 - threshold])
+    high = max([*ratios, 1.0 + threshold])
+    if np.isfinite(high) and high / low >= 4:
+        axes.set_xscale("log")
+        axes.xaxis.set_minor_formatter(NullFormatter())
+
+
+def summary_figure(
+    judged: Sequence[Comparison],
+    threshold: float,
+    *,
+    time: str = "kernel",
+    names: tuple[str, str] = ("A", "B"),
+) -> Figure:
+    """Many points at once: for each backend, the share of its points whose ratio B/A is
+    at or below each value (one line, of at most :data:`_STEPS` steps, whatever the
+    number of points), with the band of ±threshold shaded; beside it, each backend's
+    verdicts counted. Its size and the time it takes to draw do not grow with the
+    number of points."""
+    figure = Figure(figsize=(12.0, 5.4), layout="constrained")
+    axes, bars = figure.subplots(1, 2, width_ratios=(3, 1))
+    axes.axvspan(1.0 - threshold, 1.0 + threshold, color=_BAND, linewidth=0, zorder=0)
+    axes.axvline(1.0, color="0.45", linewidth=0.8, zorder=0.5)
+    lines = _backends(judged)
+    for index, (name, group) in enumerate(lines):
+        _share_line(axes, group, name, f"C{index % 10}")
+    _ratio_axis(axes, judged, threshold)
+    axes.set_xlabel(f"B / A, median {time} time")
+    axes.set_ylabel("share of points at or below")
+    axes.set_ylim(0.0, 1.02)
+    axes.grid(True, which="major", alpha=0.4)
+    _verdict_bars(bars, lines)
+    title = (
+        f"B ({short(names[1], 40)}) against A ({short(names[0], 40)}): {len(judged):,} points, "
+        f"too many to draw one by one;\nthe share of each backend's points at each ratio of "
+        f"median {time} times (band: within ±{threshold * 100:.3g}%)"
+    )
+    suptitle(figure, title + _cache_line(list(judged)))
+    handles: list[Artist] = [
+        line for line in axes.get_lines() if str(line.get_gid()).startswith("share:")
+    ]
+    handles.append(Patch(facecolor=_BAND, label=f"within ±{threshold * 100:.3g}%"))
+    handles += bars.get_legend_handles_labels()[0]
+    outside_legend(figure, handles, 5.4)
     return figure

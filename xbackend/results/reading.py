@@ -285,8 +285,14 @@ def _hosts_of_runs(points: list[PointRecord], runs: RunNames | None) -> dict[str
     return found if named and len(set(found.values())) == len(found) else {}
 
 
+def printable(text: object) -> str:
+    """``text`` as a terminal should show it: every character that is not printable (an
+    escape sequence's ESC, a newline, a bell, a bidi control) written as its Python
+    escape (``\\x1b``, ``\\n``), so that a results file's fields are shown, never obeyed."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
+
+
 def warn_on_stderr(message: str) -> None:
     """The ``warn`` of :func:`load` for the command line: one line on stderr per line the
     loader skipped, with control characters shown, not obeyed (the data is not trusted)."""
-    shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
-    print(f"xbackend: warning: {shown}", file=sys.stderr)
+    print(f"xbackend: warning: {printable(message)}", file=sys.stderr)

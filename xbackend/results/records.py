@@ -286,9 +286,7 @@ def _stats(point: Mapping[str, Any], field: str, measured: bool) -> dict[str, fl
     if not isinstance(stats, dict):
         raise RecordError(field, f"a measured point needs its statistics, found {stats!r:.40}")
     for key in _STATS:
-        value = _number(stats.get(key), f"{field}.{key}")
-        if not 0.0 <= value < math.inf:
-            raise RecordError(f"{field}.{key}", f"{value} is not a time in seconds")
+        _time(stats.get(key), f"{field}.{key}")
     return {str(key): float(value) for key, value in stats.items() if _is_number(value)}
 
 
@@ -345,19 +343,34 @@ def _checked_point(item: Mapping[str, Any]) -> dict[str, Any]:
     fields["counters"] = _counters(point.get("counters"))
     if measured and fields["gflops"] is None:
         median = fields["kernel_s"]["median"]
-        fields["gflops"] = fields["flops"] / median / 1e9 if median > 0 else math.nan
+        fields["gflops"] = fields["flops"] / median / 1e9  # a median is above 0: _time
     timestamp = point.get("timestamp")
     fields["timestamp"] = "" if timestamp is None else str(timestamp)
     return fields
 
 
+def _time(value: Any, field: str) -> float:
+    """A time in seconds: a finite number above 0. Zero, -0.0, a negative time, NaN or
+    infinity is no measurement (a clock or a file gone wrong): a verdict or a figure
+    made of it would be made up, so the line is bad like any other malformed line."""
+    seconds = _number(value, field)
+    if not 0.0 < seconds < math.inf:
+        raise RecordError(field, f"{seconds!r} is not a time in seconds (above 0, finite)")
+    return seconds
+
+
 def _samples(point: Mapping[str, Any]) -> dict[str, list[float]]:
+    """The raw samples, each a time (:func:`_time`); none where the point was not timed."""
     found = {}
     for field in ("kernel_samples_s", "end_to_end_samples_s"):
         samples = point.get(field, [])
         if not isinstance(samples, list):
             raise RecordError(field, "expected a list of seconds")
-        found[field] = [_number(value, field) for value in samples]
+        values = [_number(value, field) for value in samples]
+        if not all(0.0 < value < math.inf for value in values):  # one pass; then which
+            for value in values:
+                _time(value, field)
+        found[field] = values
     return found
 
 
