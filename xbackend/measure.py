@@ -201,6 +201,8 @@ def _verified(
         cache=measurement.cache,
         host_memory=measurement.host_memory,
         clock=measurement.clock,
+        api_samples_s=list(measurement.api_s),
+        gap_samples_s=list(measurement.gap_s),
         sample_marks=marks if any(marks) else [],
         state=measurement.state,
         flags=flags,

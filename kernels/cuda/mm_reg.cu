@@ -20,6 +20,7 @@
 // (float, double, int) and WIDE_INDEX (64-bit offsets, as in mm).
 // The OpenCL twin, kernels/opencl/mm_reg.cl, has the same kernel line for line.
 
+#include "stamp.h"
 #ifndef TILE
 #define TILE 64
 #endif
@@ -66,8 +67,9 @@ void mm_reg(const REAL* __restrict__ A,
             REAL* __restrict__ C,
             const int M, const int N, const int K,
             const INDEX lda, const INDEX ldb, const INDEX ldc,
-            const INDEX strideA, const INDEX strideB, const INDEX strideC)
+            const INDEX strideA, const INDEX strideB, const INDEX strideC STAMP_PARAMETER)
 {
+    STAMP_ENTER;
     // A slab is stored transposed, As[k][m], so that a thread's TM values of A for
     // one k lie next to each other, as its TN values of B do in Bs[k][n].
     __shared__ REAL As[BK][TILE];
@@ -125,4 +127,5 @@ void mm_reg(const REAL* __restrict__ A,
                 C[row * ldc + col] = acc[i][j];
         }
     }
+    STAMP_EXIT;
 }

@@ -37,6 +37,7 @@
 // its own.
 // The OpenCL twin, kernels/opencl/mm_warp.cl, has the same kernels line for line.
 
+#include "stamp.h"
 #ifndef BM
 #define BM 128
 #endif
@@ -282,8 +283,9 @@ void mm_warp(const REAL* __restrict__ A,
              const int M, const int N, const int K,
              const INDEX lda, const INDEX ldb, const INDEX ldc,
              const INDEX strideA, const INDEX strideB, const INDEX strideC,
-             const INDEX k_slice)
+             const INDEX k_slice STAMP_PARAMETER)
 {
+    STAMP_ENTER;
     __shared__ __align__(16) REAL As[STAGES * BK * LDA_S];
     __shared__ __align__(16) REAL Bs[STAGES * BK * BN];
 
@@ -382,6 +384,7 @@ void mm_warp(const REAL* __restrict__ A,
                     c[c4] = acc[i][j + c4];
         }
     }
+    STAMP_EXIT;
 }
 
 // C = the sum of the `slices` partial products of a split launch: W holds them as
@@ -389,8 +392,9 @@ void mm_warp(const REAL* __restrict__ A,
 extern "C" __global__ __launch_bounds__(SUM_BLOCK)
 void mm_sum_slices(const REAL* __restrict__ W,
                    REAL* __restrict__ C,
-                   const int M, const int N, const INDEX ldc, const int slices)
+                   const int M, const int N, const INDEX ldc, const int slices STAMP_PARAMETER)
 {
+    STAMP_ENTER;
     const INDEX element = AS_INDEX(blockIdx.x) * SUM_BLOCK + threadIdx.x;
     if (element >= AS_INDEX(M) * N)
         return;
@@ -398,4 +402,5 @@ void mm_sum_slices(const REAL* __restrict__ W,
     for (int s = 0; s < slices; ++s)
         sum += W[s * AS_INDEX(M) * N + element];
     C[element / N * ldc + element % N] = sum;
+    STAMP_EXIT;
 }

@@ -20,6 +20,7 @@
 //
 // The OpenCL twin, kernels/opencl/rmm.cl, has the same kernels line for line.
 
+#include "stamp.h"
 #ifndef TILE
 #define TILE 16
 #endif
@@ -46,8 +47,9 @@ void rmm_naive4(const REAL* __restrict__ A,
                 const REAL* __restrict__ B,
                 REAL* __restrict__ C,
                 const int M, const int N, const int K,
-                const INDEX lda, const INDEX ldb, const INDEX ldc)
+                const INDEX lda, const INDEX ldb, const INDEX ldc STAMP_PARAMETER)
 {
+    STAMP_ENTER;
     const int col = blockIdx.x * TILE + threadIdx.x;
     const int row = blockIdx.y * TILE + threadIdx.y;
     if (row >= M / 2 || col >= N / 2)
@@ -63,6 +65,7 @@ void rmm_naive4(const REAL* __restrict__ A,
              + A[bottom + k] * left + A[bottom + k] * right;
     }
     C[row * ldc + col] = acc;
+    STAMP_EXIT;
 }
 
 extern "C" __global__ __launch_bounds__(TILE * TILE)
@@ -70,8 +73,9 @@ void rmm_naive(const REAL* __restrict__ A,
                const REAL* __restrict__ B,
                REAL* __restrict__ C,
                const int M, const int N, const int K,
-               const INDEX lda, const INDEX ldb, const INDEX ldc)
+               const INDEX lda, const INDEX ldb, const INDEX ldc STAMP_PARAMETER)
 {
+    STAMP_ENTER;
     const int col = blockIdx.x * TILE + threadIdx.x;
     const int row = blockIdx.y * TILE + threadIdx.y;
     if (row >= M / 2 || col >= N / 2)
@@ -83,6 +87,7 @@ void rmm_naive(const REAL* __restrict__ A,
     for (int k = 0; k < K; ++k)
         acc += (A[top + k] + A[bottom + k]) * (B[k * ldb + 2 * col] + B[k * ldb + 2 * col + 1]);
     C[row * ldc + col] = acc;
+    STAMP_EXIT;
 }
 
 // tiled: each thread loads one pair sum of A and one of B per tile, so the sums
@@ -92,8 +97,9 @@ void rmm_tiled(const REAL* __restrict__ A,
                const REAL* __restrict__ B,
                REAL* __restrict__ C,
                const int M, const int N, const int K,
-               const INDEX lda, const INDEX ldb, const INDEX ldc)
+               const INDEX lda, const INDEX ldb, const INDEX ldc STAMP_PARAMETER)
 {
+    STAMP_ENTER;
     __shared__ REAL As[TILE][TILE];
     __shared__ REAL Bs[TILE][TILE];
 
@@ -120,6 +126,7 @@ void rmm_tiled(const REAL* __restrict__ A,
     }
     if (row < M / 2 && col < N / 2)
         C[row * ldc + col] = acc;
+    STAMP_EXIT;
 }
 
 // The first step of rmm's vendor line: the pair sums as matrices of their own,
@@ -132,11 +139,13 @@ extern "C" __global__ __launch_bounds__(SUM_BLOCK)
 void rmm_pair_sums(const REAL* __restrict__ X,
                    REAL* __restrict__ S,
                    const int rows, const int cols,
-                   const INDEX row_step, const INDEX col_step, const INDEX partner)
+                   const INDEX row_step, const INDEX col_step, const INDEX partner STAMP_PARAMETER)
 {
+    STAMP_ENTER;
     const INDEX element = AS_INDEX(blockIdx.x) * SUM_BLOCK + threadIdx.x;
     if (element >= AS_INDEX(rows) * cols)
         return;
     const INDEX e = element / cols * row_step + element % cols * col_step;
     S[element] = X[e] + X[e + partner];
+    STAMP_EXIT;
 }

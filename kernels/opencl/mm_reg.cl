@@ -21,6 +21,7 @@
 // The CUDA twin, kernels/cuda/mm_reg.cu, has the same kernel line for line.
 // XB_FP64 is defined when REAL is double, to enable cl_khr_fp64.
 
+#include "stamp.h"
 #ifdef XB_FP64
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #endif
@@ -70,8 +71,9 @@ void mm_reg(__global const REAL* restrict A,
             __global REAL* restrict C,
             const int M, const int N, const int K,
             const INDEX lda, const INDEX ldb, const INDEX ldc,
-            const INDEX strideA, const INDEX strideB, const INDEX strideC)
+            const INDEX strideA, const INDEX strideB, const INDEX strideC STAMP_PARAMETER)
 {
+    STAMP_ENTER;
     // A slab is stored transposed, As[k][m], so that a work-item's TM values of A for
     // one k lie next to each other, as its TN values of B do in Bs[k][n].
     __local REAL As[BK][TILE];
@@ -129,4 +131,5 @@ void mm_reg(__global const REAL* restrict A,
                 C[row * ldc + col] = acc[i][j];
         }
     }
+    STAMP_EXIT;
 }

@@ -38,6 +38,7 @@
 // The CUDA twin, kernels/cuda/mm_warp.cu, has the same kernels line for line.
 // XB_FP64 is defined when REAL is double, to enable cl_khr_fp64.
 
+#include "stamp.h"
 #ifdef XB_FP64
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #endif
@@ -287,8 +288,9 @@ void mm_warp(__global const REAL* restrict A,
              const int M, const int N, const int K,
              const INDEX lda, const INDEX ldb, const INDEX ldc,
              const INDEX strideA, const INDEX strideB, const INDEX strideC,
-             const INDEX k_slice)
+             const INDEX k_slice STAMP_PARAMETER)
 {
+    STAMP_ENTER;
     __local REAL As[STAGES * BK * LDA_S] __attribute__((aligned(16)));
     __local REAL Bs[STAGES * BK * BN] __attribute__((aligned(16)));
 
@@ -387,6 +389,7 @@ void mm_warp(__global const REAL* restrict A,
                     c[c4] = acc[i][j + c4];
         }
     }
+    STAMP_EXIT;
 }
 
 // C = the sum of the `slices` partial products of a split launch: W holds them as
@@ -394,8 +397,9 @@ void mm_warp(__global const REAL* restrict A,
 __kernel __attribute__((reqd_work_group_size(SUM_BLOCK, 1, 1)))
 void mm_sum_slices(__global const REAL* restrict W,
                    __global REAL* restrict C,
-                   const int M, const int N, const INDEX ldc, const int slices)
+                   const int M, const int N, const INDEX ldc, const int slices STAMP_PARAMETER)
 {
+    STAMP_ENTER;
     const INDEX element = AS_INDEX(get_group_id(0)) * SUM_BLOCK + get_local_id(0);
     if (element >= AS_INDEX(M) * N)
         return;
@@ -403,4 +407,5 @@ void mm_sum_slices(__global const REAL* restrict W,
     for (int s = 0; s < slices; ++s)
         sum += W[s * AS_INDEX(M) * N + element];
     C[element / N * ldc + element % N] = sum;
+    STAMP_EXIT;
 }

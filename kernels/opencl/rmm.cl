@@ -21,6 +21,7 @@
 //
 // The CUDA twin, kernels/cuda/rmm.cu, has the same kernels line for line.
 
+#include "stamp.h"
 #ifdef XB_FP64
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #endif
@@ -50,8 +51,9 @@ void rmm_naive4(__global const REAL* restrict A,
                 __global const REAL* restrict B,
                 __global REAL* restrict C,
                 const int M, const int N, const int K,
-                const INDEX lda, const INDEX ldb, const INDEX ldc)
+                const INDEX lda, const INDEX ldb, const INDEX ldc STAMP_PARAMETER)
 {
+    STAMP_ENTER;
     const int col = get_group_id(0) * TILE + get_local_id(0);
     const int row = get_group_id(1) * TILE + get_local_id(1);
     if (row >= M / 2 || col >= N / 2)
@@ -67,6 +69,7 @@ void rmm_naive4(__global const REAL* restrict A,
              + A[bottom + k] * left + A[bottom + k] * right;
     }
     C[row * ldc + col] = acc;
+    STAMP_EXIT;
 }
 
 __kernel __attribute__((reqd_work_group_size(TILE, TILE, 1)))
@@ -74,8 +77,9 @@ void rmm_naive(__global const REAL* restrict A,
                __global const REAL* restrict B,
                __global REAL* restrict C,
                const int M, const int N, const int K,
-               const INDEX lda, const INDEX ldb, const INDEX ldc)
+               const INDEX lda, const INDEX ldb, const INDEX ldc STAMP_PARAMETER)
 {
+    STAMP_ENTER;
     const int col = get_group_id(0) * TILE + get_local_id(0);
     const int row = get_group_id(1) * TILE + get_local_id(1);
     if (row >= M / 2 || col >= N / 2)
@@ -87,6 +91,7 @@ void rmm_naive(__global const REAL* restrict A,
     for (int k = 0; k < K; ++k)
         acc += (A[top + k] + A[bottom + k]) * (B[k * ldb + 2 * col] + B[k * ldb + 2 * col + 1]);
     C[row * ldc + col] = acc;
+    STAMP_EXIT;
 }
 
 // tiled: each work-item loads one pair sum of A and one of B per tile, so the sums
@@ -96,8 +101,9 @@ void rmm_tiled(__global const REAL* restrict A,
                __global const REAL* restrict B,
                __global REAL* restrict C,
                const int M, const int N, const int K,
-               const INDEX lda, const INDEX ldb, const INDEX ldc)
+               const INDEX lda, const INDEX ldb, const INDEX ldc STAMP_PARAMETER)
 {
+    STAMP_ENTER;
     __local REAL As[TILE][TILE];
     __local REAL Bs[TILE][TILE];
 
@@ -124,6 +130,7 @@ void rmm_tiled(__global const REAL* restrict A,
     }
     if (row < M / 2 && col < N / 2)
         C[row * ldc + col] = acc;
+    STAMP_EXIT;
 }
 
 // The first step of rmm's vendor line: the pair sums as matrices of their own,
@@ -136,11 +143,13 @@ __kernel __attribute__((reqd_work_group_size(SUM_BLOCK, 1, 1)))
 void rmm_pair_sums(__global const REAL* restrict X,
                    __global REAL* restrict S,
                    const int rows, const int cols,
-                   const INDEX row_step, const INDEX col_step, const INDEX partner)
+                   const INDEX row_step, const INDEX col_step, const INDEX partner STAMP_PARAMETER)
 {
+    STAMP_ENTER;
     const INDEX element = AS_INDEX(get_group_id(0)) * SUM_BLOCK + get_local_id(0);
     if (element >= AS_INDEX(rows) * cols)
         return;
     const INDEX e = element / cols * row_step + element % cols * col_step;
     S[element] = X[e] + X[e + partner];
+    STAMP_EXIT;
 }

@@ -35,7 +35,7 @@ from xbackend.backends.choices import ChoiceRequest
 from xbackend.backends.execution import Device, LaunchExecution
 from xbackend.backends.groups import group_problem
 from xbackend.backends.interface import Backend, Execution
-from xbackend.backends.kernels import SUM_BLOCK, WIDE_INDEX, source_digest
+from xbackend.backends.kernels import SUM_BLOCK, WIDE_INDEX, has_stamps, source_digest
 from xbackend.backends.launch import KernelLaunch, Product
 from xbackend.backends.monitor import DeviceMonitor, monitor_for
 from xbackend.backends.operands import check_operands, dimension_problem
@@ -50,13 +50,28 @@ Array = np.ndarray[Any, Any]
 INDEX_ENV = "XBACKEND_INDEX"
 INDEX_MODES = ("auto", "wide")
 PREBUILD_THREADS = 8  # builds at once in prebuild (each nvcc is a process of its own)
+# "auto" (or unset): kernels time themselves by the device's clock where it has one
+# that both languages read (stamps.py); "api": by the API's clock everywhere (CUDA
+# events, OpenCL profiling), as before the stamps, for comparing the two.
+CLOCK_ENV = "XBACKEND_CLOCK"
+CLOCK_MODES = ("auto", "api")
 
 
 def index_environment() -> dict[str, str]:
-    """``XBACKEND_INDEX`` where it is set, for the device's record: results measured with
-    every product wide must say so."""
-    mode = os.environ.get(INDEX_ENV, "").strip()
-    return {"index": mode} if mode else {}
+    """``XBACKEND_INDEX`` and ``XBACKEND_CLOCK`` where they are set, for the device's
+    record: results measured with every product wide, or by the API's clock where the
+    device has its own, must say so."""
+    found = {"index": os.environ.get(INDEX_ENV, "").strip()}
+    found["clock"] = os.environ.get(CLOCK_ENV, "").strip()
+    return {name: mode for name, mode in found.items() if mode}
+
+
+def clock_mode() -> str:
+    """``XBACKEND_CLOCK``'s mode: "auto" (the default) or "api"."""
+    mode = os.environ.get(CLOCK_ENV, "").strip() or "auto"
+    if mode not in CLOCK_MODES:
+        raise XBackendError(f"{CLOCK_ENV}={mode!r}: set it to one of {', '.join(CLOCK_MODES)}")
+    return mode
 
 
 class CompiledBackend(Backend):
@@ -177,6 +192,8 @@ class CompiledBackend(Backend):
                 product = self._plan(op, variant, None, A, B, config.to_dict())
             except XBackendError:
                 continue  # its run says why
+            if self.stamps(product):
+                product = product.with_stamps()  # as its run builds it
             for launch in product.launches:
                 builds.setdefault((launch.family, launch.options), product.dtype)
         threads = min(PREBUILD_THREADS, os.cpu_count() or 1, len(builds))
@@ -219,6 +236,23 @@ class CompiledBackend(Backend):
     def _check_product(self, product: Product) -> None:
         """Refuse a product this device cannot launch (CUDA's grid limits)."""
 
+    def _device_clock(self) -> bool:
+        """Whether this device has a clock its kernels can read in both languages
+        (NVIDIA's ``%globaltimer``): then they time themselves (stamps.py)."""
+        return False
+
+    def stamps(self, product: Product) -> bool:
+        """Whether ``product`` is timed by its kernels' stamps: on a device with its own
+        clock, unless ``XBACKEND_CLOCK=api``, for products of kernels alone whose files
+        take the hooks (a library call cannot stamp: it keeps the API's clock)."""
+        return (
+            clock_mode() == "auto"
+            and not product.calls_library
+            and bool(product.launches)
+            and all(has_stamps(launch.family, self.LANGUAGE) for launch in product.launches)
+            and self._device_clock()
+        )
+
     # -- planning and running --------------------------------------------------------------
 
     def _execution(
@@ -235,6 +269,8 @@ class CompiledBackend(Backend):
     def _launch_execution(self, product: Product) -> LaunchExecution:
         """A planned product on this device: its kernels compiled, its buffers allocated."""
         self._check_product(product)
+        if self.stamps(product):
+            product = product.with_stamps()
         kernels = [
             self._compile(step, product.dtype) if isinstance(step, KernelLaunch) else None
             for step in product.steps

@@ -22,9 +22,10 @@ import numpy as np
 from xbackend.backends.compiled import CompiledBackend, index_environment
 from xbackend.backends.cublas import cublas_math_environment, cublas_math_note
 from xbackend.backends.execution import Device, Queued, Timer
-from xbackend.backends.kernels import read_kernel
+from xbackend.backends.kernels import include_folder, read_kernel
 from xbackend.backends.launch import Buffer, KernelLaunch, LibraryCall, Product, Step
 from xbackend.backends.specs import DeviceInfo, VariantTable
+from xbackend.backends.stamps import StampSlots
 from xbackend.backends.variants import compiled_variants, with_vendor
 from xbackend.backends.vendor import check_library
 from xbackend.errors import KernelCompileError, UnsupportedParameter, XBackendError
@@ -41,6 +42,14 @@ else:
 _MAX_GRID_Y = 65535
 # The smallest cache flush: a GPU whose L2 attribute reads 0 still gets this many bytes.
 FLUSH_FLOOR_BYTES = 64 * 2**20
+
+
+# Where nvcc finds the kernel files' stamp.h (PyCUDA compiles a copy of the source
+# in a folder of its own).
+def _include_dirs() -> list[str]:
+    return [str(include_folder("cuda"))]
+
+
 # The bit pattern of a float32 quiet NaN, for cuMemsetD32.
 _NAN_BITS_F32 = 0x7FC00000
 
@@ -201,7 +210,12 @@ class _CudaDevice(Device):
         drv.Context.synchronize()
 
     def bind(
-        self, step: Step, kernel: Any, buffers: Mapping[str, Any], dtype: np.dtype[Any]
+        self,
+        step: Step,
+        kernel: Any,
+        buffers: Mapping[str, Any],
+        dtype: np.dtype[Any],
+        stamps: StampSlots | None = None,
     ) -> Queued:
         if isinstance(step, LibraryCall):
             # cuBLAS takes raw device pointers, in the order of GEMM_PARAMETERS.
@@ -215,6 +229,8 @@ class _CudaDevice(Device):
             buffers[value.name] if isinstance(value, Buffer) else value for value in step.values()
         ]
         grid, block = step.grid, step.block
+        if stamps is not None:
+            return lambda: kernel.prepared_call(grid, block, *args, stamps.buffer, stamps.take())
         return lambda: kernel.prepared_call(grid, block, *args)
 
     def timer(self, product: Product) -> Timer:
@@ -336,7 +352,12 @@ class CudaBackend(CompiledBackend):
 
                 path, source = read_kernel(family, "cuda")
                 try:
-                    module = SourceModule(source, options=list(options), no_extern_c=True)
+                    module = SourceModule(
+                        source,
+                        options=list(options),
+                        no_extern_c=True,
+                        include_dirs=_include_dirs(),
+                    )
                 except drv.CompileError as error:
                     raise KernelCompileError(
                         backend=self.name,
@@ -360,7 +381,13 @@ class CudaBackend(CompiledBackend):
         from pycuda.compiler import compile as nvcc
 
         _, source = read_kernel(family, "cuda")
-        nvcc(source, options=list(options), no_extern_c=True, arch=self._arch)
+        nvcc(
+            source,
+            options=list(options),
+            no_extern_c=True,
+            arch=self._arch,
+            include_dirs=_include_dirs(),
+        )
 
     def _gate(self) -> _Gate:
         """The stream's gate for timed launches, made once per context."""
@@ -390,7 +417,11 @@ class CudaBackend(CompiledBackend):
             "P" if isinstance(v, Buffer) else "q" if isinstance(v, np.int64) else "i"
             for v in launch.values()
         )
+        signature += "Pi" if launch.stamped else ""  # the stamps buffer and the slot
         return self._function(launch.family, launch.options, launch.kernel, signature)
+
+    def _device_clock(self) -> bool:
+        return True  # every NVIDIA GPU has %globaltimer
 
     def _device_handle(self) -> Device:
         return _CudaDevice(self._gate(), self._cublas, self._flush_buffer)

@@ -16,6 +16,7 @@ import numpy as np
 
 from xbackend.backends.interface import Execution
 from xbackend.backends.launch import OUTPUT, Product, Step
+from xbackend.backends.stamps import StampSlots, StampTimer
 from xbackend.errors import UnsupportedParameter
 
 Array = np.ndarray[Any, Any]
@@ -26,7 +27,7 @@ class Timer(Protocol):
     """The clock of one execution: queues the steps ``launches`` times back to back,
     waits, and gives the seconds from the first step's start to the last one's end."""
 
-    clock: str  # "cuda-events", "opencl-profiling", "host"
+    clock: str  # "cuda-events", "opencl-profiling", "host", "globaltimer" (stamps.py)
     gave_up: bool  # the last call could not hold the device until its work was queued
 
     def __call__(self, steps: Sequence[Queued], launches: int = 1) -> float: ...
@@ -58,10 +59,15 @@ class Device(abc.ABC):
 
     @abc.abstractmethod
     def bind(
-        self, step: Step, kernel: Any, buffers: Mapping[str, Any], dtype: np.dtype[Any]
+        self,
+        step: Step,
+        kernel: Any,
+        buffers: Mapping[str, Any],
+        dtype: np.dtype[Any],
+        stamps: StampSlots | None = None,
     ) -> Queued:
         """A call that queues ``step`` (its compiled ``kernel``, None for a library call)
-        on these buffers."""
+        on these buffers; a stamped kernel's also gets ``stamps``' buffer and next slot."""
 
     @abc.abstractmethod
     def timer(self, product: Product) -> Timer:
@@ -94,11 +100,15 @@ class LaunchExecution(Execution):
         for name, nbytes in product.workspaces.items():
             self._buffers[name] = device.allocate(nbytes, "read_write")
             self._poisoned.append((self._buffers[name], nbytes))
+        # A stamped product's kernels time themselves (stamps.py), the API's clock beside.
+        self._stamps = StampSlots(device) if product.stamped else None
         self._queued = [
-            device.bind(step, kernel, self._buffers, product.dtype)
+            device.bind(step, kernel, self._buffers, product.dtype, self._stamps)
             for step, kernel in zip(product.steps, kernels, strict=True)
         ]
-        self._timer = device.timer(product)
+        self._timer: Timer = device.timer(product)
+        if self._stamps is not None:
+            self._timer = StampTimer(self._timer, self._stamps)
         self._pinned: list[Array] = []
         self.tile, self.params = product.tile, product.params
         self.clock = self._timer.clock
@@ -122,10 +132,18 @@ class LaunchExecution(Execution):
         self._device.fill(self._poisoned, self._C.dtype)
 
     def run(self) -> float:
-        return self._timer(self._queued)
+        return self._timed(1)
 
     def run_batch(self, launches: int) -> float:
-        return self._timer(self._queued, launches)
+        return self._timed(launches)
+
+    def _timed(self, launches: int) -> float:
+        """Run the steps ``launches`` times; where the kernels stamp, keep what the API's
+        clock and the gaps between launches said of the same run (``api_s``, ``gap_s``)."""
+        seconds = self._timer(self._queued, launches)
+        if isinstance(self._timer, StampTimer):
+            self.api_s, self.gap_s = self._timer.api_s, self._timer.gap_s
+        return seconds
 
     @property
     def run_mark(self) -> str:
@@ -142,6 +160,8 @@ class LaunchExecution(Execution):
         for buffer in self._buffers.values():
             self._device.free(buffer)
         self._buffers = {}
+        if self._stamps is not None:
+            self._stamps.release()
         for array in self._pinned:
             self._device.unpin(array)
         self._pinned = []

@@ -44,8 +44,13 @@ class Execution(abc.ABC):
     # What the launch chose, where the variant chooses per product (tuned variants).
     tile: int | None = None
     params: dict[str, int] | None = None
-    # What ``run`` times with: "cuda-events", "opencl-profiling" or "host".
+    # What ``run`` times with: "cuda-events", "opencl-profiling", "host", or
+    # "globaltimer" (the device's clock read by the kernels: stamps.py).
     clock: str = "host"
+    # Where the kernels time themselves: the API's clock over the last run, per launch,
+    # and the last batch's gap between launches on the device; None elsewhere.
+    api_s: float | None = None
+    gap_s: float | None = None
 
     @abc.abstractmethod
     def upload(self) -> None:
@@ -319,6 +324,8 @@ class Backend(abc.ABC):
             stop=sampled.stop,
             marks=sampled.marks,
             clock=execution.clock,
+            api_s=sampled.api_s,
+            gap_s=sampled.gap_s,
             cache=sampling.cache,
             host_memory=host_memory,
             state=sampled.state,

@@ -26,6 +26,15 @@ SUFFIXES = {"cuda": ".cu", "opencl": ".cl"}
 # when a product needs it). The same word in both languages; each file says its type.
 WIDE_INDEX = "-DWIDE_INDEX"
 INDEX_TYPE = "INDEX"
+# The build option that makes every kernel stamp the device's clock as each group starts
+# and ends (kernels/*/stamp.h): its launches then take the stamps buffer and a slot.
+STAMP = "-DSTAMP"
+STAMP_PARAMETERS = ("stamps", "stamp_slot")
+# The hooks of stamp.h, as the kernel files write them: the include, the parameter
+# macro after a kernel's last parameter, and a line at its start and one at its end.
+_HOOKS = re.compile(
+    r'^#include "stamp\.h"\n| STAMP_PARAMETER(?=\))|^[ \t]*STAMP_(?:ENTER|EXIT);\n', re.MULTILINE
+)
 
 # The vendor's GEMM takes its arguments in this order: row-major C (M×N) = A (M×K) · B (K×N).
 # A kernel's parameters are read from its file (``parameters``).
@@ -40,7 +49,7 @@ def declarations(family: str, language: str) -> dict[str, tuple[tuple[str, str],
     it): ``("lda", "const INDEX")``, ``("A", "__global const REAL* restrict")``."""
     _, text = read_kernel(family, language)
     found = {}
-    for name, params in _DECLARATION.findall(text):
+    for name, params in _DECLARATION.findall(without_stamps(text)):
         words = [param.replace("*", "* ").split() for param in params.split(",")]
         found[name] = tuple((param[-1], " ".join(param[:-1])) for param in words)
     return found
@@ -97,11 +106,31 @@ def read_kernel(family: str, language: str) -> tuple[Path, str]:
     return path, text
 
 
+def include_folder(language: str) -> Path:
+    """The folder the kernel files' ``#include "stamp.h"`` is found in: the
+    ``XBACKEND_KERNELS`` folder where it has the header, else the shipped one."""
+    return kernel_file(language, "stamp.h").parent
+
+
+@functools.cache
+def has_stamps(family: str, language: str) -> bool:
+    """Whether a kernel file's kernels take the clock's hooks (kernels/*/stamp.h)."""
+    _, text = read_kernel(family, language)
+    return "STAMP_PARAMETER" in text
+
+
+def without_stamps(text: str) -> str:
+    """A kernel file's text without the clock's hooks (kernels/*/stamp.h): the code a
+    build without ``STAMP`` compiles, since the hooks are then nothing."""
+    return _HOOKS.sub("", text)
+
+
 def source_digest(family: str, language: str, options: Iterable[str] = ()) -> str:
     """A digest of a kernel file's text and of build options: a choice tuned for one
-    kernel is stale once either changes (see ``Backend.kernel_build``)."""
+    kernel is stale once either changes (see ``Backend.kernel_build``). The clock's
+    hooks are left out: they compile to nothing in the builds that are tuned."""
     _, text = read_kernel(family, language)
-    digest = hashlib.sha256(text.encode())
+    digest = hashlib.sha256(without_stamps(text).encode())
     for option in options:
         digest.update(b"\x00" + option.encode())
     return digest.hexdigest()[:16]

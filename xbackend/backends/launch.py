@@ -15,7 +15,13 @@ from typing import Any
 
 import numpy as np
 
-from xbackend.backends.kernels import GEMM_PARAMETERS, WIDE_INDEX, index_parameters, parameters
+from xbackend.backends.kernels import (
+    GEMM_PARAMETERS,
+    STAMP,
+    WIDE_INDEX,
+    index_parameters,
+    parameters,
+)
 from xbackend.errors import XBackendError
 
 Array = np.ndarray[Any, Any]
@@ -67,6 +73,12 @@ class KernelLaunch:
         """A launch whose arguments are given by name (those it does not take are left)."""
         named = _named(kernel, parameters(family, kernel), args)
         return cls(kernel, family, options, grid, block, named, dims)
+
+    @property
+    def stamped(self) -> bool:
+        """Whether the kernel is built to stamp the device's clock (``STAMP``): its launch
+        then also takes the stamps buffer and a slot (execution.StampSlots)."""
+        return STAMP in self.options
 
     @property
     def wide_index(self) -> bool:
@@ -139,3 +151,20 @@ class Product:
     @property
     def calls_library(self) -> bool:
         return any(isinstance(step, LibraryCall) for step in self.steps)
+
+    @property
+    def stamped(self) -> bool:
+        """Whether every step is a kernel that stamps the device's clock."""
+        return bool(self.steps) and all(
+            isinstance(step, KernelLaunch) and step.stamped for step in self.steps
+        )
+
+    def with_stamps(self) -> Product:
+        """The same product, its kernels built to stamp the device's clock (``STAMP``)."""
+        steps = tuple(
+            dataclasses.replace(step, options=(*step.options, STAMP))
+            if isinstance(step, KernelLaunch) and not step.stamped
+            else step
+            for step in self.steps
+        )
+        return dataclasses.replace(self, steps=steps)

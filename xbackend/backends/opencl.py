@@ -32,7 +32,7 @@ import numpy as np
 
 from xbackend.backends.compiled import CompiledBackend, index_environment
 from xbackend.backends.execution import Device
-from xbackend.backends.kernels import read_kernel
+from xbackend.backends.kernels import include_folder, read_kernel
 from xbackend.backends.launch import KernelLaunch, LibraryCall, Product
 from xbackend.backends.opencl_device import ClDevice
 from xbackend.backends.specs import DeviceInfo, VariantTable
@@ -380,6 +380,8 @@ class OpenCLBackend(CompiledBackend):
         path, source = read_kernel(family, "opencl")
         if dtype == np.float64:
             options.append("-DXB_FP64")
+        folder = str(include_folder("opencl"))
+        options += ["-I", f'"{folder}"' if any(c.isspace() for c in folder) else folder]
         try:
             with warnings.catch_warnings():
                 # Some runtimes (Intel's) log every successful build; a
@@ -410,6 +412,11 @@ class OpenCLBackend(CompiledBackend):
 
     def _compile(self, launch: KernelLaunch, dtype: np.dtype[Any]) -> Any:
         return self._kernel(launch.family, launch.options, launch.kernel, dtype)
+
+    def _device_clock(self) -> bool:
+        # NVIDIA's compiler takes the inline PTX that reads %globaltimer; no other does.
+        platform = self._cl_device.platform.name
+        return "NVIDIA" in platform and self._device.kind == "gpu"
 
     def _device_handle(self) -> Device:
         return self._handle

@@ -17,6 +17,7 @@ import numpy as np
 from xbackend.backends.execution import Device, Queued, Timer
 from xbackend.backends.launch import Buffer, LibraryCall, Product, Step
 from xbackend.backends.operands import poison_value
+from xbackend.backends.stamps import StampSlots
 from xbackend.errors import UnsupportedParameter
 
 try:
@@ -68,7 +69,12 @@ class ClDevice(Device):
             cl.enqueue_fill_buffer(self._queue, buffer, pattern, 0, nbytes).wait()
 
     def bind(
-        self, step: Step, kernel: Any, buffers: Mapping[str, Any], dtype: np.dtype[Any]
+        self,
+        step: Step,
+        kernel: Any,
+        buffers: Mapping[str, Any],
+        dtype: np.dtype[Any],
+        stamps: StampSlots | None = None,
     ) -> Queued:
         if isinstance(step, LibraryCall):
             args = {
@@ -84,6 +90,8 @@ class ClDevice(Device):
             buffers[value.name] if isinstance(value, Buffer) else value for value in step.values()
         ]
         sizes = step.global_size, step.local_size
+        if stamps is not None:  # a new slot each launch: its arguments are set each time
+            return lambda: self._launch(kernel, [*values, stamps.buffer, stamps.take()], *sizes)
         return lambda: self._launch(kernel, values, *sizes)
 
     def _gemm(self, args: Mapping[str, Any], dtype: np.dtype[Any]) -> None:

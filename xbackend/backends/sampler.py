@@ -5,8 +5,10 @@ Each sample poisons the output, uploads the inputs, prepares the cache as the
 mode asks (``--cache``: flushed for ``cold``, one untimed run for ``hot``), runs
 the kernel (a batch of back-to-back launches where one launch is shorter than
 ``Sampling.short_kernel_s``) and downloads the output. The kernel time is the
-device clock's, divided by the launches; the end-to-end time is the host clock's
-over the upload, one launch and the download, without the cache preparation.
+device clock's, divided by the launches (where the kernels stamp the device's own
+clock, their span, with the API's time kept beside it: stamps.py); the end-to-end
+time is the host clock's over the upload, one launch and the download, without the
+cache preparation.
 A sample is marked, and left out of the statistics and the stopping rule, when
 the device throttled during it or the CUDA hold gave up (the time may then
 include the host's launching).
@@ -61,6 +63,10 @@ class Sampled:
     kernel_s: list[float] = dataclasses.field(default_factory=list)
     end_to_end_s: list[float] = dataclasses.field(default_factory=list)
     marks: list[str] = dataclasses.field(default_factory=list)
+    # Where the kernels time themselves (stamps.py), per sample: the API's clock per
+    # launch, and a batch's mean gap between launches on the device.
+    api_s: list[float] = dataclasses.field(default_factory=list)
+    gap_s: list[float] = dataclasses.field(default_factory=list)
     launches: int = 1
     stop: str = ""
     state: dict[str, Any] | None = None
@@ -103,6 +109,7 @@ def _take_samples(execution: Runs, sampling: Sampling, monitor: Monitor, into: S
         into.kernel_s.append(kernel_s)
         into.end_to_end_s.append(end_to_end_s)
         into.marks.append(mark)
+        _stamped(execution, into)
         kept_kernel, kept_end_to_end = into.kept()
         if not mark:
             noise.append(relative_noise(kept_kernel))
@@ -115,6 +122,16 @@ def _take_samples(execution: Runs, sampling: Sampling, monitor: Monitor, into: S
             into.stop = stop_reason(sampling, kept_kernel, kept_end_to_end, elapsed, noise) or ""
         if into.stop:
             return
+
+
+def _stamped(execution: Runs, into: Sampled) -> None:
+    """Keep what a stamped run says beside its span (``Execution.api_s``, ``gap_s``);
+    an execution that does not stamp has neither."""
+    api_s, gap_s = getattr(execution, "api_s", None), getattr(execution, "gap_s", None)
+    if api_s is not None:
+        into.api_s.append(api_s)
+    if gap_s is not None:
+        into.gap_s.append(gap_s)
 
 
 def _one_sample(execution: Runs, sampling: Sampling, into: Sampled) -> tuple[float, float]:

@@ -99,6 +99,11 @@ class Measurement:
     stop: str = ""  # why sampling stopped (timing.STOP_REASONS); "" without samples
     marks: list[str] = dataclasses.field(default_factory=list)  # per sample, "" kept
     clock: str = "host"  # what timed the kernel
+    # Where the kernels timed themselves ("globaltimer"), per sample: the API's clock
+    # per launch (its excess over kernel_s is the launch overhead), and a batch's mean
+    # gap between launches on the device; empty elsewhere.
+    api_s: list[float] = dataclasses.field(default_factory=list)
+    gap_s: list[float] = dataclasses.field(default_factory=list)
     cache: str = "warm"  # timing.CACHE_MODES
     host_memory: str = "pageable"  # "pageable", "pinned", "" where nothing is copied
     state: dict[str, Any] | None = None  # the device's clocks and temperature (NVML)

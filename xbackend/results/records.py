@@ -124,7 +124,15 @@ class PointRecord:
     launches: int = 1  # back-to-back launches per sample (short kernels), each time divided by it
     cache: str = ""  # timing.CACHE_MODES; "" in files from before the modes ("warm")
     host_memory: str = ""  # "pageable", "pinned"; "" where nothing is copied (the CPU)
-    clock: str = ""  # what timed the kernel: "cuda-events", "opencl-profiling", "host"
+    # What timed the kernel: "globaltimer" (the GPU's clock read inside the kernels, first
+    # group's entry to last group's exit: backends/stamps.py), "cuda-events",
+    # "opencl-profiling", "host"; "" in files from before.
+    clock: str = ""
+    # Where the kernels timed themselves: per sample, the API's clock per launch (CUDA
+    # events behind the hold, OpenCL profiling events), whose excess over the kernel time
+    # is the launch overhead, and a batch's mean gap between launches on the device.
+    api_samples_s: list[float] = dataclasses.field(default_factory=list)
+    gap_samples_s: list[float] = dataclasses.field(default_factory=list)
     # One mark per sample where any was left out of the statistics: "" kept,
     # "throttled" (the device slowed its clocks), "hold" (the CUDA hold gave up).
     sample_marks: list[str] = dataclasses.field(default_factory=list)
@@ -145,6 +153,9 @@ class PointRecord:
             del point["worker"]  # a serial run's, as in files from before
         if self.counters is None:
             del point["counters"]  # not profiled, as in files from before
+        for field in ("api_samples_s", "gap_samples_s"):
+            if not point[field]:
+                del point[field]  # not stamped, as in files from before
         return point
 
     @classmethod
@@ -192,6 +203,22 @@ class PointRecord:
     def trusted(self) -> bool:
         """Measured and not flagged as impossible (above the device's peak)."""
         return self.measured and not any(flag in IMPOSSIBLE for flag in self.flags)
+
+    @property
+    def api_median_s(self) -> float | None:
+        """The median of the API's clock per launch, where the kernels timed themselves."""
+        kept = sorted(_kept(self.api_samples_s, self.sample_marks))
+        if not kept:
+            return None
+        middle = len(kept) // 2
+        return kept[middle] if len(kept) % 2 else (kept[middle - 1] + kept[middle]) / 2
+
+    @property
+    def overhead_s(self) -> float | None:
+        """The launch overhead: the API's median less the kernels' own (a negative one
+        is kept as measured: it says the two clocks disagree)."""
+        api, kernel = self.api_median_s, self.kernel_median_s
+        return None if api is None or kernel is None else api - kernel
 
     @property
     def kernel_median_s(self) -> float | None:
@@ -362,7 +389,7 @@ def _time(value: Any, field: str) -> float:
 def _samples(point: Mapping[str, Any]) -> dict[str, list[float]]:
     """The raw samples, each a time (:func:`_time`); none where the point was not timed."""
     found = {}
-    for field in ("kernel_samples_s", "end_to_end_samples_s"):
+    for field in ("kernel_samples_s", "end_to_end_samples_s", "api_samples_s"):
         samples = point.get(field, [])
         if not isinstance(samples, list):
             raise RecordError(field, "expected a list of seconds")
@@ -371,7 +398,20 @@ def _samples(point: Mapping[str, Any]) -> dict[str, list[float]]:
             for value in values:
                 _time(value, field)
         found[field] = values
+    gaps = point.get("gap_samples_s", [])
+    if not isinstance(gaps, list):
+        raise RecordError("gap_samples_s", "expected a list of seconds")
+    found["gap_samples_s"] = [_gap(value) for value in gaps]
     return found
+
+
+def _gap(value: Any) -> float:
+    """A gap between launches in seconds: finite and not negative (launches may follow
+    each other within one tick of the clock, so 0 is a gap)."""
+    seconds = _number(value, "gap_samples_s")
+    if not 0.0 <= seconds < math.inf:
+        raise RecordError("gap_samples_s", f"{seconds!r} is not a gap in seconds (0 or above)")
+    return seconds
 
 
 def _sampling(point: Mapping[str, Any]) -> dict[str, Any]:
