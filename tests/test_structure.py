@@ -48,6 +48,7 @@ LOWER_LAYERS = {
     "xbackend.figures": ("xbackend.backends",),
     "xbackend.tables": ("xbackend.backends",),
     "xbackend.roofs": ("xbackend.backends",),
+    "xbackend.clocks": ("xbackend.backends",),
     # Comparing two runs reads records: never the devices, the command line or drawing.
     "xbackend.diff": (
         "xbackend.backends",

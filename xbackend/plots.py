@@ -10,7 +10,14 @@
   variant's throughput, one panel per backend;
 * ``roofline``: where the runs measured their devices' ceilings (``roofs``), every
   configuration's arithmetic intensity against its GFLOP/s under the measured roofs
-  (``figures/roofline.py``).
+  (``figures/roofline.py``);
+* ``launch_overhead``: where the kernels timed themselves on the GPU's clock and the
+  API's clock timed the same launches, what a launch costs beyond its kernel, per
+  backend and variant (``figures/overhead.py``).
+
+Every figure of kernel times names the clock that timed them under its title
+(``clocks.clock_note``): a span on the GPU's clock where the kernels have one, never
+the API's time around them.
 
 The look of each variant, tile, backend and meaning is fixed (``figures/style.py``):
 one colour per variant in every panel and figure, legends outside the data. Points of
@@ -41,7 +48,10 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from xbackend.clocks import has_overhead
 from xbackend.figures import bars
+from xbackend.figures.overhead import NAME as OVERHEAD
+from xbackend.figures.overhead import overhead_figure
 from xbackend.figures.roofline import roofline
 from xbackend.figures.style import (
     CORE_VARIANTS,
@@ -57,8 +67,10 @@ from xbackend.figures.style import (
     series_name,
     short,
     suptitle,
+    title_width,
     variant_sort,
     with_cache_note,
+    with_clock_note,
 )
 from xbackend.operations import OPS, operation
 from xbackend.results import LineKey, PointRecord
@@ -259,8 +271,9 @@ def _grid(lines: Lines, style: Panels, palette: Palette) -> Figure:
             title.append(_group_title(group))  # type: ignore[arg-type]
         axes.set_title("\n".join(short(part) for part in title), fontsize=9)
         _finish(axes, style.ylabel, [line.key.op for line in panel_lines])
-    modes = (point.cache for points in lines.values() for point in points)
-    suptitle(figure, with_cache_note(style.title, modes))
+    drawn = [point for points in lines.values() for point in points]
+    heading = with_cache_note(style.title, (point.cache for point in drawn))
+    suptitle(figure, with_clock_note(heading, drawn, title_width(figure)))
     outside_legend(figure, _handles(lines, style, palette), height)
     return figure
 
@@ -352,7 +365,10 @@ def figures(points: list[PointRecord], roofs: Roofs | None = None) -> list[tuple
     palette = Palette((line.key.label, line.key.variant, line.key.tile) for line in lines)
     roof = roofline(profiled(points), roofs, palette) if roofs else None
     found = _size_figures(lines, palette)
-    return [*found, ("roofline", roof)] if roof is not None else found
+    if roof is not None:
+        found.append(("roofline", roof))
+    overhead = overhead_figure(points, palette) if has_overhead(points) else None
+    return [*found, (OVERHEAD, overhead)] if overhead is not None else found
 
 
 def _size_figures(lines: Lines, palette: Palette) -> list[tuple[str, Figure]]:

@@ -19,6 +19,10 @@ for ``tiled`` it is the speed-up of tiling; for the ladder and the vendor line, 
 each is from the naive kernel. The naive kernel of the same tile is preferred (the same
 work-group shape), else the one that takes no tile, else the only one measured there.
 
+Each row names the clock that timed its kernel (``clock``: the GPU's own clock inside the
+kernels, the API's events, or the host's), and the terminal table ends with a line saying
+which clock timed each backend's kernels (``clocks.clock_note``).
+
 Each row also has the point's arithmetic intensity, its roof and the share of the roof it
 reached (``xbackend.roofs``), where its run measured its device's ceilings: the terminal
 table's ``roof`` column, shown where any row has one.
@@ -31,6 +35,7 @@ import io
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+from xbackend.clocks import clock_note
 from xbackend.results import PointRecord, latest
 from xbackend.results.records import IMPOSSIBLE
 from xbackend.roofs import Roofs, intensity, roof_of, roof_share
@@ -64,6 +69,7 @@ ROW_FIELDS = (
     "intensity",
     "roof_gflops",
     "roof_share",
+    "clock",
 )
 
 Row = dict[str, object]
@@ -175,6 +181,7 @@ def _row(point: PointRecord, naive: dict[int | None, PointRecord]) -> Row:
         "stop": point.stop,
         "flags": ",".join(point.flags),
         "reason": point.reason,
+        "clock": point.clock,
     }
 
 
@@ -260,6 +267,7 @@ def size_table(
     until the table fits, and a line still longer is cut. None: no limit.
     ``roofs``: the runs' ceilings (``roofs.roofs``), for the ``roof`` column.
     """
+    records = list(records)
     rows = size_rows(records, roofs)
     if not rows:
         return "no points"
@@ -288,7 +296,10 @@ def size_table(
             lines.append(line(header))
             lines.append(line(["-" * widths.get(i, 0) for i in range(len(header))]))
         lines.append(line(row_cells))
-    return "\n".join(lines)
+    note = clock_note(records)  # which clock timed the kernels, by backend
+    if note and width is not None and len(note) > width:
+        note = note[: max(1, width - 1)] + "…"
+    return "\n".join([*lines, "", note] if note else lines)
 
 
 # ---------------------------------------------------------------------------

@@ -30,8 +30,10 @@ from xbackend.figures.style import (
     series_name,
     short,
     suptitle,
+    title_width,
     variant_sort,
     with_cache_note,
+    with_clock_note,
 )
 from xbackend.operations import OPS, operation
 from xbackend.results import PointRecord
@@ -145,7 +147,9 @@ def _figure(
             markeredgewidth=2,
             label="wrong result",
         )
-    suptitle(figure, with_cache_note(title, (p.cache for p in points if p.measured)))
+    measured = [p for p in points if p.measured]
+    title = with_cache_note(title, (p.cache for p in measured))
+    suptitle(figure, with_clock_note(title, measured, title_width(figure)))
     outside_legend(figure, list(handles.values()), height)
     return figure
 

@@ -32,8 +32,10 @@ from xbackend.figures.style import (
     series_name,
     short,
     suptitle,
+    title_width,
     variant_sort,
     with_cache_note,
+    with_clock_note,
 )
 from xbackend.results import LineKey, PointRecord
 from xbackend.roofs import Roof, Roofs, intensity, roof_of
@@ -256,7 +258,8 @@ def roofline(
         axes = figure.add_subplot(rows, columns, index + 1)
         _panel(axes, dtype, configurations, roofs, palette, styles)
     title = "Roofline: every configuration under its device's measured ceilings"
-    suptitle(figure, with_cache_note(title, (p.cache for p in drawable)))
+    title = with_cache_note(title, (p.cache for p in drawable))
+    suptitle(figure, with_clock_note(title, drawable, title_width(figure)))
     every = [config for panel in panels.values() for config in panel]
     outside_legend(figure, _handles(every, devices, styles, palette), height)
     return figure

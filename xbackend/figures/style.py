@@ -10,7 +10,8 @@
 
 Legends go outside the axes (:func:`outside_legend`); strings from results files reach
 a figure only through :func:`literal`. A figure of points timed in another cache state
-than the usual warm one says so under its title (:func:`cache_note`).
+than the usual warm one says so under its title (:func:`cache_note`), and a figure of
+kernel times names the clock that timed them (:func:`with_clock_note`).
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ from matplotlib.colors import to_hex, to_rgb
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from xbackend.clocks import clock_note, wrapped
 from xbackend.operations import Shape, operation
+from xbackend.results import PointRecord
 
 VARIANT_COLOURS = {
     "naive": "#ff7f0e",  # orange
@@ -187,6 +190,18 @@ def with_cache_note(title: str, modes: Iterable[str]) -> str:
     """``title``, with :func:`cache_note` as its second line where there is one."""
     note = cache_note(modes)
     return f"{title}\n{literal(note)}" if note else title
+
+
+def title_width(figure: Figure) -> int:
+    """How many characters of a title fit over a figure's panels, left of its legend."""
+    return max(40, int((figure.get_figwidth() - 2.6) * 72 / 5.6))
+
+
+def with_clock_note(title: str, points: Iterable[PointRecord], width: int = 80) -> str:
+    """``title``, with the clock that timed the points' kernels under it in lines of at
+    most ``width`` characters (``clocks.clock_note``), where any point names its clock."""
+    note = clock_note(points)
+    return "\n".join([title, *map(literal, wrapped(note, width))]) if note else title
 
 
 def suptitle(figure: Figure, text: str) -> None:

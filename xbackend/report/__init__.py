@@ -6,7 +6,10 @@ operation and the sizes say), and each experiment gets the figures and tables
 its source document asks for (``sections.py``); where results of several machines
 measured the same configurations, those machines side by side (``side_by_side.py``); then
 code equality (counts, every wrong result and error in plain sight, the full log folded
-away) and the machines every run happened on (``equality.py``).
+away) and the machines every run happened on (``equality.py``). Where the kernels timed
+themselves on the GPU's clock, the launch overhead has a section of its own
+(``overhead.py``), and the head of the report names the clock that timed each backend's
+kernels (``clocks.clock_note``).
 
 The page is one file (figures embedded as PNG data URIs, inline CSS) so it can be
 mailed or archived as it is; the Markdown refers to the figures in ``report_figures/``,
@@ -30,11 +33,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from xbackend.clocks import clock_note
 from xbackend.plots import Drawn
 from xbackend.report.counters import counters_section
 from xbackend.report.document import Block, Heading, Paragraph, render_html, render_markdown
 from xbackend.report.equality import equality, machines
 from xbackend.report.figures import FigureFolder
+from xbackend.report.overhead import overhead_section
 from xbackend.report.points import EXPERIMENTS, experiment_of, group
 from xbackend.report.roofline import roofline_section
 from xbackend.report.sections import SECTIONS, SpeedUp, speedups
@@ -126,6 +131,9 @@ def write_report_of(
     section, files = roofline_section(points, figures, runs)
     blocks += section
     written += files
+    section, files = overhead_section(points, figures)  # where the kernels timed themselves
+    blocks += section
+    written += files
     section, files = counters_section(points, figures, runs)  # xbackend profile's points
     blocks += section
     written += files
@@ -150,5 +158,6 @@ def _head(points: list[PointRecord], runs: int, sources: Sequence[Path]) -> list
             f"({', '.join(str(p) for p in sources)}): "
             f"{ok} of {len(checked)} checked results equal to the reference, "
             f"{skipped} skipped. Times are medians of the timed samples."
+            + (f" {note[0].upper()}{note[1:]}." if (note := clock_note(points)) else "")
         ),
     ]

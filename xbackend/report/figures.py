@@ -150,6 +150,7 @@ _GENERIC_CAPTIONS = {
 
 
 ROOFLINE = "roofline"  # plots.figures' name of the roofline
+OVERHEAD = "launch_overhead"  # and of the launch overhead (figures/overhead.NAME)
 
 
 def generic_figures(points: list[PointRecord], folder: FigureFolder) -> Section:
@@ -173,8 +174,8 @@ def generic_figures(points: list[PointRecord], folder: FigureFolder) -> Section:
         sub = folder / subfolders[(op, dtype, batch)] if len(groups) > 1 else folder
         what = f"{op}, {dtype}" + (f", batch {batch}" if batch != 1 else "")
         for name, (png, data) in _drawn(part, sub, written).items():
-            if name == ROOFLINE:
-                continue  # the report's roofline section shows it, once for every point
+            if name in (ROOFLINE, OVERHEAD):
+                continue  # the report's own sections show them, once for every point
             caption = _GENERIC_CAPTIONS.get(name, name.replace("_", " "))
             blocks.append(Image(png, data, f"{caption.rstrip('.')} ({what})."))
     if not blocks:

@@ -6,6 +6,7 @@ noise."""
 
 from __future__ import annotations
 
+from xbackend.clocks import clock_note
 from xbackend.report.document import Block, Cell, Paragraph, Table
 from xbackend.report.points import three_digits
 from xbackend.results import PointRecord
@@ -62,8 +63,10 @@ def size_table_blocks(points: list[PointRecord], roofs: Roofs | None = None) -> 
     header = ["size", "backend", "op", "variant", "tile", "dtype", "kernel (ms)",
               "q1 – q3 (ms)", "noise", "end-to-end (ms)", "× naive",
               *(["roof"] if roofed else [])]  # fmt: skip
+    note = clock_note(points)
     intro = Paragraph(
-        "Per size and configuration: median kernel time with its quartiles and relative "
+        (f"{note[0].upper()}{note[1:]}. " if note else "")
+        + "Per size and configuration: median kernel time with its quartiles and relative "
         "noise (standard deviation over mean; ~: over the run's --max-noise), the median "
         "end-to-end time (with transfers), and the naive kernel's median time over this "
         "one's (same backend, device, operation, data type and size; verified points only). "

@@ -1,0 +1,179 @@
+"""The launch overhead against size: what a launch costs beyond its kernel.
+
+Where the kernels timed themselves on the GPU's clock (``clock`` "globaltimer"), the
+API's clock timed the same launches (``api_samples_s``); a point's overhead is the API's
+median less the kernels' span (``PointRecord.overhead_s``), in µs per launch. One line
+per backend and variant (colour: variant, marker: backend, as in every figure), one panel
+per operation, batch and data type; dotted, where batches recorded it, the gap between
+launches on the device; a hollow marker where a sample was a single launch (no batch
+shares the launch's fixed costs, so it costs more). The y axis is logarithmic where the
+values span more than a decade and are all above zero (a negative overhead, the two
+clocks disagreeing, is kept). Only verified, trusted points with an overhead are drawn.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import Final
+
+from matplotlib.artist import Artist
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+from xbackend.clocks import OVERHEAD_MEANING, gap_median_s, wrapped
+from xbackend.figures.style import (
+    Palette,
+    literal,
+    output_elements,
+    output_label,
+    outside_legend,
+    series_name,
+    short,
+    suptitle,
+    title_width,
+    variant_sort,
+)
+from xbackend.operations import operation
+from xbackend.results import LineKey, PointRecord
+
+NAME = "launch_overhead"  # the figure's file name, without suffix
+Group = tuple[str, int, str]  # op, batch, dtype
+_GAP: Final = ":"
+
+
+def _x(point: PointRecord) -> int:
+    return output_elements(point.op, point.M, point.K, point.N)
+
+
+def _drawable(point: PointRecord) -> bool:
+    return point.status == "ok" and point.trusted and point.overhead_s is not None
+
+
+def _panels(points: Iterable[PointRecord]) -> dict[Group, dict[LineKey, list[PointRecord]]]:
+    """Per (operation, batch, data type), each line's drawable points by size."""
+    panels: dict[Group, dict[LineKey, list[PointRecord]]] = defaultdict(dict)
+    for point in points:
+        if _drawable(point):
+            group = (point.op, point.batch, point.dtype)
+            panels[group].setdefault(point.line_key, []).append(point)
+    for lines in panels.values():
+        for line in lines.values():
+            line.sort(key=lambda p: (_x(p), p.K))
+    return {group: dict(sorted(panels[group].items(), key=_line_sort)) for group in sorted(panels)}
+
+
+def _line_sort(item: tuple[LineKey, list[PointRecord]]) -> tuple[object, ...]:
+    key, _ = item
+    return (key.label, key.device, variant_sort(key.variant), key.tile or 0)
+
+
+def _panel_title(group: Group) -> str:
+    op, batch, dtype = group
+    try:
+        name = operation(op).title(batch)
+    except ValueError:
+        name = op
+    return short(f"{name}, {dtype}")
+
+
+def _micro(seconds: float | None) -> float:
+    return math.nan if seconds is None else seconds * 1e6
+
+
+def _draw_line(axes: Axes, key: LineKey, points: list[PointRecord], palette: Palette) -> None:
+    """A line's overheads; hollow where a sample was one launch (no batch to share the
+    launch's fixed costs, so its overhead is larger)."""
+    colour, marker = palette.colour(key.variant, key.tile), palette.marker(key.label)
+    x = [_x(p) for p in points]
+    y = [_micro(p.overhead_s) for p in points]
+    axes.plot(
+        x, y, color=colour, marker=marker, markersize=4, linewidth=1.6,
+        gid=f"overhead:{key.label}:{key.variant}",
+    )  # fmt: skip
+    single = [(a, b) for a, b, p in zip(x, y, points, strict=True) if p.launches == 1]
+    if single:
+        axes.plot(
+            *zip(*single, strict=True), linestyle="none", color=colour, marker=marker,
+            markersize=5, markerfacecolor="white", gid=f"single:{key.label}:{key.variant}",
+        )  # fmt: skip
+
+
+def _draw_panel(axes: Axes, lines: dict[LineKey, list[PointRecord]], palette: Palette) -> None:
+    values: list[float] = []
+    for key, points in lines.items():
+        colour = palette.colour(key.variant, key.tile)
+        x = [_x(p) for p in points]
+        y = [_micro(p.overhead_s) for p in points]
+        _draw_line(axes, key, points, palette)
+        gaps = [_micro(gap_median_s(p)) for p in points]
+        if any(math.isfinite(gap) for gap in gaps):
+            axes.plot(
+                x, gaps, color=colour, linestyle=_GAP, linewidth=1.2,
+                gid=f"gap:{key.label}:{key.variant}",
+            )  # fmt: skip
+        values += [v for v in (*y, *gaps) if math.isfinite(v)]
+    axes.set_xscale("log")
+    if values and min(values) > 0 and max(values) > 10 * min(values):
+        axes.set_yscale("log")
+        axes.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+        axes.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+        axes.yaxis.set_minor_formatter(NullFormatter())
+    else:
+        axes.axhline(0.0, color="0.6", linewidth=0.8)
+    axes.set_ylabel("launch overhead (µs per launch)")
+    axes.grid(True, which="major", alpha=0.4)
+    axes.grid(True, which="minor", alpha=0.1)
+
+
+def _handles(keys: Iterable[LineKey], palette: Palette, gaps: bool, single: bool) -> list[Artist]:
+    """One entry per backend and variant, then what the line styles mean."""
+    entries: dict[str, Artist] = {}
+    for key in keys:
+        name = literal(f"{key.label} {series_name(key.variant, key.tile)}")
+        entries.setdefault(
+            name,
+            Line2D([], [], color=palette.colour(key.variant, key.tile),
+                   marker=palette.marker(key.label), markersize=4, label=name),
+        )  # fmt: skip
+    handles = list(entries.values())
+    handles.append(Line2D([], [], color="0.3", label="overhead: API time − span"))
+    if single:
+        handles.append(
+            Line2D([], [], linestyle="none", color="0.3", marker="o", markerfacecolor="white",
+                   label="hollow: one launch a sample")
+        )  # fmt: skip
+    if gaps:
+        handles.append(
+            Line2D([], [], color="0.3", linestyle=_GAP, label="gap between launches (device)")
+        )
+    return handles
+
+
+def overhead_figure(points: list[PointRecord], palette: Palette | None = None) -> Figure | None:
+    """The launch overhead of ``points`` against size; None where none has one."""
+    panels = _panels(points)
+    if not panels:
+        return None
+    drawn = [p for lines in panels.values() for line in lines.values() for p in line]
+    if palette is None:
+        palette = Palette((p.label, p.variant, p.tile) for p in drawn)
+    columns = min(2, len(panels))
+    rows = -(-len(panels) // columns)
+    height = 3.8 * rows + 1.0
+    figure = Figure(figsize=(5.4 * columns + 3.0, height), layout="constrained")
+    for index, (group, lines) in enumerate(panels.items()):
+        axes = figure.add_subplot(rows, columns, index + 1)
+        _draw_panel(axes, lines, palette)
+        axes.set_title(_panel_title(group), fontsize=9)
+        axes.set_xlabel(output_label([group[0]]))
+    keys = [key for lines in panels.values() for key in lines]
+    gaps = any(gap_median_s(p) is not None for p in drawn)
+    meaning = wrapped(OVERHEAD_MEANING[0].upper() + OVERHEAD_MEANING[1:], title_width(figure))
+    suptitle(figure, "\n".join(["Launch overhead per launch", *map(literal, meaning)]))
+    single = any(p.launches == 1 for p in drawn)
+    outside_legend(figure, _handles(keys, palette, gaps, single), height)
+    return figure
