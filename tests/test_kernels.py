@@ -198,6 +198,8 @@ def test_kernels_ship_in_a_non_editable_install(tmp_path):
         "    language = {'.cu': 'cuda', '.cl': 'opencl'}[path.suffix]\n"
         "    _, text = read_kernel(path.stem, language)\n"
         "    print(path.relative_to(root), len(text))\n"
+        "for path in sorted(root.rglob('*.h')):\n"  # what the kernels include (stamp.h)
+        "    print(path.relative_to(root), len(path.read_text()))\n"
     )
     env = {**os.environ, "PYTHONPATH": str(target)}
     done = subprocess.run(
@@ -213,7 +215,8 @@ def test_kernels_ship_in_a_non_editable_install(tmp_path):
     assert Path(lines[0]).is_relative_to(target), "kernels did not come from the install"
     shipped = {line.split()[0]: int(line.split()[1]) for line in lines[1:]}
     expected = {
-        str(p.relative_to(ROOT / "kernels")): len(p.read_text()) for p in CUDA + OPENCL_FILES
+        str(p.relative_to(ROOT / "kernels")): len(p.read_text())
+        for p in CUDA + OPENCL_FILES + sorted((ROOT / "kernels").glob("*/*.h"))
     }
     assert shipped == expected
     assert xbackend.__version__ in wheel.name
