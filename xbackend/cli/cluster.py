@@ -1,18 +1,24 @@
 """The cluster options of ``compare`` and ``tune``: ``--gpus``, ``--workers``,
-``--scheduler`` (one of them; none: the serial run), and ``--alone``.
+``--scheduler`` (one of them; none: the serial run), ``--alone`` and
+``--connect-timeout``.
 
 Dask is imported only when one of them is given (``xbackend.cluster``); without the
-``dask`` extra, that is an error naming it.
+``dask`` extra, that is an error naming it. A scheduler's address is checked before
+anything is tried (``scheduler_address``), and reached within ``--connect-timeout``
+(``cluster/connection.py``).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-from collections.abc import Callable, Iterator
+import re
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import xbackend.cli.arguments as arguments
+from xbackend.errors import XBackendError
 
 if TYPE_CHECKING:
     from xbackend.cluster import Cluster, ClusterSpec
@@ -20,6 +26,12 @@ if TYPE_CHECKING:
 
 GROUP_TITLE = "cluster (Dask distributed: pip install 'xbackend[dask]'; docs/cluster.md)"
 MAX_WORKERS = 256
+# The default of --connect-timeout, as cluster/connection.py has it (imported with Dask).
+CONNECT_TIMEOUT_S = 5.0
+MAX_CONNECT_TIMEOUT_S = 3600.0
+_SCHEME = re.compile(r"[a-z][a-z0-9+.-]*\Z")
+_HOST = re.compile(r"[A-Za-z0-9._-]+\Z")  # a host name or an IPv4 address
+_IPV6 = re.compile(r"\[[0-9A-Fa-f:.]+(%[A-Za-z0-9._-]+)?\]\Z")
 
 
 def add_options(parser: argparse.ArgumentParser, *, each_gpu: bool = False) -> None:
@@ -50,6 +62,11 @@ def add_options(parser: argparse.ArgumentParser, *, each_gpu: bool = False) -> N
             "model: the lines of a serial run, each measured once, on one of them)",
         )  # fmt: skip
     group.add_argument(
+        "--connect-timeout", type=_timeout, default=CONNECT_TIMEOUT_S, metavar="SECONDS",
+        help="with --scheduler: how long to wait for the connection and the scheduler's "
+        f"first answer (default: {CONNECT_TIMEOUT_S:g})",
+    )  # fmt: skip
+    group.add_argument(
         "--alone", choices=("cpu", "all"), default="cpu",
         help="which points run alone on their host: 'cpu' (default) those of processors "
         "(the CPU backend, OpenCL on the CPU), which share the host with everything; "
@@ -69,19 +86,102 @@ def _gpus(text: str) -> tuple[int, ...] | str:
     return tuple(sorted(ordinals))
 
 
+def _timeout(text: str) -> float:
+    value = arguments.positive(float)(text)
+    if value > MAX_CONNECT_TIMEOUT_S:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_CONNECT_TIMEOUT_S:g}: {value}")
+    return value
+
+
+def scheduler_address(text: str) -> str:
+    """``--scheduler``'s address as Dask reads it (``[SCHEME://]HOST:PORT``, tcp by
+    default), checked before anything is tried; else one line naming the option and the
+    address, its control characters escaped (``repr``), never printed raw."""
+
+    def refused(why: str) -> XBackendError:
+        example = "an address is tcp://HOST:PORT, e.g. tcp://login1:8786"
+        return XBackendError(f"--scheduler {text!r}: {why}; {example}")
+
+    if not text.strip():
+        raise refused("empty")
+    if any(not char.isprintable() or char.isspace() for char in text):
+        raise refused("a control character or a space in the address")
+    scheme, sep, rest = text.partition("://")
+    scheme, rest = (scheme.lower(), rest) if sep else ("tcp", text)
+    if not _SCHEME.match(scheme):
+        raise refused(f"{scheme!r} is not an address scheme")
+    if scheme == "inproc":
+        raise refused("inproc:// reaches only a scheduler inside this process")
+    host, colon, port = rest.rpartition(":")
+    if not colon or not port:
+        raise refused("no port")
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        raise refused(f"the port is a number from 1 to 65535, not {port!r}")
+    if not host:
+        raise refused("no host")
+    if not (_HOST.match(host) or _IPV6.match(host)):
+        raise refused(f"{host!r} is not a host name or address")
+    return f"{scheme}://{host}:{int(port)}"
+
+
 def spec(args: argparse.Namespace) -> ClusterSpec | None:
-    """The cluster the options ask for; None: no cluster, the serial run."""
+    """The cluster the options ask for; None: no cluster, the serial run. Options that
+    cannot mean what they say are an ``XBackendError`` naming them, before anything runs."""
     gpus, workers, scheduler = (
         getattr(args, name, None) for name in ("gpus", "workers", "scheduler")
     )
+    if getattr(args, "each_gpu", False) and gpus is None:
+        raise XBackendError(
+            "--each-gpu needs --gpus: it measures every point on each GPU of --gpus "
+            "(add --gpus all, or leave --each-gpu out)"
+        )
     if gpus is None and workers is None and scheduler is None:
         return None
+    if scheduler is not None:
+        scheduler = scheduler_address(scheduler)
     from xbackend.cluster import ClusterSpec
 
     each_gpu = getattr(args, "each_gpu", True)  # without the option (tune): each GPU
     return ClusterSpec(
-        gpus=gpus, workers=workers, scheduler=scheduler, alone=args.alone, each_gpu=each_gpu
-    )
+        gpus=gpus, workers=workers, scheduler=scheduler, alone=args.alone, each_gpu=each_gpu,
+        connect_s=getattr(args, "connect_timeout", CONNECT_TIMEOUT_S),
+    )  # fmt: skip
+
+
+def check_resume(args: argparse.Namespace, labels: Sequence[str]) -> None:
+    """Refuse a ``--resume`` that would measure every recorded point again under other
+    names: a ``--scheduler`` run names its lines by device model (``cpu:MODEL``), a run
+    here or on a local cluster by backend (``cpu``). ``labels``: this run's lines."""
+    if not getattr(args, "resume", False) or args.out is None:
+        return
+    from xbackend import results as results_io
+
+    if not (Path(args.out) / results_io.JSONL_NAME).is_file():
+        return
+    try:
+        loaded = results_io.load([args.out])
+    except (XBackendError, ValueError):  # a damaged file: the resume itself says so
+        return
+    recorded = sorted({point.label for point in loaded.points})
+    if not recorded or set(recorded) & set(labels):
+        return
+    headers = loaded.runs.values()
+    schedulers = sorted({str(h.cluster.get("scheduler")) for h in headers if h.cluster})
+    schedulers = [name for name in schedulers if name != "local"]
+    here, shown, ours = args.scheduler, ", ".join(recorded), ", ".join(labels)
+    if schedulers and not here:
+        raise XBackendError(
+            f"--resume: the points in {args.out} were measured on the Dask cluster at "
+            f"{schedulers[0]}, whose lines --scheduler names by device model ({shown}); "
+            f"this run's lines ({ours}) would measure every one of them again: continue "
+            f"with --scheduler {schedulers[0]}, or choose another --out"
+        )
+    if here and not schedulers:
+        raise XBackendError(
+            f"--resume: the points in {args.out} were measured without --scheduler (lines "
+            f"{shown}); --scheduler names its lines by device model ({ours}), so every one "
+            "would be measured again: continue without --scheduler, or choose another --out"
+        )
 
 
 @contextlib.contextmanager

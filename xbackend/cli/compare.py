@@ -245,6 +245,7 @@ def _run(args: argparse.Namespace, cluster: Cluster | None) -> int:
     try:  # everything checked before the folder is made: a refused run leaves nothing
         plan = _plan(args, preset, opened)
         _check_plan(plan, opened, args.variants or [])
+        cluster_options.check_resume(args, [label for label, _ in opened])
         if args.dry_run:
             return _dry_run(args, plan, opened, cluster)
         out = output_folder(args.out or arguments.default_out("run"))

@@ -7,7 +7,8 @@ sweep (``runner.Sweep``) appends it at once, once. Each task is pinned to its wo
 address that will not return, so the driver watches the workers (``client.nthreads``)
 and gives the schedule each one that is gone; a worker that appears (a nanny restarted
 one, a new Slurm job) is asked what it holds and joins. Ctrl-C cancels what is in
-flight and leaves every written point in place.
+flight and leaves every written point in place; a scheduler lost mid-run stops the loop
+(``connection.SchedulerLost``), every written point in place too.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 
 from distributed import wait
 
+from xbackend.cluster.connection import SchedulerLost, lost
 from xbackend.cluster.lines import PointResult, PointTask, RemoteLine
 from xbackend.cluster.schedule import MAX_DEATHS, Lane, Schedule, Slot
 from xbackend.cluster.worker import measure, report
@@ -59,6 +61,8 @@ class Driver:
             self._advance(lane)
         try:
             while self.points or any(lane.due is not None for lane in self.schedule.lanes):
+                if lost(self.client):  # before Dask's calls wait on a connection gone
+                    raise SchedulerLost("the scheduler is gone")
                 self._watch()
                 self._start()
                 self._give_up_orphans()
@@ -66,7 +70,7 @@ class Driver:
                     self._collect(future)
         finally:  # Ctrl-C included: nothing more is measured; what was written stays
             pending = [*self.points, *self.describing]
-            if pending:
+            if pending and not lost(self.client):
                 self.client.cancel(pending)
 
     # -- the points --------------------------------------------------------------------

@@ -18,6 +18,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from xbackend.backends.registry import backend_names
+from xbackend.cluster.connection import (
+    CONNECT_TIMEOUT_S,
+    SchedulerLost,
+    held_interrupts,
+    lost,
+    quiet_dask,
+    reach,
+)
 from xbackend.cluster.devices import (
     Offer,
     WorkerReport,
@@ -41,7 +49,7 @@ if TYPE_CHECKING:
     from xbackend import Backend
     from xbackend.tuning import TuneResult
 
-# How long to wait for an existing cluster's first worker (seconds).
+# How long to wait for a cluster's first workers (seconds): a batch system may take long.
 CONNECT_S = 60.0
 
 
@@ -55,6 +63,7 @@ class ClusterSpec:
     alone: str = "cpu"  # schedule.ALONE: which points run alone on their host
     each_gpu: bool = False  # --gpus: every point on every GPU, not the GPUs sharing them
     grace_s: float = GRACE_S
+    connect_s: float = CONNECT_TIMEOUT_S  # --scheduler: the connection and first answer
 
 
 class Cluster:
@@ -63,34 +72,80 @@ class Cluster:
     def __init__(self, client: Any, spec: ClusterSpec, backends: str, local: Any = None):
         self.client, self.spec, self.backends, self.local = client, spec, backends, local
         self.reports: list[WorkerReport] = []
+        self._log_level: int | None = None  # Dask's log level before this client quieted it
 
     @classmethod
     def start(cls, spec: ClusterSpec, backends: str, say: Callable[[str], None] = print) -> Cluster:
-        """Start or join the cluster of ``spec``, its workers holding ``backends``'s devices."""
+        """Start or join the cluster of ``spec``, its workers holding ``backends``'s devices
+        (an existing scheduler first reached within ``spec.connect_s``)."""
+        if spec.scheduler:
+            settings, assigned, expected = reach(spec.scheduler, spec.connect_s), None, 1
+        else:
+            assigned = local_workers(targets_of(backends, say), spec.gpus, spec.workers)
+            settings, expected = None, len(assigned)
+        with held_interrupts() as pressed:  # neither is stopped half made
+            cluster = cls._connected(spec, backends, assigned, settings)
+        try:
+            if pressed:
+                raise KeyboardInterrupt
+            cluster.client.register_plugin(DevicesPlugin(backends, assigned), name=PLUGIN)
+            cluster._wait_for_workers(expected)
+            cluster.reports = cluster._describe(say)
+        except BaseException as error:
+            cluster.close()
+            if lost(cluster.client) and not isinstance(error, KeyboardInterrupt):
+                raise cluster.lost_error() from None
+            raise
+        return cluster
+
+    @classmethod
+    def _connected(cls, spec: ClusterSpec, backends: str, assigned: Any, settings: Any) -> Cluster:
+        """A client of the scheduler at ``spec.scheduler`` (reached already, ``settings``
+        its ``Security``), or of a local cluster of the ``assigned`` workers, started."""
         from distributed import Client
 
         if spec.scheduler:
-            cluster = cls(Client(spec.scheduler, timeout=CONNECT_S), spec, backends)
-            assigned, expected = None, 1
-        else:
-            assigned = local_workers(targets_of(backends, say), spec.gpus, spec.workers)
-            local = _local_cluster(list(assigned))
-            cluster = cls(Client(local), spec, backends, local)
-            expected = len(assigned)
+            client = Client(spec.scheduler, timeout=spec.connect_s, security=settings)
+            joined = cls(client, spec, backends)
+            # Dask's client logs its connection's end (a traceback at INFO) when the
+            # scheduler goes: the command says it in one line (``lost_error``) instead.
+            joined._log_level = _DASK_LOG.level
+            _DASK_LOG.setLevel(logging.ERROR)
+            return joined
+        local = _local_cluster(list(assigned))
         try:
-            cluster.client.register_plugin(DevicesPlugin(backends, assigned), name=PLUGIN)
-            try:
-                cluster.client.wait_for_workers(expected, timeout=CONNECT_S)
-            except TimeoutError:
-                where = spec.scheduler or "the local cluster"
-                raise XBackendError(
-                    f"{expected} worker(s) did not join {where} within {CONNECT_S:g} s"
-                ) from None
-            cluster.reports = cluster._describe(say)
+            return cls(Client(local), spec, backends, local)
         except BaseException:
-            cluster.close()
+            local.close()
             raise
-        return cluster
+
+    def _wait_for_workers(self, expected: int) -> None:
+        try:
+            self.client.wait_for_workers(expected, timeout=CONNECT_S)
+        except TimeoutError:
+            if lost(self.client):
+                raise
+            where = self.spec.scheduler or "the local cluster"
+            option = " (--scheduler)" if self.spec.scheduler else ""
+            raise XBackendError(
+                f"{expected} worker(s) did not join {where}{option} within {CONNECT_S:g} s"
+            ) from None
+
+    def lost_error(self, out: Path | None = None) -> SchedulerLost:
+        """The error that says this command lost its scheduler (``out``: where the
+        finished points are kept, and how to continue them)."""
+        if self.spec.scheduler:
+            where = f"the Dask scheduler at {self.spec.scheduler} (--scheduler)"
+        else:
+            where = "the local cluster's scheduler"
+        kept = ""
+        if out is not None:
+            again = f" --scheduler {self.spec.scheduler}" if self.spec.scheduler else ""
+            kept = (
+                f": every finished point is kept in {out}; once it is back, continue "
+                f"with: xbackend compare ...{again} --out {out} --resume"
+            )
+        return SchedulerLost(f"lost {where}{kept}")
 
     def _describe(self, say: Callable[[str], None]) -> list[WorkerReport]:
         """Every worker's report, in the order of their names; a local worker that
@@ -163,6 +218,14 @@ class Cluster:
         """``runner.run`` on the cluster: every point of ``plan`` measured on the workers
         and appended to ``out`` here (``opened``: the stand-ins it was planned with)."""
         display = display or SweepDisplay("plain", log=log)
+        try:
+            return self._run(plan, out, resume, display)
+        except Exception as error:  # Dask's view of a lost connection, whichever it is
+            if isinstance(error, SchedulerLost) or lost(self.client):
+                raise self.lost_error(out) from None
+            raise
+
+    def _run(self, plan: Plan, out: Path, resume: bool, display: SweepDisplay) -> list[PointRecord]:
         done = recorded(plan, out, resume, display)
         prepared = self.prepare(plan)
         labels = list(prepared)
@@ -250,16 +313,25 @@ class Cluster:
 
     def close(self) -> None:
         """Stop a local cluster; leave an existing one running, its workers' devices
-        closed (the plugin's teardown) so that nothing holds a GPU after the command."""
+        closed (the plugin's teardown) so that nothing holds a GPU after the command.
+        A client that lost its scheduler is closed quietly, without waiting for it."""
         try:
-            if self.local is None and self.client.status == "running":
+            if lost(self.client):
+                with quiet_dask(), contextlib.suppress(Exception):
+                    self.client.close(timeout=self.spec.connect_s)
+                return
+            if self.local is None:
                 with contextlib.suppress(Exception):  # a worker gone meanwhile, say
                     self.client.unregister_worker_plugin(PLUGIN)
             self.client.close()
         finally:
             if self.local is not None:
                 self.local.close()
+            if self._log_level is not None:
+                _DASK_LOG.setLevel(self._log_level)
 
+
+_DASK_LOG = logging.getLogger("distributed")
 
 # What Dask's nannies set in a worker's environment by default, and xbackend does not:
 # one OpenMP/MKL/OpenBLAS thread and malloc trimming above 64 KiB. A worker would then run
