@@ -72,7 +72,9 @@ def _one(backend: xbackend.Backend, variant: str, A: np.ndarray, B: np.ndarray, 
     }
 
 
-def study(names: list[str], variants: list[str], sizes: list[str], rounds: int) -> list[dict[str, Any]]:
+def study(
+    names: list[str], variants: list[str], sizes: list[str], rounds: int
+) -> list[dict[str, Any]]:
     rows = []
     for name in names:
         backend = xbackend.get_backend(*name.split(":", 1))
@@ -95,7 +97,9 @@ def study(names: list[str], variants: list[str], sizes: list[str], rounds: int) 
     return rows
 
 
-def _row(name: str, variant: str, size: str, runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+def _row(
+    name: str, variant: str, size: str, runs: dict[str, list[dict[str, Any]]]
+) -> dict[str, Any]:
     """The medians over rounds of each round's median."""
 
     def over(kind: str, field: str) -> float | None:

@@ -253,3 +253,28 @@ def test_nvidia_kernels_time_themselves_and_the_api_clock_stays_beside(name, mon
         monkeypatch.setenv("XBACKEND_CLOCK", "api")
         plain = backend.measure(A, B, "naive", samples=3, min_samples=3)
         assert plain.clock != CLOCK and plain.api_s == []
+
+
+def test_a_library_call_is_timed_between_markers_on_the_device(opencl_on_a_cpu):
+    problem = opencl_on_a_cpu.variant_problem("vendor", np.dtype(np.float32))
+    if problem:
+        pytest.skip(problem)
+    rng = np.random.default_rng(9)
+    A, B = rng.standard_normal((37, 29), np.float32), rng.standard_normal((29, 41), np.float32)
+    measured = opencl_on_a_cpu.measure(A, B, "vendor", samples=3, min_samples=3)
+    assert measured.clock == "opencl-markers" and not any(measured.marks)
+    assert min(measured.kernel_s) > 0
+    np.testing.assert_allclose(measured.result, A @ B, rtol=1e-4, atol=1e-4)
+
+
+def test_a_library_that_waits_behind_the_markers_gate_is_let_through(opencl_on_a_cpu):
+    """A call that waits for its own queue while the gate holds it would wait forever: the
+    watchdog opens the gate, the sample is marked, and the next one is not."""
+    from xbackend.backends import opencl_device
+
+    cl = pytest.importorskip("pyopencl")
+    queue = opencl_on_a_cpu._queue
+    timer = opencl_device._MarkerTimer(opencl_on_a_cpu._context, queue)
+    timer.GIVE_UP_S = 0.2
+    assert timer([queue.finish]) >= 0 and timer.gave_up  # finish waits for the gate
+    assert timer([lambda: cl.enqueue_marker(queue)]) >= 0 and not timer.gave_up

@@ -25,6 +25,7 @@ CLOCK_NAMES = {
     "globaltimer": "GPU clock inside the kernels (globaltimer)",
     "cuda-events": "CUDA events",
     "opencl-profiling": "OpenCL profiling events",
+    "opencl-markers": "OpenCL markers around the library call",
     "nsight-compute": "Nsight Compute",
     "host": "host clock",
 }

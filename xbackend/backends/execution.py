@@ -27,7 +27,8 @@ class Timer(Protocol):
     """The clock of one execution: queues the steps ``launches`` times back to back,
     waits, and gives the seconds from the first step's start to the last one's end."""
 
-    clock: str  # "cuda-events", "opencl-profiling", "host", "globaltimer" (stamps.py)
+    # "globaltimer" (stamps.py), "cuda-events", "opencl-profiling", "opencl-markers", "host"
+    clock: str
     gave_up: bool  # the last call could not hold the device until its work was queued
 
     def __call__(self, steps: Sequence[Queued], launches: int = 1) -> float: ...

@@ -262,7 +262,8 @@ class OpenCLBackend(CompiledBackend):
     description = "PyOpenCL kernels from kernels/opencl on any OpenCL device"
     VARIANTS: ClassVar[VariantTable] = with_vendor(
         compiled_variants("work-item", "local"),
-        "CLBlast's GEMM (through pyclblast) on the same buffers, timed by the host clock",
+        "CLBlast's GEMM (through pyclblast) on the same buffers, timed on the device "
+        "between two markers",
         "the pair sums by a kernel, then CLBlast on the half-size product",
     )
     GROUP_WORDS = ("work-items", "local")

@@ -2,13 +2,13 @@
 
 Kernel times come from the queue's profiling events: from the start of a batch's
 first launch to the end of its last (an in-order queue runs them back to back).
-A library call (CLBlast) may run helper kernels whose events it does not return,
-so it is timed by the host clock around a finished queue.
+A library call (CLBlast) may run helper kernels whose events it does not return, so
+markers bracket the call on the queue and time it with the device's clock.
 """
 
 from __future__ import annotations
 
-import time
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -118,7 +118,7 @@ class ClDevice(Device):
 
     def timer(self, product: Product) -> Timer:
         if product.calls_library:
-            return _HostTimer(self._queue)
+            return _MarkerTimer(self._context, self._queue)
         return _EventTimer(self._context, self._queue)
 
     def flush_cache(self) -> None:
@@ -184,21 +184,47 @@ class _EventTimer:
         return float(events[-1].profile.end - events[0].profile.start) * 1e-9
 
 
-class _HostTimer:
-    """A library may run helper kernels and its event covers only the last one
-    (CLBlast), so the whole call is timed by the host clock around a finished queue."""
+class _MarkerTimer:
+    """A library call (CLBlast) may run helper kernels whose events it does not return:
+    markers on the in-order queue bracket the whole call, so the device's clock times it,
+    every kernel it enqueues and the gaps between them, from the end of the first
+    marker to the end of the last one.
 
-    clock = "host"
-    gave_up = False
+    The calls are queued behind the gate of ``_EventTimer``, so the host's queueing is not
+    in the time. Should a library wait for its own work while the gate still holds the
+    queue, a watchdog opens the gate after ``GIVE_UP_S`` and the sample is marked, as
+    CUDA's hold that gives up is.
+    """
 
-    def __init__(self, queue: Any):
-        self._queue = queue
+    clock = "opencl-markers"
+    GIVE_UP_S = 5.0
+
+    def __init__(self, context: Any, queue: Any):
+        self._context, self._queue = context, queue
+        self._opening = threading.Lock()  # the watchdog's thread and this one
+        self.gave_up = False
 
     def __call__(self, steps: Sequence[Queued], launches: int = 1) -> float:
-        self._queue.finish()
-        start = time.perf_counter()
-        for _ in range(launches):
-            for queue in steps:
-                queue()
-        self._queue.finish()
-        return time.perf_counter() - start
+        gate = cl.UserEvent(self._context)
+        watchdog = threading.Timer(self.GIVE_UP_S, self._open, (gate,))
+        watchdog.start()
+        try:
+            cl.enqueue_barrier(self._queue, wait_for=[gate])
+            first = cl.enqueue_marker(self._queue)
+            for _ in range(launches):
+                for queue in steps:
+                    queue()
+            last = cl.enqueue_marker(self._queue)
+        finally:
+            watchdog.cancel()
+            self.gave_up = not self._open(gate)  # also after a failure
+        last.wait()
+        return float(last.profile.end - first.profile.end) * 1e-9
+
+    def _open(self, gate: Any) -> bool:
+        """Let the queue run; False where the watchdog had opened it already."""
+        with self._opening:
+            if gate.command_execution_status == cl.command_execution_status.COMPLETE:
+                return False
+            gate.set_status(cl.command_execution_status.COMPLETE)
+            return True

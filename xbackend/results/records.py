@@ -126,7 +126,8 @@ class PointRecord:
     host_memory: str = ""  # "pageable", "pinned"; "" where nothing is copied (the CPU)
     # What timed the kernel: "globaltimer" (the GPU's clock read inside the kernels, first
     # group's entry to last group's exit: backends/stamps.py), "cuda-events",
-    # "opencl-profiling", "host"; "" in files from before.
+    # "opencl-profiling", "opencl-markers" (a library call between two markers), "host";
+    # "" in files from before.
     clock: str = ""
     # Where the kernels timed themselves: per sample, the API's clock per launch (CUDA
     # events behind the hold, OpenCL profiling events), whose excess over the kernel time
