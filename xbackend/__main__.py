@@ -1,5 +1,15 @@
-"""``python -m xbackend``: the command line."""
+"""``python -m xbackend``: the command line.
 
-from xbackend.cli import main
+Ctrl-C while the command line itself is imported is one line and exit 130, as it is
+everywhere after (``xbackend.cli.main``), not a traceback.
+"""
+
+import sys
+
+try:
+    from xbackend.cli import main
+except KeyboardInterrupt:
+    print("\nxbackend: interrupted: nothing was recorded yet", file=sys.stderr)
+    raise SystemExit(130) from None
 
 raise SystemExit(main())

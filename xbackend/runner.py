@@ -309,6 +309,14 @@ def recorded(
     return {point.key: point for point in points}
 
 
+def holds_points(out: Path) -> bool:
+    """Whether ``out`` holds recorded points, for ``--resume`` to continue: the writer
+    makes ``results.jsonl`` with a run's first point, so a run stopped before its first
+    point leaves none (or leaves a resumed run's file as it was)."""
+    jsonl = out / JSONL_NAME
+    return jsonl.is_file() and jsonl.stat().st_size > 0
+
+
 def say_closing(display: SweepDisplay) -> None:
     closing = display.closing_note()
     if closing:

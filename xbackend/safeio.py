@@ -32,12 +32,24 @@ def refuse_link(path: Path) -> None:
         raise UnsafePath(f"{path} exists and is not a regular file")
 
 
+def naming(error: OSError, path: Path | str) -> OSError:
+    """``error`` naming ``path``, the file being written: the system names none for a
+    ``write`` or an ``fsync`` that fails (a full disk, a file size limit), and a temporary
+    name for a rename, so a message from it would not say which file."""
+    error.filename, error.filename2 = str(path), None
+    return error
+
+
 def atomic_write(path: Path, data: bytes | str) -> None:
-    """Replace ``path`` with ``data`` in one rename; refuse a link at ``path``."""
+    """Replace ``path`` with ``data`` in one rename; refuse a link at ``path``. An
+    ``OSError`` names ``path`` whichever step failed."""
     path = Path(path)
     refuse_link(path)
     payload = data.encode("utf-8") if isinstance(data, str) else data
-    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as error:
+        raise naming(error, path) from None
     try:
         with os.fdopen(fd, "wb") as file:
             file.write(payload)
@@ -45,8 +57,10 @@ def atomic_write(path: Path, data: bytes | str) -> None:
             os.fsync(file.fileno())
         os.chmod(temporary, 0o644)
         os.replace(temporary, path)
-    except BaseException:
+    except BaseException as error:
         Path(temporary).unlink(missing_ok=True)
+        if isinstance(error, OSError):
+            raise naming(error, path) from None
         raise
 
 

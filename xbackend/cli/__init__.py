@@ -15,33 +15,44 @@
   (``profile.py``).
 
 Each command's parser sets ``func``, the function that runs it; :func:`main` calls it
-and turns the errors a user can meet into one line and an exit status.
+and turns the errors a user can meet into one line and an exit status. The commands'
+modules (and what they import: NumPy, rich, the backends) are imported inside
+:func:`main`, so that Ctrl-C in the first moments is one line and exit 130 like any
+other, never a traceback from an import.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Sequence
+from types import ModuleType
 
 from xbackend import __version__
-from xbackend.cli import compare, devices, diff, limits, profile, results_commands, tune
-from xbackend.cli.compare import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, silence_stdout
-from xbackend.cli.summary import summary_table
 from xbackend.errors import XBackendError
-from xbackend.progress import equality_line
 
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for Ctrl-C
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a reader that went away
+# The commands' modules, in the order ``--help`` lists them.
+COMMANDS = ("devices", "compare", "results_commands", "diff", "tune", "limits", "profile")
 
 __all__ = [
     "EXIT_BROKEN_PIPE",
     "EXIT_INTERRUPTED",
     "EXIT_USAGE",
     "build_parser",
-    "equality_line",
+    "interrupted_before_recording",
     "main",
-    "summary_table",
 ]
+
+
+def __getattr__(name: str) -> ModuleType:
+    """A command's module as an attribute (``xbackend.cli.compare``), imported when asked."""
+    if name in COMMANDS:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -52,35 +63,44 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"xbackend {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    devices.add_parser(commands)
-    compare.add_parser(commands)
-    results_commands.add_parsers(commands)
-    diff.add_parser(commands)
-    tune.add_parser(commands)
-    limits.add_parser(commands)
-    profile.add_parser(commands)
+    for name in COMMANDS:
+        module = importlib.import_module(f"{__name__}.{name}")
+        add = getattr(module, "add_parser", None) or module.add_parsers
+        add(commands)
     return parser
 
 
+def interrupted_before_recording() -> int:
+    """Say in one line that Ctrl-C came before anything was recorded (so there is nothing
+    to resume); the exit status for it."""
+    print("\nxbackend: interrupted: nothing was recorded yet", file=sys.stderr)
+    return EXIT_INTERRUPTED
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    try:  # the commands' modules are imported here, inside the handler
+        parser = build_parser()
+        args = parser.parse_args(argv)
+    except KeyboardInterrupt:
+        return interrupted_before_recording()
     if args.command is None:
         parser.print_help()
         return 0
     try:
         code: int = args.func(args)
         return code
+    except KeyboardInterrupt:  # a command that said nothing more itself
+        print("\nxbackend: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except (XBackendError, ValueError) as error:
         print(f"xbackend: error: {error}", file=sys.stderr)
         return EXIT_USAGE
     except OSError as error:  # a full disk, a file size limit, a path that cannot be
         if isinstance(error, BrokenPipeError):
+            from xbackend.cli.compare import silence_stdout
+
             silence_stdout()
             return EXIT_BROKEN_PIPE
         where = f"{error.filename}: " if error.filename else ""
         print(f"xbackend: error: {where}{error.strerror or error}", file=sys.stderr)
         return EXIT_USAGE
-    except KeyboardInterrupt:
-        print("\nxbackend: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED

@@ -20,6 +20,7 @@ import xbackend.cli.sampling as sampling
 import xbackend.cli.selection as selection
 from xbackend import Backend, backend_names, get_backend
 from xbackend import results as results_io
+from xbackend.cli import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, interrupted_before_recording
 from xbackend.cli.summary import summary_table
 from xbackend.configs import VARIANT_SETS, resolve_variants
 from xbackend.errors import BackendUnavailable, XBackendError
@@ -27,7 +28,7 @@ from xbackend.operations import DEFAULT, operation
 from xbackend.plan import Plan, Target
 from xbackend.problems import AUTO, CHECKS, FREIVALDS_ABOVE_FLOPS, Shape
 from xbackend.progress import Mode, SweepDisplay, choose_mode
-from xbackend.runner import plan_lines
+from xbackend.runner import holds_points, plan_lines
 from xbackend.runner import run as run_plan
 from xbackend.safeio import output_folder
 from xbackend.sweep import DEFAULT_BASE, DEFAULT_STEPS, PRESETS, Preset, growth
@@ -36,9 +37,6 @@ if TYPE_CHECKING:
     from xbackend.cluster import Cluster
     from xbackend.plots import Drawn
     from xbackend.roofs import Roofs
-
-EXIT_INTERRUPTED = 130
-EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a reader that went away
 
 _EXAMPLES = (
     "examples:\n"
@@ -241,7 +239,10 @@ def _run(args: argparse.Namespace, cluster: Cluster | None) -> int:
     console = Console()
     mode = choose_mode(console, args.quiet)
     say = _quiet_print if mode == "quiet" else print
-    opened = cluster.offered() if cluster else open_backends(args.backends, say=say)
+    try:
+        opened = cluster.offered() if cluster else open_backends(args.backends, say=say)
+    except KeyboardInterrupt:
+        return interrupted_before_recording()
     try:  # everything checked before the folder is made: a refused run leaves nothing
         plan = _plan(args, preset, opened)
         _check_plan(plan, opened, args.variants or [])
@@ -250,9 +251,11 @@ def _run(args: argparse.Namespace, cluster: Cluster | None) -> int:
             return _dry_run(args, plan, opened, cluster)
         out = output_folder(args.out or arguments.default_out("run"))
         lock = results_io.RunLock(out)  # one run per folder; checked and held from here on
-    except BaseException:
+    except BaseException as error:
         for _, backend in opened:
             backend.close()
+        if isinstance(error, KeyboardInterrupt):
+            return interrupted_before_recording()
         raise
     with lock:
         jsonl = out / results_io.JSONL_NAME
@@ -317,12 +320,14 @@ def _run_and_report(
     records: list[results_io.PointRecord] = []
     interrupted = False
     try:
-        if display.mode != "quiet":
-            _announce(plan, opened, out)
         try:
+            if display.mode != "quiet":
+                _announce(plan, opened, out)
             sweep = cluster.run if cluster else run_plan
             records = sweep(plan, opened, out, resume=args.resume, display=display)
         except KeyboardInterrupt:
+            if not holds_points(out):  # stopped before its first point: nothing to resume
+                return interrupted_before_recording()
             interrupted = True
             print(
                 f"\ninterrupted: every finished point is kept in {out}; "

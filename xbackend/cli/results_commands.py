@@ -14,7 +14,7 @@ from xbackend import results as results_io
 from xbackend.cli.summary import summary_table
 from xbackend.results import Loaded, PointRecord
 from xbackend.results.reading import apart, load_runs
-from xbackend.safeio import output_folder
+from xbackend.safeio import output_folder, printable
 from xbackend.tables import select
 
 
@@ -77,15 +77,19 @@ def add_filters(command: argparse.ArgumentParser) -> None:
 
 
 def selected(args: argparse.Namespace, points: list[PointRecord]) -> list[PointRecord]:
-    """The points the command's filters keep (a ValueError naming the values present)."""
-    return select(
-        points,
-        backends=args.backends,
-        variants=args.variants,
-        tiles=args.tile,
-        ops=args.op,
-        dtypes=args.dtype,
-    )
+    """The points the command's filters keep (a ValueError naming the values present,
+    which come from the results file: shown, not obeyed)."""
+    try:
+        return select(
+            points,
+            backends=args.backends,
+            variants=args.variants,
+            tiles=args.tile,
+            ops=args.op,
+            dtypes=args.dtype,
+        )
+    except ValueError as error:
+        raise ValueError(printable(error)) from None
 
 
 def _out_folder(args: argparse.Namespace) -> Path:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from xbackend.problems import FREIVALDS
 from xbackend.results import MEASURED, LineKey, PointRecord
+from xbackend.safeio import printable
 from xbackend.timing import format_seconds
 
 _HEADER = ("backend", "device", "op", "variant", "tile", "dtype", "equal", "skipped",
@@ -26,7 +27,11 @@ def _row(key: LineKey, group: list[PointRecord]) -> tuple[str, ...]:
         # A profiled point (xbackend profile) times its kernels alone: no end-to-end.
         end_to_end = format_seconds(top.end_to_end_s["median"]) if top.end_to_end_s else "—"
         gflops = f"{top.gflops:.4g}"
-    return (key.label, key.device[:28], key.op, key.variant, str(key.tile or "—"), key.dtype,
+    # Names come from the results file: shown, never obeyed (an ESC sequence is text).
+    label, device, op, variant, dtype = map(
+        printable, (key.label, key.device, key.op, key.variant, key.dtype)
+    )
+    return (label, device[:28], op, variant, str(key.tile or "—"), dtype,
             equal, str(skipped), size, kernel, noise, end_to_end, gflops)  # fmt: skip
 
 
@@ -78,8 +83,9 @@ def _skip_notes(groups: dict[LineKey, list[PointRecord]], width: int = 110) -> l
         if not skipped:
             continue
         tile = f" T={key.tile}" if key.tile else ""
-        what = f"{key.label} {key.op} {key.variant}{tile} {key.dtype}"
+        what = printable(f"{key.label} {key.op} {key.variant}{tile} {key.dtype}")
         count = "all" if len(skipped) == len(group) else f"{len(skipped)} of {len(group)}"
-        note = f"  {what}: {count} skipped: {skipped[0].reason.splitlines()[0]}"
+        reason = printable(skipped[0].reason.splitlines()[0] if skipped[0].reason else "")
+        note = f"  {what}: {count} skipped: {reason}"
         notes.append(note if len(note) <= width else note[: width - 1] + "…")
     return ["", "skipped (the first reason of each line):", *notes] if notes else []

@@ -21,7 +21,7 @@ from typing import Any
 
 from xbackend.results.reading import CSV_NAME, JSONL_NAME, FolderBusy, load
 from xbackend.results.records import PointRecord, RunHeader
-from xbackend.safeio import atomic_write, output_folder, refuse_link
+from xbackend.safeio import atomic_write, naming, output_folder, refuse_link
 
 CSV_FIELDS = [
     "run_id",
@@ -120,7 +120,7 @@ def _append(fd: int, text: str, path: Path) -> None:
         while data:  # os.write may write less than asked; whole lines are what matters
             data = data[os.write(fd, data) :]
     except OSError as error:  # a full disk, a file size limit: say which file
-        raise OSError(error.errno, error.strerror, str(path)) from None
+        raise naming(error, path) from None
 
 
 def _open_for_append(path: Path) -> int:
@@ -140,7 +140,9 @@ class ResultsWriter:
     costs the CSV that row only until the folder is next opened.
 
     The run header goes out with the first point, so a run that adds nothing
-    (a resume of a finished run) leaves the files as they were.
+    (a resume of a finished run) leaves the files as they were; and where there are no
+    files yet, they are made with the first point, so a run stopped before it leaves
+    none (nothing to resume, and nothing that refuses the same command again).
     """
 
     def __init__(self, folder: Path, run: RunHeader | None = None):
@@ -148,20 +150,26 @@ class ResultsWriter:
         self.jsonl_path = folder / JSONL_NAME
         self.csv_path = folder / CSV_NAME
         refuse_link(self.jsonl_path)
+        self._jsonl = self._csv = -1
         if self.jsonl_path.exists():
             _drop_partial_tail(self.jsonl_path)
-        self._jsonl = _open_for_append(self.jsonl_path)
-        try:
-            write_csv(folder)
-            self._csv = _open_for_append(self.csv_path)
-        except BaseException:
-            os.close(self._jsonl)
-            raise
+            self._open()
         self._pending: RunHeader | None = None
         self._host = ""
         if run is not None:
             self.write_run(run)
         self.appended = 0
+
+    def _open(self) -> None:
+        """Open both files to append, ``results.csv`` derived again from ``results.jsonl``."""
+        self._jsonl = _open_for_append(self.jsonl_path)
+        try:
+            write_csv(self.folder)
+            self._csv = _open_for_append(self.csv_path)
+        except BaseException:
+            os.close(self._jsonl)
+            self._jsonl = -1
+            raise
 
     def write_run(self, run: RunHeader) -> None:
         """Write ``run`` as the header of the points that follow (with the first of them)."""
@@ -169,6 +177,8 @@ class ResultsWriter:
         self._host = run.host
 
     def append(self, record: PointRecord) -> None:
+        if self._jsonl < 0:
+            self._open()
         if self._pending is not None:
             header = json.dumps(self._pending.to_dict(), default=str) + "\n"
             _append(self._jsonl, header, self.jsonl_path)
@@ -178,8 +188,10 @@ class ResultsWriter:
         _append(self._csv, _csv_text([_csv_row(record, self._host)], header=False), self.csv_path)
 
     def close(self) -> None:
-        os.close(self._jsonl)
-        os.close(self._csv)
+        for fd in (self._jsonl, self._csv):
+            if fd >= 0:
+                os.close(fd)
+        self._jsonl = self._csv = -1
         if self.appended:
             write_csv(self.folder)
 
@@ -214,8 +226,12 @@ class RunLock:
                 + (f" (process {holder})" if holder.isdigit() else "")
                 + "; wait for it to finish, or choose another --out"
             ) from None
-        os.ftruncate(self._fd, 0)
-        os.pwrite(self._fd, f"{os.getpid()}\n".encode(), 0)
+        try:
+            os.ftruncate(self._fd, 0)
+            os.pwrite(self._fd, f"{os.getpid()}\n".encode(), 0)
+        except OSError as error:  # a full disk: say which file
+            os.close(self._fd)
+            raise naming(error, self.path) from None
 
     def release(self) -> None:
         if self._fd >= 0:
