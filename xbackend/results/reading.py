@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from xbackend.results.records import PointKey, PointRecord, RecordError, RunHeader
+from xbackend.safeio import printable as printable  # one for every command; re-exported
 
 JSONL_NAME = "results.jsonl"
 CSV_NAME = "results.csv"
@@ -283,13 +284,6 @@ def _hosts_of_runs(points: list[PointRecord], runs: RunNames | None) -> dict[str
     found = {run: next(iter(names)) for run, names in hosts.items() if len(names) == 1}
     named = len(found) == len(hosts) and "" not in found.values()
     return found if named and len(set(found.values())) == len(found) else {}
-
-
-def printable(text: object) -> str:
-    """``text`` as a terminal should show it: every character that is not printable (an
-    escape sequence's ESC, a newline, a bell, a bidi control) written as its Python
-    escape (``\\x1b``, ``\\n``), so that a results file's fields are shown, never obeyed."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
 
 
 def warn_on_stderr(message: str) -> None:
