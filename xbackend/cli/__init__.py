@@ -30,11 +30,15 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from xbackend import __version__
+from xbackend.cli.exits import (
+    EXIT_BROKEN_PIPE,
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    interrupted_before_recording,
+    silence_stdout,
+)
 from xbackend.errors import XBackendError
 
-EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for Ctrl-C
-EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a reader that went away
 # The commands' modules, in the order ``--help`` lists them.
 COMMANDS = ("devices", "compare", "results_commands", "diff", "tune", "limits", "profile")
 
@@ -70,13 +74,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def interrupted_before_recording() -> int:
-    """Say in one line that Ctrl-C came before anything was recorded (so there is nothing
-    to resume); the exit status for it."""
-    print("\nxbackend: interrupted: nothing was recorded yet", file=sys.stderr)
-    return EXIT_INTERRUPTED
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     try:  # the commands' modules are imported here, inside the handler
         parser = build_parser()
@@ -97,8 +94,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except OSError as error:  # a full disk, a file size limit, a path that cannot be
         if isinstance(error, BrokenPipeError):
-            from xbackend.cli.compare import silence_stdout
-
             silence_stdout()
             return EXIT_BROKEN_PIPE
         where = f"{error.filename}: " if error.filename else ""

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import sys
 import warnings
 from collections.abc import Callable, Iterator
@@ -20,7 +19,12 @@ import xbackend.cli.sampling as sampling
 import xbackend.cli.selection as selection
 from xbackend import Backend, backend_names, get_backend
 from xbackend import results as results_io
-from xbackend.cli import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, interrupted_before_recording
+from xbackend.cli.exits import (
+    EXIT_BROKEN_PIPE,
+    EXIT_INTERRUPTED,
+    interrupted_before_recording,
+    silence_stdout,
+)
 from xbackend.cli.summary import summary_table
 from xbackend.configs import VARIANT_SETS, resolve_variants
 from xbackend.errors import BackendUnavailable, XBackendError
@@ -403,10 +407,3 @@ def draw(points: list[results_io.PointRecord], folder: Path, roofs: Roofs | None
     from xbackend.plots import draw_figures
 
     return draw_figures(points, folder, roofs=roofs)
-
-
-def silence_stdout() -> None:
-    """Point stdout at /dev/null, so that nothing more fails on a reader that went away."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    os.close(devnull)
