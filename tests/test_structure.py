@@ -50,6 +50,13 @@ LOWER_LAYERS = {
     "xbackend.roofs": ("xbackend.backends",),
     "xbackend.clocks": ("xbackend.backends",),
     # Comparing two runs reads records: never the devices, the command line or drawing.
+    "xbackend.floors": (
+        "xbackend.backends",
+        "xbackend.cli",
+        "xbackend.plots",
+        "xbackend.figures",
+        "xbackend.report",
+    ),
     "xbackend.diff": (
         "xbackend.backends",
         "xbackend.cli",

@@ -32,6 +32,7 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
+from xbackend.floors import Floors
 from xbackend.results import PointKey, PointRecord, RunHeader
 from xbackend.tables import CORE_VARIANTS
 from xbackend.timing import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, CONFIDENCE
@@ -41,6 +42,9 @@ from xbackend.timing import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, CONFIDENCE
 # within each run (docs/measurement.md): a change between runs that no run's samples
 # show. 5% keeps such A/A pairs nearly free of verdicts; raise it for tiny kernels.
 DEFAULT_THRESHOLD = 0.05
+# A kind of point whose runs of the same plan differed by twice or half (NumPy's BLAS at
+# small sizes on a 16-core host: 0.02× to 26×) gets no verdict but UNCERTAIN.
+NO_VERDICT_FLOOR = 1.0
 FASTER, SLOWER, SAME, UNCERTAIN = "FASTER", "SLOWER", "SAME", "UNCERTAIN"
 VERDICTS = (FASTER, SLOWER, SAME, UNCERTAIN)
 # What a point without a verdict is listed as.
@@ -127,14 +131,22 @@ def _rank(uniforms: NDArray[np.float64], n: int) -> NDArray[np.int64]:
     return np.clip(ranks, 0, n - 1)
 
 
-def verdict(interval: Interval, threshold: float) -> str:
-    """FASTER, SLOWER, SAME or UNCERTAIN: where the interval lies against 1 ± threshold."""
+def verdict(interval: Interval, threshold: float, floor: float = 0.0) -> str:
+    """FASTER, SLOWER, SAME or UNCERTAIN: where the interval lies against 1 ± threshold,
+    and against the A/A ``floor``, the change runs of the same plan showed (floors.py).
+
+    A change is claimed only beyond both: SLOWER above 1 + max(threshold, floor), FASTER
+    below min(1 - threshold, 1 / (1 + floor)) (the floor is a change either way, as a
+    ratio). Sameness is claimed only within 1 ± threshold: a point whose runs differ by
+    2× with nothing changed is not the same within 5%, it is UNCERTAIN. Where runs of
+    the same plan differ by NO_VERDICT_FLOOR or more, every verdict is UNCERTAIN.
+    """
     low, high = interval.low, interval.high
-    if not (np.isfinite(low) and np.isfinite(high)):
+    if not (np.isfinite(low) and np.isfinite(high)) or floor >= NO_VERDICT_FLOOR:
         return UNCERTAIN
-    if low > 1.0 + threshold:
+    if low > 1.0 + max(threshold, floor):
         return SLOWER
-    if high < 1.0 - threshold:
+    if high < min(1.0 - threshold, 1.0 / (1.0 + floor)):
         return FASTER
     if 1.0 - threshold <= low and high <= 1.0 + threshold:
         return SAME
@@ -165,6 +177,8 @@ class Comparison:
     # The hosts compared, "A's / B's" (one name where they are the same), where a side
     # held this point from several hosts; "" otherwise.
     hosts: str = ""
+    # The A/A floor the verdict had to clear, beside the threshold (floors.py).
+    floor: float = 0.0
 
     @property
     def judged(self) -> bool:
@@ -186,14 +200,17 @@ def _unjudged(a: PointRecord, b: PointRecord, time: str) -> tuple[str, str] | No
     return None
 
 
-def compare_pair(a: PointRecord, b: PointRecord, threshold: float, time: str) -> Comparison:
-    """The comparison of one point measured in both runs."""
+def compare_pair(
+    a: PointRecord, b: PointRecord, threshold: float, time: str, floor: float = 0.0
+) -> Comparison:
+    """The comparison of one point measured in both runs; a verdict claims no change
+    smaller than ``floor``, what runs of the same plan differ by (floors.py)."""
     unjudged = _unjudged(a, b, time)
     if unjudged is not None:
         return Comparison(a.key, a, b, unjudged[0], note=unjudged[1])
     a_s, b_s = samples_of(a, time), samples_of(b, time)
     interval = ratio_interval(a_s, b_s)
-    found = verdict(interval, threshold)
+    found = verdict(interval, threshold, floor)
     notes = [f"wrong result in {side}" for side, p in (("A", a), ("B", b)) if p.status != "ok"]
     if min(len(a_s), len(b_s)) < 2:
         found = UNCERTAIN  # one sample tells nothing of the noise
@@ -207,6 +224,7 @@ def compare_pair(a: PointRecord, b: PointRecord, threshold: float, time: str) ->
         float(np.median(a_s)),
         float(np.median(b_s)),
         "; ".join(notes),
+        floor=floor,
     )
 
 
@@ -248,13 +266,14 @@ def _hosts(a: PointRecord | None, b: PointRecord | None) -> str:
     return a_host if a_host == b_host else f"{a_host} / {b_host}"
 
 
-def _compared(pair: Pair, threshold: float, time: str, several: bool) -> Comparison:
+def _compared(pair: Pair, threshold: float, time: str, several: bool, floors: Floors) -> Comparison:
     """One pair's comparison, or its listing as in one run only; named by its hosts
     where either side held the point from ``several`` hosts."""
     a, b = pair
     hosts = _hosts(a, b) if several else ""
     if a is not None and b is not None:
-        return dataclasses.replace(compare_pair(a, b, threshold, time), hosts=hosts)
+        floor = floors.floor(a) if time == "kernel" else 0.0
+        return dataclasses.replace(compare_pair(a, b, threshold, time, floor), hosts=hosts)
     if a is not None:
         note = f"B has no point of host {a.host or '?'}" if several else ""
         return Comparison(a.key, a, None, ONLY_A, hosts=hosts, note=note)
@@ -270,13 +289,16 @@ def compare_points(
     threshold: float = DEFAULT_THRESHOLD,
     time: str = "kernel",
     any_device: bool = False,
+    floors: Floors | None = None,
 ) -> list[Comparison]:
     """Every point of A and B, matched by configuration and size, each with its verdict.
 
     Where a side holds a point from several hosts, the hosts are paired as
     :func:`host_pairs` says and each comparison names them (``hosts``). A point recorded
     more than once on one host counts as last recorded. With ``any_device``, points are
-    matched by backend label whatever their device (two machines' ``cuda`` lines).
+    matched by backend label whatever their device (two machines' ``cuda`` lines). A
+    kernel time's verdict claims no change under its A/A floor (``floors``: none given,
+    no floor).
     Sorted by configuration, then by size, then by hosts.
     """
     if not threshold >= 0:
@@ -292,7 +314,7 @@ def compare_points(
         a_list, b_list = a_by.get(key, []), b_by.get(key, [])
         several = max(len({p.host for p in a_list}), len({p.host for p in b_list})) > 1
         for pair in host_pairs(a_list, b_list):
-            found.append(_compared(pair, threshold, time, several))
+            found.append(_compared(pair, threshold, time, several, floors or Floors()))
     return sorted(found, key=lambda c: (_sort(c.key), c.hosts))
 
 
@@ -398,7 +420,7 @@ def cache_warning(a_points: Sequence[PointRecord], b_points: Sequence[PointRecor
 ROW_FIELDS = (
     "label", "device", "op", "variant", "tile", "dtype", "batch", "M", "K", "N",
     "a_median_s", "b_median_s", "ratio", "ratio_low", "ratio_high", "verdict",
-    "a_samples", "b_samples", "a_noise", "b_noise", "note", "a_host", "b_host",
+    "a_samples", "b_samples", "a_noise", "b_noise", "floor", "note", "a_host", "b_host",
 )  # fmt: skip
 
 
@@ -425,6 +447,7 @@ def row(comparison: Comparison, time: str = "kernel") -> dict[str, object]:
         "a_samples": None if a is None else len(samples_of(a, time)),
         "b_samples": None if b is None else len(samples_of(b, time)),
         "a_noise": _noise(a, time),
+        "floor": comparison.floor or None,
         "b_noise": _noise(b, time),
         "note": comparison.note,
         "a_host": None if a is None else a.host,

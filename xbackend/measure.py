@@ -33,7 +33,7 @@ from xbackend.problems import (
     dtype_named,
 )
 from xbackend.results import PointRecord
-from xbackend.timing import Stats
+from xbackend.timing import Stats, interval_share
 
 if TYPE_CHECKING:
     from xbackend import Measurement
@@ -176,7 +176,8 @@ def _verified(
     # statistics are of them all, and the point says so.
     kernel = Stats.of(kernel_kept or measurement.kernel_s)
     end_to_end = Stats.of(end_to_end_kept or measurement.end_to_end_s)
-    flags = ["noisy"] if kernel.noise > max_noise else []
+    # Noisy: the median's 95% interval is wider than the precision sampling stops at.
+    flags = ["noisy"] if interval_share(kernel_kept or measurement.kernel_s) > max_noise else []
     if not kernel_kept:
         flags.append("throttled")
     marks = list(measurement.marks)

@@ -2,7 +2,8 @@
 
 ``Stats`` summarises samples robustly (median and quartiles) and says how far to
 trust the median: the relative noise (standard deviation over the mean, as
-nvbench reports it) and a bootstrap 95% interval of the median. ``Sampling`` is
+nvbench reports it) and a bootstrap 95% interval of the median. Sampling stops on a
+distribution-free interval of the median (:func:`interval_share`). ``Sampling`` is
 how a point is measured (how many samples, to which noise, in which cache state,
 from which host memory); ``stop_reason`` is its stopping rule, shared by every
 backend through ``Backend.measure``.
@@ -52,6 +53,40 @@ def relative_noise(samples: Sequence[float]) -> float:
         return 0.0
     mean = statistics.fmean(samples)
     return statistics.stdev(samples) / mean if mean > 0 else math.inf
+
+
+def median_ranks(n: int, confidence: float = CONFIDENCE) -> tuple[int, int]:
+    """The ranks (from 1) of the order statistics that bound a distribution-free interval
+    of the median of ``n`` samples: the k-th smallest and the k-th largest, k the largest
+    rank for which P(Binomial(n, 1/2) < k) is at most (1 - confidence)/2. Below six
+    samples no rank gives 95%: the interval is the range, whose coverage is 1 - 2^(1-n)
+    (94% at five)."""
+    tail, k, below = (1.0 - confidence) / 2, 1, 0.0
+    if n > 1000:  # the normal approximation, exact enough there
+        k = max(1, math.floor(n / 2 - 1.959964 * math.sqrt(n) / 2))
+        return k, n - k + 1
+    while True:
+        below += math.comb(n, k - 1) / 2.0**n  # P(X <= k - 1) = P(X < k)
+        if below > tail or 2 * k > n:
+            break
+        k += 1
+    k = max(1, k - 1)
+    return k, n - k + 1
+
+
+def interval_share(samples: Sequence[float]) -> float:
+    """The half width of the 95% interval of the median (:func:`median_ranks`) as a share
+    of the median: how far the median could be off, the precision a point stops at.
+    Infinite for fewer than two samples."""
+    n = len(samples)
+    if n < 2:
+        return math.inf
+    ordered = sorted(samples)
+    low, high = median_ranks(n)
+    middle = statistics.median(ordered)
+    if middle <= 0:
+        return math.inf
+    return (ordered[high - 1] - ordered[low - 1]) / 2 / middle
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,10 +152,14 @@ HOST_MEMORY = {
     "pinned": "page-locked host memory, copied by DMA without staging",
 }
 STOP_REASONS = {
-    "noise": "the relative noise fell under --max-noise",
-    "stable": "the noise settled above --max-noise: more samples would not lower it",
+    "interval": "the 95% interval of the median lay within ± --max-noise of it",
+    "capped": "the interval was still wider than ± --max-noise, and at the rate it "
+    "narrowed it would not reach it within --timeout: the point is flagged noisy",
     "timeout": "sampling reached --timeout",
     "max-samples": "the samples reached --samples",
+    # Reasons of files from before the interval rule (they read as they were).
+    "noise": "the relative noise fell under --max-noise",
+    "stable": "the noise settled above --max-noise: more samples would not lower it",
 }
 
 
@@ -129,9 +168,10 @@ class Sampling:
     """How one point is measured, and when its sampling stops (see ``stop_reason``)."""
 
     warmup: int = 1  # untimed runs after the first, checked one
-    min_samples: int = 10
+    min_samples: int = 5
     max_samples: int = 100
-    max_noise: float = 0.01  # relative noise (std / mean) to stop at
+    # The precision to stop at: the 95% interval of the median within ± this share of it.
+    max_noise: float = 0.01
     min_time_s: float = 0.0  # kernel time to accumulate before stopping on noise
     timeout_s: float = 10.0  # wall time of the sampling, transfers included
     noise_of: str = "kernel"  # "kernel", or "both": the end-to-end time's noise too
@@ -165,9 +205,9 @@ class Sampling:
         return dataclasses.asdict(self)
 
 
-# The noise has settled when, over the last ``min_samples`` samples, it moved by
-# less than this share of itself.
-SETTLED = 0.1
+# Past this many samples the rule looks again only every 2% more of them: sorting every
+# sample after each one would cost more than the samples of a fast kernel.
+_EVERY_SAMPLE_UNTIL = 200
 
 
 def stop_reason(
@@ -175,14 +215,17 @@ def stop_reason(
     kernel_s: Sequence[float],
     end_to_end_s: Sequence[float],
     elapsed_s: float,
-    noise_history: Sequence[float] = (),
 ) -> str | None:
     """Why sampling stops now, or None to take another sample.
 
-    ``kernel_s`` and ``end_to_end_s`` are the samples kept so far (those taken
-    while the device throttled are left out by the caller), ``elapsed_s`` the wall
-    time since sampling began, ``noise_history`` the relative noise after each
-    sample kept. ``min_time_s`` counts kernel time only, never transfers.
+    ``kernel_s`` and ``end_to_end_s`` are the samples kept so far (those taken while
+    the device throttled are left out by the caller), ``elapsed_s`` the wall time since
+    sampling began. Once ``min_samples`` are taken (and ``min_time_s`` of kernel time),
+    a point stops when the 95% interval of its median lies within ± ``max_noise`` of it
+    (:func:`interval_share`; of the end-to-end time's too with ``noise_of="both"``): a
+    slow, steady kernel after a few samples. A noisy one stops when, the interval
+    narrowing as one over the root of the samples, reaching the target would take past
+    ``timeout_s``: its time goes where it can still change the number.
     """
     n = len(kernel_s)
     if n >= sampling.max_samples:
@@ -191,16 +234,16 @@ def stop_reason(
         return "timeout"
     if n < max(sampling.min_samples, 2) or math.fsum(kernel_s) < sampling.min_time_s:
         return None
-    noise = relative_noise(kernel_s)
+    if n > _EVERY_SAMPLE_UNTIL and n % max(1, n // 50):
+        return None
+    share = interval_share(kernel_s)
     if sampling.noise_of == "both":
-        noise = max(noise, relative_noise(end_to_end_s))
-    if noise <= sampling.max_noise:
-        return "noise"
-    window = max(sampling.min_samples, 2)
-    if n >= 2 * window and len(noise_history) > window:
-        before = noise_history[-1 - window]
-        if abs(noise - before) <= SETTLED * noise:
-            return "stable"
+        share = max(share, interval_share(end_to_end_s))
+    if share <= sampling.max_noise:
+        return "interval"
+    needed = n * (share / sampling.max_noise) ** 2
+    if (needed - n) * elapsed_s / n > sampling.timeout_s - elapsed_s:
+        return "capped"
     return None
 
 

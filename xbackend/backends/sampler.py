@@ -23,7 +23,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from xbackend.backends.monitor import NullMonitor, SampleState
-from xbackend.timing import Sampling, relative_noise, stop_reason, unmarked
+from xbackend.timing import Sampling, stop_reason, unmarked
 
 Array = np.ndarray[Any, Any]
 
@@ -100,7 +100,6 @@ def sample(execution: Runs, sampling: Sampling, monitor: Monitor = NO_MONITOR) -
 
 def _take_samples(execution: Runs, sampling: Sampling, monitor: Monitor, into: Sampled) -> None:
     began = time.perf_counter()
-    noise: list[float] = []
     while True:
         kernel_s, end_to_end_s = _one_sample(execution, sampling, into)
         mark = execution.run_mark
@@ -111,15 +110,13 @@ def _take_samples(execution: Runs, sampling: Sampling, monitor: Monitor, into: S
         into.marks.append(mark)
         _stamped(execution, into)
         kept_kernel, kept_end_to_end = into.kept()
-        if not mark:
-            noise.append(relative_noise(kept_kernel))
         elapsed = time.perf_counter() - began
         if len(into.kernel_s) >= sampling.max_samples:
             into.stop = "max-samples"
         elif elapsed >= sampling.timeout_s:
             into.stop = "timeout"
         else:
-            into.stop = stop_reason(sampling, kept_kernel, kept_end_to_end, elapsed, noise) or ""
+            into.stop = stop_reason(sampling, kept_kernel, kept_end_to_end, elapsed) or ""
         if into.stop:
             return
 

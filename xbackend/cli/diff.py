@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import xbackend.cli.arguments as arguments
-from xbackend import diff
+from xbackend import diff, floors
 from xbackend.cli.results_commands import add_filters, selected
 from xbackend.results import JSONL_NAME, Loaded, latest, load, warn_on_stderr
 from xbackend.results.reading import printable
@@ -45,7 +45,9 @@ def add_parser(commands: Any) -> None:
         description="Match the points of two results folders (or results.jsonl files) by "
         "configuration and size, and give each a verdict from a bootstrap 95% interval of "
         "the ratio of median times B/A: SLOWER if it lies above 1+threshold, FASTER below "
-        "1-threshold, SAME within both, UNCERTAIN otherwise. Writes diff.csv and diff.png "
+        "1-threshold, SAME within both, UNCERTAIN otherwise. A kernel time's threshold is "
+        "at least its A/A floor: the largest change runs of the same plan showed for its "
+        "clock and the decade of its time (--floors). Writes diff.csv and diff.png "
         "(beyond a thousand points, the share of points at each ratio, per backend). "
         "A point's host is part of it: where a run holds the same points from several "
         "hosts, they are compared host by host.",
@@ -59,6 +61,7 @@ def add_parser(commands: Any) -> None:
         help="the smallest change that counts, e.g. 5%% or 0.05 (default 5%%: two runs of "
         "the same plan differ by up to 10%% for kernels of a few µs; docs/measurement.md)",
     )  # fmt: skip
+    _add_floor_options(command)
     command.add_argument(
         "--fail-on", choices=tuple(diff.FAIL_ON), default=None,
         help="exit with status 1 where a point is slower, faster, or either (changed)",
@@ -92,6 +95,20 @@ def add_parser(commands: Any) -> None:
     command.set_defaults(func=run)
 
 
+def _add_floor_options(command: argparse.ArgumentParser) -> None:
+    """--floors and --write-floors: the A/A floors a verdict must clear (floors.py)."""
+    command.add_argument(
+        "--floors", default=None, metavar="FILE",
+        help="the A/A floors (default: those measured on xbackend's machines, "
+        f"{floors.FLOORS_FILE.name}; 'none': the threshold alone)",
+    )  # fmt: skip
+    command.add_argument(
+        "--write-floors", type=Path, default=None, metavar="FILE",
+        help="A and B are two runs of the same plan: add the changes they show to the "
+        "floors in FILE (made if missing; each kind keeps its largest), for --floors",
+    )  # fmt: skip
+
+
 def _name(given: Path) -> str:
     """How the figure names a run: its folder."""
     path = given.parent if given.name == JSONL_NAME else given
@@ -119,11 +136,34 @@ def _sides(args: argparse.Namespace) -> tuple[Loaded, Loaded]:
     return a, b
 
 
+def _floors(args: argparse.Namespace) -> floors.Floors:
+    """The floors ``--floors`` names: the shipped ones, a file's, or none."""
+    if args.floors is None:
+        return floors.shipped()
+    if args.floors == "none":
+        return floors.Floors()
+    return floors.load(Path(args.floors))
+
+
+def _write_floors(comparisons: list[diff.Comparison], args: argparse.Namespace) -> None:
+    """Add what this A/A pair shows to the floors file (``--write-floors``)."""
+    path: Path = args.write_floors
+    pairs = [(c.a, c.b) for c in comparisons if c.judged and c.a is not None and c.b is not None]
+    found = floors.measured(pairs, f"{_name(args.a)} / {_name(args.b)}")
+    before = floors.load(path) if path.exists() else floors.Floors()
+    floors.save(before.merged(found), path)
+    print(f"floors: {len(found.shares)} kinds from {len(pairs)} points added to "
+          f"{printable(path)} ({before.pairs + 1} pairs)")  # fmt: skip
+
+
 def run(args: argparse.Namespace) -> int:
     a, b = _sides(args)
     comparisons = diff.compare_points(
-        a.points, b.points, threshold=args.threshold, time=args.time, any_device=args.any_device
-    )
+        a.points, b.points, threshold=args.threshold, time=args.time,
+        any_device=args.any_device, floors=_floors(args),
+    )  # fmt: skip
+    if args.write_floors is not None:
+        _write_floors(comparisons, args)
     for warning in (
         diff.machine_warning(a.runs, a.points, b.runs, b.points),
         diff.cache_warning(a.points, b.points),
@@ -178,7 +218,9 @@ def summary_line(comparisons: list[diff.Comparison], threshold: float) -> str:
         return "no points in either run"
     judged = ", ".join(f"{n} {name}" for name, n in found.items() if name in diff.VERDICTS)
     listed = ", ".join(f"{n} {name}" for name, n in found.items() if name in diff.LISTED)
-    parts = [f"verdicts (threshold {threshold * 100:.3g}%): {judged or 'none'}"]
+    highest = max((c.floor for c in comparisons if c.judged), default=0.0)
+    above = f", A/A floors up to {highest * 100:.3g}%" if highest > threshold else ""
+    parts = [f"verdicts (threshold {threshold * 100:.3g}%{above}): {judged or 'none'}"]
     if listed:
         parts.append(f"no verdict: {listed}")
     return "; ".join(parts)
@@ -189,6 +231,11 @@ def summary_line(comparisons: list[diff.Comparison], threshold: float) -> str:
 
 def _ratio(value: object) -> str:
     return f"{value:.3f}" if isinstance(value, float) else "—"
+
+
+def _floor(value: object) -> str:
+    """A point's A/A floor, ±share: the least change its verdict could claim."""
+    return f"±{value * 100:.2g}%" if isinstance(value, float) else ""
 
 
 def _interval(row: dict[str, object]) -> str:
@@ -222,6 +269,7 @@ _COLUMNS = (
     ("B", lambda r: _time(r["b_median_s"]), True, 0),
     ("B/A", lambda r: _ratio(r["ratio"]), True, 0),
     ("95% interval", _interval, True, 0),
+    ("A/A floor", lambda r: _floor(r["floor"]), True, 6),
     ("verdict", lambda r: str(r["verdict"]), False, 0),
     ("note", lambda r: printable(r["note"]), False, 5),
 )

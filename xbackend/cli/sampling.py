@@ -19,10 +19,11 @@ fraction = arguments.share(0.0, 10.0)
 def add_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group(
         "sampling",
-        "Each point takes at least --min-samples samples, then stops once the kernel "
-        "time's relative noise (standard deviation / mean) is under --max-noise and "
-        "--min-time of kernel time is measured; or when the noise has settled above it "
-        "('stable'), at --timeout, or at --samples. Records keep the noise and the reason.",
+        "Each point takes at least --min-samples samples, then stops once the 95% "
+        "interval of its median kernel time lies within ± --max-noise of it and --min-time "
+        "of kernel time is measured ('interval'); or, where the interval narrows too slowly "
+        "to get there within --timeout, at once ('capped', flagged noisy); or at --timeout "
+        "or --samples. Records keep the samples, the noise and the reason.",
     )
     group.add_argument(
         "--samples", type=arguments.bounded_int(1, arguments.MAX_SAMPLES),
@@ -37,18 +38,19 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     group.add_argument(
         "--max-noise", type=fraction, default=_DEFAULT.max_noise, metavar="SHARE",
-        help=f"stop once the relative noise is under this, e.g. 1%% or 0.01 "
-        f"(default: {_DEFAULT.max_noise * 100:g}%%)",
+        help=f"the precision to stop at: the 95%% interval of the median within ± this "
+        f"share of it, e.g. 1%% or 0.01 (default: {_DEFAULT.max_noise * 100:g}%%)",
     )  # fmt: skip
     group.add_argument(
         "--noise-of", choices=("kernel", "both"), default=_DEFAULT.noise_of,
-        help="whose noise --max-noise applies to: the kernel time, or both it and the "
-        "end-to-end time (default: kernel)",
+        help="whose interval --max-noise applies to: the kernel time's, or both it and the "
+        "end-to-end time's (default: kernel)",
     )  # fmt: skip
     group.add_argument(
         "--min-time", type=arguments.non_negative(float), default=_DEFAULT.min_time_s,
         metavar="SECONDS",
-        help="kernel time (not transfers) to accumulate before stopping on noise (default: 0)",
+        help="kernel time (not transfers) to accumulate before stopping on precision "
+        "(default: 0)",
     )  # fmt: skip
     group.add_argument(
         "--timeout", type=arguments.positive(float), default=_DEFAULT.timeout_s,

@@ -25,7 +25,8 @@ MEASURED = ("ok", "mismatch")
 _MAX_DIMENSION = 2**40
 _STATS = ("median", "q1", "q3", "min")
 FLAGS = {
-    "noisy": "the kernel time's relative noise is over the run's --max-noise",
+    "noisy": "the 95% interval of the kernel time's median is wider than ± the run's "
+    "--max-noise (files from before: its relative noise is over it)",
     "throttled": "every sample was marked (the GPU throttled, or the CUDA hold gave up): "
     "the statistics are of them all",
     "above-peak-compute": "faster than the device's compute peak: the timing is wrong",

@@ -1,0 +1,130 @@
+"""Verdicts that hold between runs: the A/A floors of ``xbackend diff`` (xbackend/floors.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from xbackend import diff, floors
+from xbackend.diff import Interval
+from xbackend.results import PointRecord, RunHeader
+from xbackend.results.writing import ResultsWriter
+from xbackend.timing import Stats
+
+SEED = 2411
+
+
+def _point(variant: str, M: int, seconds: list[float], clock: str, run: str) -> PointRecord:
+    return PointRecord(
+        run_id=run, backend="cuda", label="cuda", device="H100", variant=variant, tile=16,
+        dtype="float32", M=M, K=M, N=M, flops=2 * M**3, status="ok", clock=clock,
+        kernel_s=Stats.of(seconds).to_dict(), end_to_end_s=Stats.of(seconds).to_dict(),
+        kernel_samples_s=seconds, end_to_end_samples_s=seconds,
+    )  # fmt: skip
+
+
+def _run(run: str, shift: dict[str, float], rng: np.random.Generator) -> list[PointRecord]:
+    """A run of two lines at three sizes: kernels of about 3, 30 and 300 µs, timed to
+    ±0.3% within the run and moved by ``shift[variant]`` as a whole (between runs)."""
+    found = []
+    for variant in ("naive", "tiled"):
+        for M, seconds in ((16, 3e-6), (64, 3e-5), (256, 3e-4)):
+            samples = seconds * shift.get(variant, 1.0) * (1 + 0.003 * rng.standard_normal(20))
+            found.append(_point(variant, M, [float(s) for s in samples], "globaltimer", run))
+    return found
+
+
+def test_a_change_is_claimed_only_beyond_the_floor_and_sameness_only_within_the_threshold():
+    tight = Interval(1.07, 1.065, 1.075)
+    assert diff.verdict(tight, 0.05) == diff.SLOWER
+    assert diff.verdict(tight, 0.05, floor=0.08) == diff.UNCERTAIN  # inside what A/A shows
+    assert diff.verdict(Interval(1.2, 1.15, 1.25), 0.05, floor=0.08) == diff.SLOWER
+    faster = Interval(0.9, 0.89, 0.91)
+    assert diff.verdict(faster, 0.05) == diff.FASTER
+    assert diff.verdict(faster, 0.05, floor=0.15) == diff.UNCERTAIN  # 1/1.15 = 0.87
+    same = Interval(1.01, 1.0, 1.02)
+    assert diff.verdict(same, 0.05, floor=0.5) == diff.SAME  # within the threshold still
+    # A floor of 2× or more: runs of the same plan tell nothing there.
+    assert diff.verdict(Interval(3.0, 2.9, 3.1), 0.05, floor=1.0) == diff.UNCERTAIN
+    assert diff.verdict(same, 0.05, floor=1.0) == diff.UNCERTAIN
+
+
+def test_floors_keep_the_largest_change_of_each_kind_of_point():
+    rng = np.random.default_rng(SEED)
+    a, b = _run("a", {}, rng), _run("b", {"naive": 1.08, "tiled": 0.97}, rng)
+    found = floors.measured(zip(a, b, strict=True), "a / b")
+    assert set(found.shares) == {"globaltimer 1e-6", "globaltimer 1e-5", "globaltimer 1e-4"}
+    for kind, share in found.shares.items():
+        assert 0.07 < share < 0.09, kind  # the naive line's 8%, larger than tiled's 3%
+    smaller = floors.measured(zip(a, _run("c", {"naive": 1.02}, rng), strict=True))
+    merged = smaller.merged(found)
+    assert merged.shares == found.shares and merged.pairs == 2
+
+
+def test_a_floors_file_round_trips_and_a_bad_one_is_named(tmp_path):
+    found = floors.Floors({"globaltimer 1e-6": 0.021, "host 1e-3": 0.4}, 3, "test")
+    path = tmp_path / "floors.json"
+    floors.save(found, path)
+    assert floors.load(path) == found
+    bad = tmp_path / "bad.json"
+    for text in ("[]", '{"floors": {"host 1e-3": -0.1}}', '{"floors": {"x": "nan"}}', "{"):
+        bad.write_text(text)
+        with pytest.raises(ValueError, match=r"bad\.json: not a floors file"):
+            floors.load(bad)
+
+
+def test_the_shipped_floors_are_a_floors_file_with_how_they_were_measured():
+    shipped = floors.shipped()
+    assert shipped.pairs > 0 and shipped.how
+    assert all(0 <= share < float("inf") for share in shipped.shares.values())
+    # On the GPU the kernels' own clock leaves room for a 10% verdict (docs/measurement.md).
+    spans = [share for kind, share in shipped.shares.items() if kind.startswith("globaltimer ")]
+    assert spans and max(spans) * floors.MARGIN < 0.10
+
+
+def _write(folder: Path, points: list[PointRecord]) -> Path:
+    with ResultsWriter(folder, RunHeader(points[0].run_id)) as writer:
+        for point in points:
+            writer.append(point)
+    return folder
+
+
+def _xb(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "xbackend", *args],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+
+
+def test_diff_writes_floors_from_an_aa_pair_and_judges_through_them(tmp_path):
+    """An A/A pair moved by 6% between runs (tight intervals inside each): SLOWER by the
+    threshold alone, UNCERTAIN through the floors the pair itself wrote; a real 25%
+    slowdown of one line is still SLOWER through them."""
+    rng = np.random.default_rng(SEED)
+    a = _write(tmp_path / "a", _run("ra", {}, rng))
+    b = _write(tmp_path / "b", _run("rb", {"naive": 1.06, "tiled": 1.06}, rng))
+    slowed = _write(tmp_path / "c", _run("rc", {"naive": 1.25, "tiled": 1.0}, rng))
+    common = ["--no-plots", "--out", str(tmp_path / "d")]
+    alone = _xb("diff", str(a), str(b), "--floors", "none", *common)
+    assert alone.returncode == 0 and "6 SLOWER" in alone.stdout, alone.stdout + alone.stderr
+    made = tmp_path / "floors.json"
+    wrote = _xb("diff", str(a), str(b), "--floors", "none", "--write-floors", str(made), *common)
+    assert wrote.returncode == 0 and made.exists(), wrote.stderr
+    assert json.loads(made.read_text())["pairs"] == 1
+    through = _xb("diff", str(a), str(b), "--floors", str(made), *common)
+    assert "SLOWER" not in through.stdout and "6 UNCERTAIN" in through.stdout, through.stdout
+    real = _xb("diff", str(a), str(slowed), "--floors", str(made), *common)
+    assert "3 SLOWER" in real.stdout, real.stdout
+    rows = (tmp_path / "d" / "diff.csv").read_text()
+    assert "floor" in rows.splitlines()[0]
+
+
+def test_points_of_another_clock_have_no_floor():
+    rng = np.random.default_rng(SEED)
+    found = floors.measured(zip(_run("a", {}, rng), _run("b", {"naive": 1.5}, rng), strict=True))
+    other = dataclasses.replace(_run("c", {}, rng)[0], clock="opencl-profiling")
+    assert found.floor(other) == 0.0 and found.floor(_run("d", {}, rng)[0]) > 0.5

@@ -1,0 +1,121 @@
+"""How far two runs of the same plan differ with nothing changed: the A/A floor under every
+verdict of ``xbackend diff``.
+
+A point's interval covers the noise of its own samples, taken within a few hundred
+milliseconds; it covers nothing of what moves between two runs: a GPU that boosts to
+another clock, a host whose other work comes and goes, caches and memory laid out anew.
+On an H100 two runs of the default plan read CUDA kernels of 2-4 µs 5-11% apart with
+intervals of ±0.3% (docs/measurement.md): a verdict from the interval alone is a false
+one. So each verdict needs a change beyond the floor of its kind of point: the largest
+change that runs of the same plan showed, by the clock that timed the point (its
+``clock``) and the decade of its median time.
+
+Floors come from pairs of runs of the same plan (``xbackend diff A1 A2 --write-floors
+FILE``, which keeps the largest change of each kind over every pair written into the
+file); ``FLOORS_FILE`` ships the ones measured for the clocks of the machines we ran on.
+A kind of point no pair measured has no floor beyond the threshold.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from xbackend.results import PointRecord
+from xbackend.safeio import atomic_write
+
+FLOORS_FILE = Path(__file__).with_name("aa_floors.json")
+FORMAT = 1
+# The largest change a few pairs showed underestimates the largest the next pair will
+# show: a verdict must clear the floor with this margin. Checked out of sample on four
+# runs on an H100: the floors of three runs' pairs, without it, let 0-5 false verdicts of
+# 304 through on the pairs of the fourth; with it, see docs/measurement.md.
+MARGIN = 1.5
+
+
+def decade(seconds: float) -> int:
+    """The decade of a time: -6 for 1-10 µs, -3 for 1-10 ms."""
+    return math.floor(math.log10(seconds))
+
+
+def kind_of(point: PointRecord) -> str | None:
+    """The kind a point's floor is kept under, "CLOCK 1e-6" (its clock, its median's
+    decade); None for a point with no median."""
+    median = point.kernel_median_s
+    if median is None or not median > 0:
+        return None
+    return f"{point.clock or 'unknown'} 1e{decade(median)}"
+
+
+def describe(kind: str) -> str:
+    """A kind in words: "globaltimer, 1-10 µs"."""
+    clock, _, power = kind.partition(" ")
+    low = 10.0 ** int(power.removeprefix("1e"))
+    units = (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9))
+    unit, scale = next((u, s) for u, s in units if low >= s * 0.999)
+    return f"{clock}, {low / scale:g}-{10 * low / scale:g} {unit}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Floors:
+    """The largest change seen between runs of the same plan, by kind of point."""
+
+    shares: Mapping[str, float] = dataclasses.field(default_factory=dict)
+    pairs: int = 0  # how many A/A pairs they come from
+    how: str = ""  # where and how they were measured
+
+    def floor(self, point: PointRecord) -> float:
+        """The change a verdict on this point must clear: its kind's floor with MARGIN
+        (0: none measured)."""
+        kind = kind_of(point)
+        return MARGIN * self.shares.get(kind, 0.0) if kind is not None else 0.0
+
+    def merged(self, other: Floors) -> Floors:
+        """Both files' floors, the larger of each kind: a floor only ever grows."""
+        shares = dict(self.shares)
+        for kind, share in other.shares.items():
+            shares[kind] = max(share, shares.get(kind, 0.0))
+        how = "; ".join(text for text in (self.how, other.how) if text)
+        return Floors(shares, self.pairs + other.pairs, how)
+
+    def to_dict(self) -> dict[str, object]:
+        return {"format": FORMAT, "pairs": self.pairs, "how": self.how,
+                "floors": dict(sorted(self.shares.items()))}  # fmt: skip
+
+
+def measured(pairs: Iterable[tuple[PointRecord, PointRecord]], how: str = "") -> Floors:
+    """The floors one A/A pair shows: for each kind of point, the largest change of its
+    median between the two runs, up or down (max(B/A, A/B) - 1)."""
+    shares: dict[str, float] = {}
+    for a, b in pairs:
+        kind, a_s, b_s = kind_of(a), a.kernel_median_s, b.kernel_median_s
+        if kind is None or not (a.trusted and b.trusted) or not a_s or not b_s:
+            continue
+        change = max(b_s / a_s, a_s / b_s) - 1.0
+        shares[kind] = max(change, shares.get(kind, 0.0))
+    return Floors(shares, 1, how)
+
+
+def load(path: Path) -> Floors:
+    """A floors file (``--floors``); ValueError naming the file where it is not one."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        shares = {str(kind): float(share) for kind, share in data["floors"].items()}
+        if not all(0.0 <= share < math.inf for share in shares.values()):
+            raise ValueError("a floor is negative or not finite")
+        return Floors(shares, int(data.get("pairs", 0)), str(data.get("how", "")))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+        raise ValueError(f"{path}: not a floors file ({error})") from error
+
+
+def save(floors: Floors, path: Path) -> None:
+    """Write ``floors`` to ``path``, whole or not at all."""
+    atomic_write(path, json.dumps(floors.to_dict(), indent=1, ensure_ascii=False) + "\n")
+
+
+def shipped() -> Floors:
+    """The floors measured for xbackend's own machines (``FLOORS_FILE``)."""
+    return load(FLOORS_FILE) if FLOORS_FILE.is_file() else Floors()
