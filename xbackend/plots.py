@@ -104,17 +104,21 @@ def x_of(point: PointRecord) -> int:
 
 
 def _lines(points: Iterable[PointRecord]) -> Lines:
+    """The lines of ``points``, backend by backend in the order the points first name
+    them (``report A B``: A's before B's), then by variant and tile."""
     lines: Lines = defaultdict(list)
+    met: dict[tuple[str, str], int] = {}
     for point in points:
         if point.trusted:  # measured, and not faster than the device can be
             lines[_line_of(point)].append(point)
+            met.setdefault((point.label, point.device), len(met))
     for line in lines.values():
         line.sort(key=lambda p: (x_of(p), p.K))
     return dict(
         sorted(
             lines.items(),
             key=lambda item: (
-                item[0].key.label,
+                met[(item[0].key.label, item[0].key.device)],
                 variant_sort(item[0].key.variant),
                 item[0].key.tile or 0,
             ),
@@ -162,7 +166,8 @@ def _panels(lines: Lines, by_backend: bool) -> dict[tuple[object, ...], Lines]:
         group = (line.key.op, line.batch, line.key.dtype)
         backend = (line.key.label, line.key.device) if by_backend else ()
         panels[(group, *backend)][line] = points
-    return dict(sorted(panels.items(), key=lambda item: (_group_sort(item[0][0]), item[0][1:])))  # type: ignore[arg-type]
+    # Backends keep the order of the lines (as the points met them): sorted stays stable.
+    return dict(sorted(panels.items(), key=lambda item: _group_sort(item[0][0])))  # type: ignore[arg-type]
 
 
 def _draw_line(
@@ -214,16 +219,40 @@ def _draw_line(
         )
 
 
+def _series_names(lines: Lines, style: Panels, palette: Palette) -> dict[Line, str]:
+    """The legend's name of each line. Where panels are per backend, the lines of one
+    variant drawn alike (one colour) are one entry, named by the tiles they share
+    ("naive" where one backend's has none, "tiled T=16/64" where backends differ)."""
+    if not style.by_backend:
+        return {line: f"{line.key.label} {series_name(line.key.variant, line.key.tile)}"
+                for line in lines}  # fmt: skip
+    alike: dict[tuple[str, str], set[int | None]] = defaultdict(set)
+    for line in lines:
+        alike[(line.key.variant, palette.colour(line.key.variant, line.key.tile))].add(
+            line.key.tile
+        )
+    names = {}
+    for line in lines:
+        variant = line.key.variant
+        tiles = alike[(variant, palette.colour(variant, line.key.tile))]
+        if len(tiles) == 1 or None in tiles:
+            tile = line.key.tile if len(tiles) == 1 else None
+            names[line] = series_name(variant, tile)
+        else:
+            shown = "/".join(str(tile) for tile in sorted(t for t in tiles if t is not None))
+            names[line] = series_name(variant, None).replace(variant, f"{variant} T={shown}", 1)
+    return names
+
+
 def _handles(lines: Lines, style: Panels, palette: Palette) -> list[Artist]:
-    """The figure's legend: one entry per series (backend too where panels mix them),
-    then what the line styles mean."""
+    """The figure's legend: one entry per series drawn alike (backend too where panels
+    mix them), then what the line styles mean."""
     entries: dict[str, Artist] = {}
+    names = _series_names(lines, style, palette)
     for line in lines:
         key = line.key
-        name = series_name(key.variant, key.tile)
-        name = name if style.by_backend else f"{key.label} {name}"
         entries.setdefault(
-            literal(name),
+            literal(names[line]),
             Line2D(
                 [],
                 [],

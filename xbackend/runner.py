@@ -342,10 +342,26 @@ def plan_lines(
         line, predicted = _config_plan(plan, config, done, cost)
         lines.append(line)
         total = None if total is None or predicted is None else total + predicted
-    verdict = format_seconds(total) if total is not None else "unknown"
-    why = "" if total is not None else " (no recorded times to go by: a run learns as it goes)"
-    lines.append(f"predicted time: {verdict}{why}")
+    lines.append(f"predicted time: {_predicted_total(total, plan, todo, done)}")
     return lines
+
+
+def _predicted_total(
+    total: float | None, plan: Plan, todo: Sequence[Config], done: dict[PointKey, PointRecord]
+) -> str:
+    """The dry run's last word: a time, nothing left to run, or why no time."""
+    left = sum(
+        not config.problem and config.record("", shape, step, plan.batch).key not in done
+        for config in todo
+        for step, shape in enumerate(plan.shapes, start=1)
+    )
+    if not left:
+        return "none: every point is already recorded (the run measures nothing new)"
+    if total is not None:
+        return format_seconds(total)
+    if not done:
+        return "unknown: no earlier points to predict from (a run learns as it goes)"
+    return "unknown: the recorded points do not cover these configurations to predict from"
 
 
 def _config_plan(
@@ -373,7 +389,14 @@ def _config_plan(
     notes = [f"{recorded} recorded already"] if recorded else []
     if misfits:
         notes.append(f"{misfits} skipped: {first_misfit}")
-    notes.append(f"predicted {format_seconds(predicted) if predicted is not None else 'unknown'}")
+    if recorded == len(plan.shapes):
+        notes.append("nothing left to measure")
+    else:
+        notes.append(
+            f"predicted {format_seconds(predicted)}"
+            if predicted is not None
+            else "time unknown until measured"
+        )
     return f"{head}; {'; '.join(notes)}", predicted
 
 

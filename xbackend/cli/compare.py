@@ -288,10 +288,14 @@ def _dry_run(
     out = args.out or Path("results/run-<date-time>")
     _announce(plan, opened, out)
     recorded: list[results_io.PointRecord] = []
-    if args.resume and (out / results_io.JSONL_NAME).is_file():
+    holds = (out / results_io.JSONL_NAME).is_file()
+    if holds:  # read, never written: what a resume would keep
         recorded = results_io.load([out]).points
     for line in (cluster.plan_lines if cluster else plan_lines)(plan, opened, recorded):
         print(line)
+    if holds and not args.resume:
+        print(f"{out} already holds results: the run needs --resume to continue them "
+              "(or another --out)")  # fmt: skip
     print("dry run: nothing was measured or written")
     for _, backend in opened:
         backend.close()

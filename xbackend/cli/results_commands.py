@@ -14,7 +14,7 @@ from xbackend import results as results_io
 from xbackend.cli.summary import summary_table
 from xbackend.results import Loaded, PointRecord
 from xbackend.results.reading import apart, load_runs
-from xbackend.safeio import output_folder, printable
+from xbackend.safeio import output_folder, printable, safe_name
 from xbackend.tables import select
 
 
@@ -44,7 +44,8 @@ def _results_command(
     command.add_argument("results", nargs="+", type=Path, metavar="RESULTS")
     command.add_argument(
         "--out", type=Path, default=None,
-        help=f"folder for {writes} (default: the first results folder)",
+        help=f"folder for {writes} (default: the first results folder; with filters, a "
+        "folder named by them inside it, leaving the run's own files as they are)",
     )  # fmt: skip
     command.add_argument(
         "--base-host", metavar="MACHINE", default=None,
@@ -92,9 +93,31 @@ def selected(args: argparse.Namespace, points: list[PointRecord]) -> list[PointR
         raise ValueError(printable(error)) from None
 
 
-def _out_folder(args: argparse.Namespace) -> Path:
+_FILTERS = ("backends", "variants", "tile", "op", "dtype")
+
+
+def _filters(args: argparse.Namespace) -> list[str]:
+    """The filters given, as "variants-naive,tiled"; none where every point is kept."""
+    given = ((name, getattr(args, name, None)) for name in _FILTERS)
+    return [f"{name}-{value}" for name, value in given if value]
+
+
+def _out_folder(args: argparse.Namespace, command: str) -> Path:
+    """Where the command writes: ``--out``; else the first results folder, or, where
+    filters chose some points, a folder of its own in it named by them (``plot-variants-
+    naive_tiled``), so that the run's own figures and report are never silently redrawn
+    from fewer points."""
     first: Path = args.results[0]
-    return output_folder(args.out or (first if first.is_dir() else first.parent))
+    folder = first if first.is_dir() else first.parent
+    filters = _filters(args)
+    if args.out is None and filters:
+        folder = folder / safe_name("-".join([command, *filters]), limit=100)
+    return output_folder(args.out or folder)
+
+
+def _say_where(args: argparse.Namespace, out: Path) -> None:
+    if args.out is None and _filters(args):
+        print(f"filtered: written into {out}; the run's own figures and report are as they were")
 
 
 def report(args: argparse.Namespace) -> int:
@@ -103,9 +126,10 @@ def report(args: argparse.Namespace) -> int:
     loaded, runs = load_runs(args.results, warn=results_io.warn_on_stderr)
     chosen = selected(args, loaded.points)
     loaded = Loaded(loaded.runs, chosen) if len(chosen) < len(loaded.points) else loaded
+    out = _out_folder(args, "report")
     written = write_report_of(
         loaded,
-        _out_folder(args),
+        out,
         sources=list(args.results),
         run_names=runs,
         base_host=args.base_host,
@@ -113,6 +137,7 @@ def report(args: argparse.Namespace) -> int:
     for path in written:
         if path.suffix in (".html", ".md"):
             print(f"report: {path}")
+    _say_where(args, out)
     return 0
 
 
@@ -124,11 +149,12 @@ def plot(args: argparse.Namespace) -> int:
     chosen = selected(args, loaded.points)
     # Runs that measured the same points are drawn as lines of their own, named by run.
     points = results_io.latest(apart(chosen, runs))
-    out = _out_folder(args)
+    out = _out_folder(args, "plot")
     figures = draw(points, out, roofs(loaded.runs.values()))
     figures += _side_by_side(results_io.latest(chosen), out, args.base_host)
     print(summary_table(points))
     print(f"\nfigures: {', '.join(str(f) for f in figures)}")
+    _say_where(args, out)
     return 0
 
 

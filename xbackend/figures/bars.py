@@ -113,7 +113,7 @@ def _figure(
     height = 3.4 * len(panels) + 0.8
     figure = Figure(figsize=(width + 2.6, height), layout="constrained")
     handles: dict[str, Artist] = {}
-    for index, (panel, part) in enumerate(sorted(panels.items())):
+    for index, (panel, part) in enumerate(panels.items()):  # as the points met them
         axes = figure.add_subplot(len(panels), 1, index + 1)
         series = sorted({_series(p) for p in part}, key=_series_sort)
         for place, group in enumerate(groups):

@@ -6,7 +6,8 @@ operation and the sizes say), and each experiment gets the figures and tables
 its source document asks for (``sections.py``); where results of several machines
 measured the same configurations, those machines side by side (``side_by_side.py``); then
 code equality (counts, every wrong result and error in plain sight, the full log folded
-away) and the machines every run happened on (``equality.py``). Where the kernels timed
+away) and the machines every run happened on (``equality.py``). The report opens with
+its findings (``findings.py``): a few sentences computed from the results. Where the kernels timed
 themselves on the GPU's clock, the launch overhead has a section of its own
 (``overhead.py``), and the head of the report names the clock that timed each backend's
 kernels (``clocks.clock_note``).
@@ -22,7 +23,8 @@ sanitise alike), every file is written whole and never through a link, the page 
 Markdown escape every string (one line, no markup, a code fence no string can close),
 and figures draw a ``$`` as a dollar sign.
 
-The modules: ``document`` (blocks, rendered as HTML and Markdown), ``points``
+The modules: ``document`` (blocks, rendered as HTML and Markdown), ``findings`` (the
+opening sentences), ``points``
 (experiments, names, cells), ``figures`` (files, names, styles, the generic
 figures), ``sections`` (one per experiment), ``side_by_side`` (machines side by side),
 ``equality`` (code equality, machines).
@@ -39,6 +41,7 @@ from xbackend.report.counters import counters_section
 from xbackend.report.document import Block, Heading, Paragraph, render_html, render_markdown
 from xbackend.report.equality import equality, machines
 from xbackend.report.figures import FigureFolder
+from xbackend.report.findings import findings_section
 from xbackend.report.overhead import overhead_section
 from xbackend.report.points import EXPERIMENTS, experiment_of, group
 from xbackend.report.roofline import roofline_section
@@ -118,6 +121,7 @@ def write_report_of(
     found = group(points, lambda p: experiment_of(p, runs))
     experiments = {name: found[name] for name in EXPERIMENTS if name in found}
     blocks = _head(points, len(runs), sources)
+    blocks += findings_section(points)  # what the run found, before how
     figures = FigureFolder(out, (FIGURES_DIR,), drawn, roofs(runs.values()))
     written: list[Path] = []
     for name, points_of in experiments.items():

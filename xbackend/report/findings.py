@@ -1,0 +1,308 @@
+"""The report's findings: a few sentences, computed from the results, that say what the run found.
+
+Each sentence is made of numbers the tables below show too, and is left out where its
+data is missing (a backend without a tiled kernel has no speed-up, a run whose kernels
+did not time themselves no launch overhead):
+
+* per backend, tiled against naive at the largest size both measured;
+* per variant, the backends against each other at the largest size they all measured,
+  on the kernel time (naming the clock that timed each) and end-to-end;
+* per backend whose kernels timed themselves, the median launch overhead;
+* per backend, its vendor's library against its best own kernel;
+* code equality in one line, and how many points were noisy, throttled or untrusted.
+
+Only verified, trusted points count (``status`` "ok", not above the device's peak), and
+none flagged noisy or throttled: a ratio of two noisy medians says little.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Iterable, Sequence
+
+from xbackend.clocks import clock_name
+from xbackend.report.document import Block, Heading, Paragraph
+from xbackend.report.points import ambiguous_labels, group, size_text, three_digits
+from xbackend.results import PointRecord
+from xbackend.results.records import PROFILER_CLOCK
+from xbackend.timing import format_seconds
+
+VENDOR_VARIANTS = ("vendor", "blas")  # "blas": the CPU's vendor line in older files
+_DOUBTFUL = ("noisy", "throttled")
+_Group = tuple[str, int, str]  # operation, batch, data type
+
+
+def counted(point: PointRecord) -> bool:
+    """Whether a point counts in the findings: verified, trusted, neither noisy nor
+    throttled, and timed with an end-to-end time beside (not a profiled point)."""
+    return (
+        point.status == "ok"
+        and point.trusted
+        and point.clock != PROFILER_CLOCK
+        and not any(flag in _DOUBTFUL for flag in point.flags)
+    )
+
+
+def _work(point: PointRecord) -> tuple[int, int, int, int]:
+    """How large a product is, to find the largest: its flops, then its dimensions."""
+    return (point.batch * point.M * point.K * point.N, point.M, point.N, point.K)
+
+
+def _kernel_s(point: PointRecord) -> float:
+    return (point.kernel_s or {})["median"]
+
+
+def _end_to_end_s(point: PointRecord) -> float | None:
+    return (point.end_to_end_s or {}).get("median")
+
+
+def _variant_name(point: PointRecord) -> str:
+    return point.variant + (f" T={point.tile}" if point.tile else "")
+
+
+def _faster(ratio: float) -> str:
+    """``ratio`` (slow over fast) as "4.30× faster", or "2.00× slower" below 1."""
+    if ratio >= 1:
+        return f"{three_digits(ratio)}× faster"
+    return f"{three_digits(1 / ratio)}× slower"
+
+
+def _fastest(points: Iterable[PointRecord]) -> PointRecord:
+    """The point with the shortest median kernel time (the first of equals)."""
+    return min(points, key=_kernel_s)
+
+
+def _largest_common(
+    sides: Sequence[Sequence[PointRecord]],
+) -> tuple[int, int, int, int] | None:
+    """The largest size every side measured (by :func:`_work`), or None."""
+    common = set.intersection(*({_work(p) for p in side} for side in sides))
+    return max(common) if common else None
+
+
+def _at(points: Iterable[PointRecord], size: tuple[int, int, int, int]) -> list[PointRecord]:
+    return [p for p in points if _work(p) == size]
+
+
+class _Names:
+    """How sentences name a backend: its label, with its device where the label names
+    several; and the operation and data type where the results hold several."""
+
+    def __init__(self, points: Sequence[PointRecord]) -> None:
+        self.ambiguous = ambiguous_labels((p.label, p.device) for p in points)
+        self.groups = {(p.op, p.batch, p.dtype) for p in points}
+
+    def backend(self, point: PointRecord) -> str:
+        if point.label in self.ambiguous:
+            return f"{point.label} ({point.device})"
+        return point.label
+
+    def on(self, point: PointRecord) -> str:
+        """ "On opencl (AMD EPYC)": the backend with its device, always."""
+        return f"On {point.label} ({point.device})"
+
+    def where(self, point: PointRecord) -> str:
+        """ " (mm, float32)" where the results hold several operations or data types."""
+        return f" ({point.op}, {point.dtype})" if len(self.groups) > 1 else ""
+
+
+def tiled_over_naive(points: Sequence[PointRecord], names: _Names) -> list[str]:
+    """Per backend, device and group: tiled against naive at the largest size both
+    measured (the fastest tile of each there)."""
+    found = []
+    by_backend = group(points, lambda p: (p.label, p.device, p.op, p.batch, p.dtype))
+    for part in by_backend.values():
+        naive = [p for p in part if p.variant == "naive"]
+        tiled = [p for p in part if p.variant == "tiled"]
+        size = _largest_common([naive, tiled]) if naive and tiled else None
+        if size is None:
+            continue
+        slow, fast = _fastest(_at(naive, size)), _fastest(_at(tiled, size))
+        ratio = _kernel_s(slow) / _kernel_s(fast)
+        found.append(
+            f"{names.on(fast)}, {_variant_name(fast)} is {_faster(ratio)} than "
+            f"{_variant_name(slow)} at {size_text(fast)}{names.where(fast)}: "
+            f"{format_seconds(_kernel_s(fast))} against {format_seconds(_kernel_s(slow))} "
+            "median kernel time."
+        )
+    return found
+
+
+def _against(
+    fastest: PointRecord, others: Sequence[PointRecord], names: _Names,
+    time: Callable[[PointRecord], float],
+) -> str:  # fmt: skip
+    """ "opencl is 25.8× faster than cpu": the fastest against each of the others."""
+    ratios = [f"{_faster(time(other) / time(fastest))} than {names.backend(other)}"
+              for other in others]  # fmt: skip
+    return f"{names.backend(fastest)} is {', '.join(ratios)}"
+
+
+def _clock(point: PointRecord) -> str:
+    """The clock's name without its aside: "GPU clock inside the kernels"."""
+    return clock_name(point.clock).split(" (")[0]
+
+
+def _times(
+    points: Sequence[PointRecord], names: _Names, time: Callable[[PointRecord], float],
+    clocks: bool = False,
+) -> str:  # fmt: skip
+    """ "opencl 291 µs, cpu 7.51 ms", each with the clock that timed it where ``clocks``
+    and the clocks differ."""
+    several = clocks and len({p.clock for p in points}) > 1
+    return ", ".join(
+        f"{names.backend(p)} {format_seconds(time(p))}" + (f" ({_clock(p)})" if several else "")
+        for p in points
+    )
+
+
+def _backends_sentence(sides: list[PointRecord], names: _Names) -> str:
+    """One variant on several backends at one size: kernel time, then end-to-end."""
+    sides.sort(key=_kernel_s)
+    first = sides[0]
+    clocks = {_clock(p) for p in sides}
+    clock = f" on the {next(iter(clocks))}" if len(clocks) == 1 else ""
+    kind = "lines" if first.variant in VENDOR_VARIANTS else "kernels"
+    sentence = (
+        f"The {first.variant} {kind} at {size_text(first)}{names.where(first)}, median "
+        f"kernel time{clock}: {_times(sides, names, _kernel_s, clocks=True)}; "
+        f"{_against(first, sides[1:], names, _kernel_s)}."
+    )
+    ends = [p for p in sides if _end_to_end_s(p) is not None]
+    if len(ends) == len(sides):
+
+        def end_to_end(point: PointRecord) -> float:
+            return _end_to_end_s(point) or 0.0
+
+        ends.sort(key=end_to_end)
+        sentence += (
+            f" End-to-end, with transfers: {_times(ends, names, end_to_end)}; "
+            f"{_against(ends[0], ends[1:], names, end_to_end)}."
+        )
+    return sentence
+
+
+def backend_against_backend(points: Sequence[PointRecord], names: _Names) -> list[str]:
+    """Per variant and group measured by several backends: each backend's fastest tile
+    of it at the largest size they all measured (a backend that shares no size with the
+    others is left out, the one with the fewest sizes first)."""
+    found = []
+    by_variant = group(points, lambda p: (p.variant, p.op, p.batch, p.dtype))
+    for part in by_variant.values():
+        sides = list(group(part, lambda p: (p.label, p.device)).values())
+        sides.sort(key=len, reverse=True)
+        while len(sides) > 1 and _largest_common(sides) is None:
+            sides.pop()
+        size = _largest_common(sides) if len(sides) > 1 else None
+        if size is not None:
+            found.append(_backends_sentence([_fastest(_at(s, size)) for s in sides], names))
+    return found
+
+
+def launch_overheads(points: Sequence[PointRecord], names: _Names) -> list[str]:
+    """Per backend whose kernels timed themselves: the median launch overhead of its
+    points (each the API's median time per launch less the kernels' span)."""
+    found = []
+    timed = [p for p in points if p.overhead_s is not None]
+    for part in group(timed, lambda p: (p.label, p.device)).values():
+        values = [p.overhead_s for p in part if p.overhead_s is not None]
+        first = part[0]
+        found.append(
+            f"A launch on {names.backend(first)} costs "
+            f"{three_digits(statistics.median(values) * 1e6)} µs beyond its kernel (median of "
+            f"{len(values)} point{'s' * (len(values) != 1)}: the API's time per launch less "
+            "the kernels' span on the GPU's clock)."
+        )
+    return found
+
+
+def vendor_lines(points: Sequence[PointRecord], names: _Names) -> list[str]:
+    """Per backend and group: its vendor's library against its best own kernel, at the
+    largest size where both were measured."""
+    found = []
+    by_backend = group(points, lambda p: (p.label, p.device, p.op, p.batch, p.dtype))
+    for part in by_backend.values():
+        vendor = [p for p in part if p.variant in VENDOR_VARIANTS]
+        own = [p for p in part if p.variant not in VENDOR_VARIANTS]
+        size = _largest_common([vendor, own]) if vendor and own else None
+        if size is None:
+            continue
+        library, best = _fastest(_at(vendor, size)), _fastest(_at(own, size))
+        ratio = _kernel_s(best) / _kernel_s(library)
+        found.append(
+            f"{names.on(library)}, the vendor's library ({library.variant}) is "
+            f"{_faster(ratio)} than the best own kernel ({_variant_name(best)}) at "
+            f"{size_text(library)}{names.where(library)}: "
+            f"{format_seconds(_kernel_s(library))} against {format_seconds(_kernel_s(best))}."
+        )
+    return found
+
+
+def equality_line(points: Sequence[PointRecord]) -> list[str]:
+    """Code equality in one line: results equal to the reference, of those checked."""
+    checked = [p for p in points if p.status in ("ok", "mismatch", "error")]
+    if not checked:
+        return []
+    ok = sum(p.status == "ok" for p in checked)
+    wrong = sum(p.status == "mismatch" for p in checked)
+    errors = sum(p.status == "error" for p in checked)
+    line = f"{ok}/{len(checked)} points equal to the float64 reference"
+    if any(p.check == "freivalds" for p in checked):
+        line += " (the largest checked by Freivalds' random vectors)"
+    problems = [f"{wrong} wrong" if wrong else "", f"{errors} failed" if errors else ""]
+    if wrong or errors:
+        line += f"; {' and '.join(filter(None, problems))}: see Code equality"
+    return [line + "."]
+
+
+def doubtful_line(points: Sequence[PointRecord]) -> list[str]:
+    """How many measured points were noisy, throttled or above their device's peak, and
+    so left out of the sentences above."""
+    measured = [p for p in points if p.measured]
+    if not measured:
+        return []
+    counts = {
+        "noisy": sum("noisy" in p.flags for p in measured),
+        "throttled": sum("throttled" in p.flags for p in measured),
+        "untrusted (timed above the device's peak)": sum(not p.trusted for p in measured),
+    }
+    shown = [f"{count} {what}" for what, count in counts.items() if count]
+    if not shown:
+        return [f"None of the {len(measured)} measured points is noisy, throttled or untrusted."]
+    doubtful = sum(not counted(p) and p.status == "ok" for p in measured)
+    return [
+        f"Of {len(measured)} measured points, {', '.join(shown)}; "
+        f"{doubtful} of them, verified, {'is' if doubtful == 1 else 'are'} left out of "
+        "these sentences (the tables mark them)."
+    ]
+
+
+def findings(points: Sequence[PointRecord]) -> list[str]:
+    """Every finding of ``points``, as sentences, in the order the report shows them."""
+    kept = [p for p in points if counted(p)]
+    names = _Names(kept)
+    return [
+        *tiled_over_naive(kept, names),
+        *backend_against_backend(kept, names),
+        *launch_overheads(kept, names),
+        *vendor_lines(kept, names),
+        *equality_line(points),
+        *doubtful_line(points),
+    ]
+
+
+def findings_section(points: Sequence[PointRecord]) -> list[Block]:
+    """The report's opening section: the findings as a list; nothing where there are none."""
+    found = findings(points)
+    if not found:
+        return []
+    return [
+        Heading("Findings", 2),
+        Paragraph(
+            "Computed from the results below. Only verified points count, none timed above "
+            "its device's peak, noisy or throttled; ratios are of median times at the "
+            "largest size both sides measured."
+        ),
+        # Paragraphs, not a list: in the Markdown a list item is a flagged line of the log.
+        *(Paragraph(sentence) for sentence in found),
+    ]
