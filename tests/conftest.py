@@ -11,6 +11,11 @@ by name so that a source checkout that is not installed runs the same way.
 """
 
 import os
+import shutil
+
+import pytest
+
+from xbackend.pytest_plugin import skip_or_fail
 
 pytest_plugins = ["xbackend.pytest_plugin"]
 
@@ -20,3 +25,26 @@ os.environ.setdefault("XBACKEND_NO_CEILINGS", "1")
 # The tests that expect a tuned variant's default configuration, on a CI machine whose
 # CPU runtime the shipped database may hold: tests/test_tuning_db.py tests the database.
 os.environ.setdefault("XBACKEND_TUNING_DB", "off")
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto`` (pyproject's addopts): one worker per core, at most 4, since the tests
+    of a GPU machine share its one device."""
+    return max(1, min(len(os.sched_getaffinity(0)), 4))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # The slow tests first (keeping their order), so that the workers start on the longest
+    # and finish together with the short ones, instead of one long test running alone at
+    # the end.
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+@pytest.fixture(scope="session")
+def oclgrind() -> str:
+    """oclgrind's path; not installed: a skip, or a failure where XBACKEND_REQUIRE names it."""
+    path = shutil.which("oclgrind")
+    if path is None:
+        skip_or_fail("oclgrind", "oclgrind is not installed (apt-get install oclgrind)")
+    assert path is not None
+    return path

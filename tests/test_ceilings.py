@@ -118,6 +118,7 @@ def _plausible(found: ceilings.Ceilings, device: DeviceInfo, dtypes) -> None:
     assert set(found.how) == {*dtypes, "bandwidth"} and found.date
 
 
+@pytest.mark.slow
 def test_the_compiled_ceilings_are_plausible_and_measured_once(backend, monkeypatch):
     backend = _compiled(backend)
     dtypes = [d for d in ("float32", "float64") if not backend.dtype_problem(np.dtype(d))]
@@ -133,6 +134,7 @@ def test_the_compiled_ceilings_are_plausible_and_measured_once(backend, monkeypa
     assert backend.ceilings(dtypes) is found
 
 
+@pytest.mark.slow
 def test_the_cpu_ceilings_are_plausible_and_float64_is_added_once():
     backend = CpuBackend()
     found = backend.ceilings(["float32"])
@@ -161,6 +163,7 @@ def _header(tmp_path, opened):
     return header, records
 
 
+@pytest.mark.slow
 def test_the_run_header_keeps_the_ceilings_or_why_not(tmp_path, monkeypatch):
     monkeypatch.delenv(NO_CEILINGS_ENV, raising=False)
     header, records = _header(tmp_path, [("cpu", CpuBackend()), ("broken", _NoCeilings())])
@@ -244,6 +247,7 @@ def test_the_tables_show_the_roof_where_the_run_measured_it(tmp_path):
     assert write_size_csv(points, tmp_path).read_text().splitlines()[1].endswith(",,")
 
 
+@pytest.mark.slow
 def test_the_script_prints_the_ceilings_beside_the_peaks(tmp_path):
     """scripts/ceilings.py, the command for a GPU machine, run small on the CPU."""
     script = Path(__file__).resolve().parent.parent / "scripts" / "ceilings.py"

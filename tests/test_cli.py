@@ -34,6 +34,7 @@ def _available(name: str) -> bool:
     return {info.name: info.available for info in xbackend.backends()}[name]
 
 
+@pytest.mark.slow
 def test_compare_writes_results_figures_and_summary(tmp_path):
     out = tmp_path / "run"
     done = xb(
@@ -74,6 +75,7 @@ def test_compare_writes_results_figures_and_summary(tmp_path):
     assert "largest verified" in done.stdout and "48×42·42×48" in done.stdout
 
 
+@pytest.mark.slow
 def test_plot_redraws_from_results(tmp_path):
     out = tmp_path / "run"
     assert (
@@ -98,6 +100,7 @@ def test_plot_redraws_from_results(tmp_path):
     assert (figures / "gflops.png").exists() and (figures / "runtime_all.svg").exists()
 
 
+@pytest.mark.slow
 def test_devices_lists_backends_and_runs_a_tiny_product():
     done = xb("devices")
     assert done.returncode == 0, done.stdout + done.stderr
@@ -108,12 +111,14 @@ def test_devices_lists_backends_and_runs_a_tiny_product():
             assert f"{info.name}: unavailable: " in done.stdout
 
 
+@pytest.mark.slow
 def test_unknown_backend_is_a_clear_error():
     done = xb("compare", "--backends", "cpu,metal", "--steps", "1")
     assert done.returncode == 2
     assert "unknown backend 'metal'" in done.stderr and "known backends" in done.stderr
 
 
+@pytest.mark.slow
 def test_explicit_unavailable_backend_fails_with_reason(monkeypatch):
     unavailable = [info for info in xbackend.backends() if not info.available]
     if not unavailable:
@@ -124,6 +129,7 @@ def test_explicit_unavailable_backend_fails_with_reason(monkeypatch):
     assert f"backend '{name}' is unavailable" in done.stderr
 
 
+@pytest.mark.slow
 def test_auto_says_what_it_skipped(tmp_path):
     done = xb("compare", "--variants", "vendor,tiled", "--steps", "1", "--out", str(tmp_path))
     assert done.returncode == 0, done.stderr
@@ -132,6 +138,7 @@ def test_auto_says_what_it_skipped(tmp_path):
             assert f"auto: skipping {info.name}: " in done.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "args, message",
     [
@@ -147,6 +154,7 @@ def test_bad_options_are_usage_errors(args, message):
     assert message in done.stderr
 
 
+@pytest.mark.slow
 def test_help_describes_every_command():
     done = xb("--help")
     assert done.returncode == 0
@@ -157,6 +165,7 @@ def test_help_describes_every_command():
         assert option in compare_help
 
 
+@pytest.mark.slow
 def test_tune_checks_candidates_and_caches_the_best(tmp_path, monkeypatch):
     if not _available("opencl"):
         pytest.skip("opencl unavailable")
@@ -262,6 +271,7 @@ def test_tune_keeps_the_untuned_choice_where_it_beats_every_candidate():
     assert result.best.config.slices == 3
 
 
+@pytest.mark.slow
 def test_compare_csv_tells_operations_and_batches_apart(tmp_path):
     out = tmp_path / "run"
     done = xb("compare", "--op", "mm,bmm", "--sizes", "16x16", "--backends", "cpu",
@@ -276,6 +286,7 @@ def test_compare_csv_tells_operations_and_batches_apart(tmp_path):
     assert all(row["tile"].isdigit() for row in rows)  # an integer column
 
 
+@pytest.mark.slow
 def test_compare_draws_each_figure_once_and_the_report_shows_them(tmp_path):
     out = tmp_path / "run"
     done = xb("compare", "--backends", "cpu", "--variants", "naive,tiled", "--steps", "2",
@@ -290,6 +301,7 @@ def test_compare_draws_each_figure_once_and_the_report_shows_them(tmp_path):
     assert f"data:image/png;base64,{png}" in page
 
 
+@pytest.mark.slow
 def test_the_run_header_keeps_the_xbackend_settings(tmp_path):
     out = tmp_path / "run"
     env = {**os.environ, "XBACKEND_EXAMPLE_SETTING": "on", "PYTHONPATH": str(ROOT)}

@@ -37,11 +37,13 @@ def _points(out: Path) -> list[dict[str, object]]:
     return [line for line in lines if line["type"] == "point"]
 
 
+@pytest.mark.slow
 def test_version():
     done = xb("--version")
     assert done.returncode == 0 and done.stdout.strip() == f"xbackend {xbackend.__version__}"
 
 
+@pytest.mark.slow
 def test_plain_compare_runs_naive_tiled_and_vendor(tmp_path):
     backends = "cpu,opencl" if _available("opencl") else "cpu"
     out = tmp_path / "run"
@@ -74,6 +76,7 @@ def test_the_ladder_is_every_rung_of_the_backends_tables():
         assert resolve_variants(["ladder", "naive"], opened, ["mm"])[-1] == "naive"  # type: ignore[index]
 
 
+@pytest.mark.slow
 def test_compare_variants_ladder_runs_the_ladder(tmp_path):
     if not _available("opencl"):
         pytest.skip("opencl unavailable")
@@ -86,6 +89,7 @@ def test_compare_variants_ladder_runs_the_ladder(tmp_path):
     assert {p["variant"] for p in _points(out)} == rungs
 
 
+@pytest.mark.slow
 def test_a_ladder_no_backend_has_is_a_clear_error(tmp_path):
     done = xb("compare", "--backends", "cpu", "--variants", "ladder", "--sizes", "8x8",
               "--out", str(tmp_path / "run"))  # fmt: skip
@@ -93,6 +97,7 @@ def test_a_ladder_no_backend_has_is_a_clear_error(tmp_path):
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.slow
 def test_dry_run_prints_the_plan_and_writes_nothing(tmp_path):
     out = tmp_path / "run"
     done = xb("compare", "--backends", "cpu", "--steps", "3", "--variants", "naive,vendor",
@@ -105,6 +110,7 @@ def test_dry_run_prints_the_plan_and_writes_nothing(tmp_path):
     assert "code equality" not in done.stdout
 
 
+@pytest.mark.slow
 def test_dry_run_of_a_resume_predicts_from_the_recorded_times(tmp_path):
     out = tmp_path / "run"
     sizes = ["--backends", "cpu", "--variants", "tiled", "--samples", "1", "--no-plots"]
@@ -118,6 +124,7 @@ def test_dry_run_of_a_resume_predicts_from_the_recorded_times(tmp_path):
     assert (out / "results.jsonl").read_text() == before
 
 
+@pytest.mark.slow
 def test_quiet_prints_the_summary_and_no_point_lines(tmp_path):
     done = xb("compare", "--backends", "cpu", "--variants", "vendor", "--steps", "2",
               "--no-plots", "-q", "--out", str(tmp_path / "run"))  # fmt: skip
@@ -126,6 +133,7 @@ def test_quiet_prints_the_summary_and_no_point_lines(tmp_path):
     assert "largest verified" in done.stdout and "code equality: 2/2" in done.stdout
 
 
+@pytest.mark.slow
 def test_compare_table_prints_a_table_per_size_and_writes_it(tmp_path):
     out = tmp_path / "run"
     done = xb("compare", "--backends", "cpu", "--variants", "naive,tiled", "--table",
@@ -136,6 +144,7 @@ def test_compare_table_prints_a_table_per_size_and_writes_it(tmp_path):
     assert (out / "sizes.csv").exists()
 
 
+@pytest.mark.slow
 def test_skip_reasons_are_noted_under_the_summary(tmp_path):
     done = xb("compare", "--backends", "cpu", "--variants", "naive", "--steps", "6",
               "--budget", "0.000001", "--samples", "1", "--no-plots",
@@ -146,6 +155,7 @@ def test_skip_reasons_are_noted_under_the_summary(tmp_path):
     assert "cpu mm naive float32: 4 of 6 skipped: estimated" in done.stdout
 
 
+@pytest.mark.slow
 def test_compare_help_names_the_default_folder_and_the_variant_sets():
     text = xb("compare", "--help").stdout
     assert "results/run-<date-time>" in text
@@ -153,12 +163,14 @@ def test_compare_help_names_the_default_folder_and_the_variant_sets():
         assert word in text
 
 
+@pytest.mark.slow
 def test_tune_show_needs_no_backend(tmp_path):
     done = xb("tune", "--show", env={"XBACKEND_TUNE_CACHE": str(tmp_path / "tuned.json")})
     assert done.returncode == 0, done.stderr
     assert "0 entries" in done.stdout
 
 
+@pytest.mark.slow
 def test_tune_takes_compares_option_names_and_keeps_the_old_ones():
     text = xb("tune", "--help").stdout
     assert "--backends" in text and "--op " in text
@@ -169,6 +181,7 @@ def test_tune_takes_compares_option_names_and_keeps_the_old_ones():
     assert refused.returncode == 2 and "cannot tune 'bmm'" in refused.stderr
 
 
+@pytest.mark.slow
 def test_tune_on_an_unavailable_backend_names_tunes_option():
     unavailable = [info.name for info in xbackend.backends() if not info.available]
     if not unavailable:
@@ -178,6 +191,7 @@ def test_tune_on_an_unavailable_backend_names_tunes_option():
     assert "tune --backends" in done.stderr and "out of --backends" not in done.stderr
 
 
+@pytest.mark.slow
 def test_devices_aligns_variant_names_of_any_length():
     done = xb("devices")
     assert done.returncode == 0, done.stdout + done.stderr

@@ -153,6 +153,7 @@ def test_every_kernel_line_is_its_points_span_at_its_size(stamped):
             assert not any(x == ax and y == pytest.approx(a, rel=1e-3) for ax, a in apis)
 
 
+@pytest.mark.slow
 def test_kernel_figures_name_the_clock_of_each_backend(stamped):
     note = clock_note(stamped)
     assert note == (
@@ -192,6 +193,7 @@ def test_the_overhead_figure_draws_api_less_span_per_launch(stamped):
         assert any(value == pytest.approx(gap, rel=1e-9) for value in gaps)
 
 
+@pytest.mark.slow
 def test_the_overhead_figure_is_written_only_where_api_samples_exist(tmp_path):
     folder = _write(tmp_path / "stamped", _points(seed=5))
     assert main(["plot", str(folder)]) == 0
@@ -222,6 +224,7 @@ def _markdown_table(markdown: str, first: str) -> list[list[str]]:
     return [row for row in rows if not re.fullmatch(r":?-+:?", row[0])]
 
 
+@pytest.mark.slow
 def test_the_report_has_the_overhead_table_with_the_right_numbers(tmp_path):
     points = _points(seed=11)
     folder = _write(tmp_path / "run", points)
@@ -265,6 +268,7 @@ def test_overheads_leave_out_points_without_api_samples_and_untrusted_ones():
     assert found[(untrusted.label, untrusted.variant)].points == len(SIZES) - 1
 
 
+@pytest.mark.slow
 def test_older_files_draw_as_before(tmp_path):
     """Records without a clock or api fields: the same figures, no clock line, no
     overhead figure, and the report has no overhead section."""
@@ -283,6 +287,7 @@ def test_older_files_draw_as_before(tmp_path):
     assert "Launch overhead" not in markdown and "kernel time:" not in markdown.lower()
 
 
+@pytest.mark.slow
 def test_the_roofline_and_bars_name_the_clock_and_draw_the_span(stamped):
     ceilings = {"flops_per_s": {"float32": 5e13}, "bytes_per_s": 3e12}
     header = RunHeader(

@@ -59,6 +59,7 @@ def _points(out: Path) -> list[PointRecord]:
 # -- the cluster, for real: two worker processes on this host --------------------------------
 
 
+@pytest.mark.slow
 def test_two_workers_measure_the_serial_run_s_points(tmp_path, capsys):
     _opencl_or_skip()
     serial, spread = tmp_path / "serial", tmp_path / "spread"
@@ -83,6 +84,7 @@ def test_two_workers_measure_the_serial_run_s_points(tmp_path, capsys):
     assert {d["worker"] for d in header.devices.values()} == {"w0", "w1"}
 
 
+@pytest.mark.slow
 def test_a_killed_worker_loses_no_point_and_duplicates_none(tmp_path):
     _opencl_or_skip()
     # From the third size on, a CPU point takes a quarter of a second: the kill lands
@@ -147,6 +149,7 @@ def _compare(out: Path, *extra: str) -> subprocess.Popen[str]:
     )  # fmt: skip
 
 
+@pytest.mark.slow
 def test_ctrl_c_keeps_the_finished_points_and_a_resume_on_other_workers_finishes(tmp_path):
     _opencl_or_skip()
     out = tmp_path / "run"
@@ -171,6 +174,7 @@ def test_ctrl_c_keeps_the_finished_points_and_a_resume_on_other_workers_finishes
     assert "code equality: 20/20" in stdout
 
 
+@pytest.mark.slow
 def test_an_existing_cluster_runs_each_device_model(tmp_path, capsys):
     _opencl_or_skip()
     with distributed.LocalCluster(

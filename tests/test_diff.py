@@ -192,6 +192,7 @@ def test_machines_that_differ_are_named_in_one_line():
 # -- the command -------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_diff_writes_a_table_a_csv_and_a_figure_and_fails_on_slower(tmp_path, capsys):
     a = write(tmp_path / "a", points(1))
     b = write(tmp_path / "b", points(2, run="rb", slow=("cpu", "tiled")), run="rb", host="h2")
@@ -214,6 +215,7 @@ def test_diff_writes_a_table_a_csv_and_a_figure_and_fails_on_slower(tmp_path, ca
     assert (out / "diff.png").stat().st_size > 10_000
 
 
+@pytest.mark.slow
 def test_diff_takes_a_threshold_and_the_filters(tmp_path, capsys):
     a = write(tmp_path / "a", points(1))
     b = write(tmp_path / "b", points(2, run="rb", slow=("cpu", "tiled")), run="rb")
@@ -237,6 +239,7 @@ def test_diff_lists_points_of_one_run(tmp_path, capsys):
     assert not (tmp_path / "out" / "diff.png").exists()  # no ratio to draw
 
 
+@pytest.mark.slow
 def test_the_figure_has_one_colour_per_variant_and_its_legend_off_the_data():
     comparisons = diff.compare_points(points(1), points(2, run="rb", slow=("cpu", "tiled")))
     figure = ratio_figure(comparisons, 0.02, names=("a", "b"))
@@ -271,6 +274,7 @@ def _xb(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_two_runs_of_the_cpu_backend_are_the_same_within_fifty_per_cent(tmp_path):
     """An A/A test on the CPU. Not the serial ``naive`` loop: run in the interpreter, it
     took 3.7 ms in one process and 7.1 ms in the next on the 16-core host of the H100

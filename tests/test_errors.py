@@ -38,6 +38,7 @@ def test_mixed_dtypes_are_refused(backend):
         backend.matmul(A, np.ones((2, 3)), variant=backend.runnable_variants()[0])
 
 
+@pytest.mark.slow
 def test_nan_and_inf_propagate_as_numpy_does(backend):
     A, B = make_operands(Shape(9, 7, 11), SEED)
     A[1, 2] = np.nan
@@ -88,6 +89,7 @@ def test_rmm_naive4_adds_its_products_one_by_one_so_an_infinity_can_become_nan(b
         np.testing.assert_allclose(C[finite], expected[finite], rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_too_large_for_the_device_is_an_out_of_memory_error(backend, monkeypatch):
     small = dataclasses.replace(backend.device, global_mem_bytes=2**20, max_alloc_bytes=None)
     monkeypatch.setattr(backend, "_device", small)

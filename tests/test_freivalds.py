@@ -56,6 +56,7 @@ def _both(C: np.ndarray, A: np.ndarray, B: np.ndarray, op: str = "mm", seed: int
 # -- correct results pass, well inside the bound -----------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("op", ["mm", "bmm", "rmm"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_a_correct_product_passes_well_inside_the_bound(op, dtype):
@@ -85,6 +86,7 @@ def test_an_integer_product_must_be_exact(op):
 # -- wrong results are caught -------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_one_wrong_element_is_caught_at_large_k():
     A, B = make_operands(Shape(256, 50_000, 256), 11)
     C = A @ B  # float32, by BLAS
@@ -115,6 +117,7 @@ def test_a_dropped_term_is_caught_at_large_k():
     assert not dropped.equal and dropped.bound_ratio > 2, dropped
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("K", [16_384, 24_000])
 def test_a_dropped_term_is_caught_where_the_sketch_alone_would_miss_it(K):
     """At K = 16384 the row sums alone stand at 0.63 of their bound (problems' docstring):
@@ -126,6 +129,7 @@ def test_a_dropped_term_is_caught_where_the_sketch_alone_would_miss_it(K):
     assert not dropped.equal and dropped.bound_ratio > 1.5, dropped
 
 
+@pytest.mark.slow
 def test_a_small_error_in_a_row_checked_in_full_is_caught():
     A, B = make_operands(Shape(96, 20_000, 96), 23)
     C = A @ B
@@ -287,6 +291,7 @@ def test_a_wrong_kernel_is_a_mismatch_under_freivalds(tmp_path):
     assert all(r.equal is False and r.bound_ratio > 1 for r in records)
 
 
+@pytest.mark.slow
 def test_compare_takes_the_check_option(tmp_path):
     out = tmp_path / "run"
     done = xb("compare", "--backends", "cpu", "--variants", "vendor", "--sizes", "24x24",

@@ -59,6 +59,7 @@ def _pip_runtime_platforms() -> list[str]:
     return sorted({device.platform for device in opencl.OpenCLBackend.list_devices()})
 
 
+@pytest.mark.slow
 def test_processes_started_together_all_see_the_pip_opencl_runtime(tmp_path):
     expected = _pip_runtime_platforms()
     assert expected
@@ -88,6 +89,7 @@ def test_processes_started_together_all_see_the_pip_opencl_runtime(tmp_path):
             assert out.strip().split("|") == expected, (attempt, out, err)
 
 
+@pytest.mark.slow
 def test_an_empty_xdg_cache_home_means_unset(tmp_path):
     _pip_runtime_platforms()
     home, work = tmp_path / "home", tmp_path / "work"
@@ -146,6 +148,7 @@ _HUGE_VIEW = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ["span over 2**31", "row stride over 2**31", "rmm, B's span"])
 def test_a_view_of_a_huge_array_is_computed_not_crashed(backend, case):
     device = "" if backend.name == "cpu" else backend.device.name
@@ -250,6 +253,7 @@ def _fresh(backend: xbackend.Backend) -> xbackend.Backend:
     return xbackend.get_backend(backend.name, backend.device.name)
 
 
+@pytest.mark.slow
 def test_unusable_opencl_build_options_name_the_variable(backend, monkeypatch):
     if backend.name != "opencl":
         pytest.skip("only the OpenCL backend takes XBACKEND_OPENCL_OPTIONS")

@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from xbackend import results
 from xbackend.results import PointRecord, ResultsWriter
 
@@ -54,6 +56,7 @@ def _valid_points(out: Path) -> list[dict[str, Any]]:
     return points
 
 
+@pytest.mark.slow
 def test_ctrl_c_keeps_finished_points_and_resume_finishes(tmp_path):
     out = tmp_path / "run"
     process = _start(out)
@@ -82,6 +85,7 @@ def test_ctrl_c_keeps_finished_points_and_resume_finishes(tmp_path):
     assert "code equality: 12/12" in stdout
 
 
+@pytest.mark.slow
 def test_kill_leaves_valid_files(tmp_path):
     out = tmp_path / "run"
     process = _start(out)

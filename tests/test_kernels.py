@@ -123,6 +123,7 @@ def test_twins_are_the_same_code_in_both_languages(cu):
     assert changed != cl.read_text() and _code(changed, _OPENCL_WORDS) != cuda
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 @pytest.mark.parametrize("index", ["", "-DWIDE_INDEX"], ids=["int", "wide"])
 @pytest.mark.parametrize("tile", TILES)
@@ -173,6 +174,7 @@ def test_compile_error_shows_source_options_and_device(backend, monkeypatch):
     assert backend.matmul(A, A, variant="tiled", tile=8)[0, 0] == 2.0
 
 
+@pytest.mark.slow
 def test_kernels_ship_in_a_non_editable_install(tmp_path):
     """Build the wheel, install it elsewhere, and load every kernel file from there."""
     wheel_dir, target = tmp_path / "wheel", tmp_path / "site"

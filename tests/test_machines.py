@@ -19,6 +19,10 @@ from xbackend.figures.machines import MACHINE_COLOURS, figures
 from xbackend.results import PointRecord, RecordError, RunHeader, latest, load
 from xbackend.results.reading import apart, load_runs
 
+# One worker runs this file's tests (pytest-xdist): its module fixture
+# (two_machines) is made once.
+pytestmark = pytest.mark.xdist_group("test_machines")
+
 OTHER_HOST = "gpu-box-2"
 COMPARE = ["compare", "--backends", "cpu", "--variants", "naive,tiled,vendor", "--tile", "8"]
 COMPARE += ["--steps", "2", "--samples", "8", "--min-samples", "8", "--no-plots", "--quiet"]
@@ -196,6 +200,7 @@ def test_the_figures_give_each_machine_its_colour():
 # -- the commands ------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_report_of_two_machines_puts_them_side_by_side(two_machines, tmp_path):
     first, second = two_machines
     out = tmp_path / "report"
@@ -214,6 +219,7 @@ def test_report_of_two_machines_puts_them_side_by_side(two_machines, tmp_path):
     assert all(r["base"] == f"{_host(first)} · {device}" and r["kernel_ratio"] for r in others)
 
 
+@pytest.mark.slow
 def test_report_of_one_machine_has_no_such_section(two_machines, tmp_path):
     out = tmp_path / "report"
     assert main(["report", str(two_machines[0]), "--out", str(out)]) == 0
@@ -237,6 +243,7 @@ def test_two_machines_of_one_host_name_are_told_apart_by_their_device(two_machin
         side_by_side.base_machine(renamed, "vm · GPU nowhere")
 
 
+@pytest.mark.slow
 def test_plot_draws_the_machines_and_takes_a_base_host(two_machines, tmp_path, capsys):
     first, second = two_machines
     out = tmp_path / "figures"

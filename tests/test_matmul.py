@@ -108,6 +108,7 @@ TUNED_CASES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("op", ["mm", "rmm"])
 @pytest.mark.parametrize("params, shape", TUNED_CASES, ids=lambda x: str(x))
 def test_tuned_variants_with_explicit_parameters_and_split_k(backend, params, shape, op):

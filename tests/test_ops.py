@@ -25,6 +25,7 @@ def _skip_unsupported(backend: xbackend.Backend, dtype: str) -> None:
         pytest.skip(problem)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", DTYPE_NAMES)
 @pytest.mark.parametrize(
     "batch, shape",
@@ -42,6 +43,7 @@ def test_bmm_every_variant_and_tile(backend, dtype, batch, shape):
             assert check(output, reference).equal, (variant, tile)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", DTYPE_NAMES)
 @pytest.mark.parametrize(
     "shape", [Shape(2, 1, 2), Shape(8, 5, 6), Shape(34, 70, 66)], ids=lambda s: f"{s.M}x{s.K}x{s.N}"

@@ -51,6 +51,7 @@ def kernel_colours(figure):
     return colours
 
 
+@pytest.mark.slow
 def test_a_variant_has_one_colour_in_every_panel_and_figure_and_no_two_share_one():
     figures = drawn(run())
     assert set(figures) == {"runtime_by_backend", "runtime_all", "gflops", "ladder"}
@@ -64,12 +65,14 @@ def test_a_variant_has_one_colour_in_every_panel_and_figure_and_no_two_share_one
     assert len(set(VARIANT_COLOURS.values())) == len(VARIANT_COLOURS) - 1 >= 12  # blas: vendor
 
 
+@pytest.mark.slow
 def test_the_assignment_figure_shows_naive_tiled_and_vendor_and_the_ladder_its_own():
     figures = drawn(run())
     assert set(kernel_colours(figures["runtime_by_backend"])) == {"naive", "tiled", "vendor"}
     assert set(kernel_colours(figures["ladder"])) == set(VARIANTS)
 
 
+@pytest.mark.slow
 def test_kernel_solid_end_to_end_dotted_vendor_dashed():
     figure = drawn(run())["runtime_by_backend"]
     styles = {
@@ -83,6 +86,7 @@ def test_kernel_solid_end_to_end_dotted_vendor_dashed():
     assert {styles[f"end_to_end:{v}"] for v in ("naive", "tiled", "vendor")} == {":"}
 
 
+@pytest.mark.slow
 def test_the_legend_is_off_the_data():
     for figure in drawn(run()).values():
         renderer = figure.canvas.get_renderer()
@@ -92,12 +96,14 @@ def test_the_legend_is_off_the_data():
             assert not box.overlaps(axes.get_window_extent(renderer))
 
 
+@pytest.mark.slow
 def test_tiles_of_one_variant_are_told_apart_by_shade():
     points = run(("tiled",), labels=("opencl",), tile=8) + run(("tiled",), labels=("opencl",))
     colours = kernel_colours(drawn(points)["runtime_all"])["tiled"]
     assert len(colours) == 2
 
 
+@pytest.mark.slow
 def test_rmm_points_sit_at_the_outputs_size():
     figure = drawn(run(("naive", "tiled"), sizes=(64, 128), op="rmm"))["runtime_all"]
     (axes,) = figure.axes
@@ -106,6 +112,7 @@ def test_rmm_points_sit_at_the_outputs_size():
     assert axes.get_xlabel() == "output elements (M/2)·(N/2)"
 
 
+@pytest.mark.slow
 def test_one_size_is_drawn_as_bars_with_a_legend_that_fits():
     points = [
         point(v, 256, label=b, dtype=d, op=op)
@@ -126,11 +133,13 @@ def test_one_size_is_drawn_as_bars_with_a_legend_that_fits():
     assert len(set(colours.values())) == len(VARIANTS)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("count", [1, 3])
 def test_a_figure_has_no_tight_layout_warning(count):
     drawn(run(("naive", "tiled"), sizes=(16, 32), labels=("cpu", "opencl", "cuda")[:count]))
 
 
+@pytest.mark.slow
 def test_points_above_the_devices_peak_are_left_out_of_the_figures():
     points = run(("naive", "tiled"), labels=("opencl",))
     flagged = [
@@ -143,6 +152,7 @@ def test_points_above_the_devices_peak_are_left_out_of_the_figures():
         plots.figures([dataclasses.replace(p, flags=["above-peak-bandwidth"]) for p in points[:2]])
 
 
+@pytest.mark.slow
 def test_a_cache_mode_other_than_warm_is_named_in_the_title():
     points = run(("naive", "tiled"), labels=("opencl",))
     warm = drawn(points)["runtime_all"].get_suptitle()

@@ -150,6 +150,7 @@ def _conformance(site: Path, backend: str, **env: str) -> subprocess.CompletedPr
     )
 
 
+@pytest.mark.slow
 def test_the_example_backend_passes_the_conformance_suite(site):
     done = _conformance(site, "numpy")
     assert done.returncode == 0, done.stdout + done.stderr
@@ -157,6 +158,7 @@ def test_the_example_backend_passes_the_conformance_suite(site):
     assert "xbackend numpy: host (NumPy)" in done.stdout  # the report header
 
 
+@pytest.mark.slow
 def test_a_wrong_result_fails_the_conformance_suite(site):
     done = _conformance(site, "wrong")
     assert done.returncode == 1, done.stdout + done.stderr
@@ -164,6 +166,7 @@ def test_a_wrong_result_fails_the_conformance_suite(site):
     assert "test_strided_views" in done.stdout
 
 
+@pytest.mark.slow
 def test_a_backend_that_does_not_poison_fails(site):
     done = _conformance(site, "unpoisoned")
     assert done.returncode == 1, done.stdout + done.stderr
@@ -175,6 +178,7 @@ def _failed_tests(stdout: str) -> list[str]:
     return [line.split()[1] for line in stdout.splitlines() if line.startswith("FAILED ")]
 
 
+@pytest.mark.slow
 def test_integer_sums_in_float32_fail_the_conformance_suite(site):
     """Operands of ±8 kept every int32 sum below 2**24, where float32 is exact; the
     suite's int32 operands now reach past it while the sums stay within int32."""
@@ -185,6 +189,7 @@ def test_integer_sums_in_float32_fail_the_conformance_suite(site):
     assert all("int32" in name for name in failed), failed  # float32 and float64 pass
 
 
+@pytest.mark.slow
 def test_results_remembered_by_shape_fail_the_conformance_suite(site):
     """A backend that answers a repeated shape and dtype with its first result."""
     done = _conformance(site, "remembering")
@@ -193,6 +198,7 @@ def test_results_remembered_by_shape_fail_the_conformance_suite(site):
     assert failed and all("test_fresh_operands_for_a_repeated_shape" in n for n in failed), failed
 
 
+@pytest.mark.slow
 def test_an_unavailable_backend_is_a_skip_unless_required(site):
     skipped = _conformance(site, "absent")
     assert skipped.returncode == 0, skipped.stdout + skipped.stderr
@@ -205,6 +211,7 @@ def test_an_unavailable_backend_is_a_skip_unless_required(site):
     )
 
 
+@pytest.mark.slow
 def test_the_builtin_cpu_backend_passes_the_conformance_suite(site):
     done = _conformance(site, "cpu")
     assert done.returncode == 0, done.stdout + done.stderr

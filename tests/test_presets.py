@@ -40,6 +40,7 @@ def test_presets_follow_the_documents():
     assert blog.shapes(gpu=True) == [Shape(1024, 1024, 1024)]
 
 
+@pytest.mark.slow
 def test_chapter_preset_runs_and_reports(tmp_path):
     out = tmp_path / "chapter"
     done = xb("compare", "--preset", "chapter", "--backends", "cpu,opencl",
@@ -60,6 +61,7 @@ def test_chapter_preset_runs_and_reports(tmp_path):
     assert (out / "report.md").exists()
 
 
+@pytest.mark.slow
 def test_report_command_on_a_results_folder(tmp_path):
     out = tmp_path / "run"
     assert xb("compare", "--backends", "cpu", "--op", "mm,bmm", "--batch", "2",
@@ -73,6 +75,7 @@ def test_report_command_on_a_results_folder(tmp_path):
     assert "int32" in markdown and "float64" in markdown and "bmm" in markdown
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "args, message",
     [
@@ -87,6 +90,7 @@ def test_bad_experiment_options_are_usage_errors(args, message):
     assert done.returncode == 2 and message in done.stderr
 
 
+@pytest.mark.slow
 def test_a_pilot_run_keeps_a_first_huge_point_within_budget(tmp_path):
     """The serial loop at 1024³ would take minutes; its first point is predicted and skipped."""
     big = Shape(1024, 1024, 1024)

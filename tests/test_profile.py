@@ -211,6 +211,7 @@ def test_the_table_names_every_counter_and_the_fall():
     assert [line.split()[-1] for line in tiled] == [f"{p.tile}×" for p in points[3:]]
 
 
+@pytest.mark.slow
 def test_the_figures_are_written(tmp_path):
     from xbackend.figures.counters import figures
     from xbackend.plots import save
@@ -340,6 +341,7 @@ def fake_ncu(tmp_path, monkeypatch):
     return str(FAKE_NCU)
 
 
+@pytest.mark.slow
 def test_profile_end_to_end(tmp_path, fake_ncu, capsys):
     out = tmp_path / "out"
     command = ["profile", "--ncu", fake_ncu, "--sizes", "24x16x20", "--variants", "tiled",
@@ -383,6 +385,7 @@ def test_a_report_without_profiled_points_has_no_counters_section(tmp_path):
     assert not list(tmp_path.iterdir())
 
 
+@pytest.mark.slow
 def test_profile_records_the_cache_setting(tmp_path, fake_ncu):
     out = tmp_path / "out"
     command = ["profile", "--ncu", fake_ncu, "--sizes", "16x16", "--variants", "tiled",
@@ -396,6 +399,7 @@ def test_profile_records_the_cache_setting(tmp_path, fake_ncu):
     assert not list(out.glob("*.png"))
 
 
+@pytest.mark.slow
 def test_a_profile_whose_kernels_do_not_match_fails_and_says_why(tmp_path, fake_ncu, capsys):
     command = ["profile", "--ncu", fake_ncu, "--sizes", "16x16", "--variants", "tiled",
                "--tile", "8,16", "--out", str(tmp_path / "out")]  # fmt: skip

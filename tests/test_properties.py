@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -12,6 +13,7 @@ from xbackend.problems import OPS, Reference, Shape, check, make_operands
 dimensions = st.integers(min_value=1, max_value=70)
 
 
+@pytest.mark.slow
 @settings(
     max_examples=60,
     deadline=None,

@@ -89,6 +89,7 @@ def _record(M: int, status: str = "skipped", reason: str = "") -> PointRecord:
 # -- 1, 2: the CSV always ends up holding every point of the JSONL -------------------------
 
 
+@pytest.mark.slow
 def test_a_row_lost_from_the_csv_comes_back_on_resume(tmp_path):
     out = tmp_path / "run"
     assert xb("compare", *SMALL, "--sizes", "8x8,12x12", "--out", str(out)).returncode == 0
@@ -117,6 +118,7 @@ def test_a_torn_multi_line_csv_record_does_not_swallow_later_rows(tmp_path):
 # -- 3: resume finds the points of tuned variants -------------------------------------------
 
 
+@pytest.mark.slow
 def test_resume_does_not_measure_a_tuned_variant_again(tmp_path):
     out = tmp_path / "run"
     args = ["compare", "--backends", "opencl", "--variants", "vec4,naive", "--sizes", "16x16"]
@@ -139,6 +141,7 @@ def test_a_folder_is_taken_by_one_run_at_a_time(tmp_path):
     RunLock(tmp_path).release()  # free again once released
 
 
+@pytest.mark.slow
 def test_runs_started_together_into_one_folder(tmp_path):
     # Opening OpenCL takes a while: the window between looking at the folder and
     # writing to it that a check without a lock leaves open.
@@ -190,6 +193,7 @@ def test_a_size_that_cannot_fit_is_recorded_and_the_sweep_goes_on(tmp_path):
 # -- 9: a reader that goes away ---------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_closed_stdout_ends_the_sweep_quietly_and_resume_finishes(tmp_path):
     out = tmp_path / "run"
     sizes = ["--sizes", ",".join(f"{8 * i}x{8 * i}" for i in range(1, 13))]
@@ -218,6 +222,7 @@ def test_a_closed_stdout_ends_the_sweep_quietly_and_resume_finishes(tmp_path):
 # -- 10: paths that cannot be written, files that are not results -----------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", ["file", "under-file", "devnull"])
 def test_an_out_that_cannot_be_a_folder_is_one_line(tmp_path, where):
     (tmp_path / "file").write_text("x")
@@ -229,6 +234,7 @@ def test_an_out_that_cannot_be_a_folder_is_one_line(tmp_path, where):
     _one_line_error(xb("compare", *SMALL, "--sizes", "8x8", "--out", str(out)), "folder")
 
 
+@pytest.mark.slow
 def test_a_file_size_limit_is_one_line(tmp_path):
     out = tmp_path / "run"
 
@@ -248,6 +254,7 @@ def test_a_file_size_limit_is_one_line(tmp_path):
         assert point.status in results.STATUSES
 
 
+@pytest.mark.slow
 def test_plot_and_report_refuse_an_out_that_is_a_file(tmp_path):
     out = tmp_path / "run"
     assert xb("compare", *SMALL, "--sizes", "8x8", "--out", str(out)).returncode == 0
@@ -256,6 +263,7 @@ def test_plot_and_report_refuse_an_out_that_is_a_file(tmp_path):
         _one_line_error(xb(command, str(out), "--out", str(tmp_path / "file")), "folder")
 
 
+@pytest.mark.slow
 def test_results_that_are_a_folder_or_a_device_are_one_line(tmp_path):
     (tmp_path / "results.jsonl").mkdir()
     _one_line_error(xb("plot", str(tmp_path)), "not a results file")
@@ -323,6 +331,7 @@ def test_a_wrong_line_is_named_and_plot_skips_it(tmp_path, name):
     assert len(warnings) == 1 and "results.jsonl:2:" in warnings[0]
 
 
+@pytest.mark.slow
 def test_resume_and_plot_of_a_wrong_line_are_one_line(tmp_path):
     folder = _folder_with(tmp_path, {**_GOOD, "M": "abc"})
     done = xb("compare", *SMALL, "--sizes", "8x8", "--out", str(folder), "--resume")
@@ -336,6 +345,7 @@ def test_resume_and_plot_of_a_wrong_line_are_one_line(tmp_path):
 # -- 13: values the command line must refuse -----------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "args, words",
     [
@@ -363,6 +373,7 @@ def test_bad_values_are_usage_errors(tmp_path, args, words):
 # -- 14: a resume must not mix other inputs, and retries what the budget skipped ----------------
 
 
+@pytest.mark.slow
 def test_resume_with_another_seed_is_refused(tmp_path):
     out = tmp_path / "run"
     assert xb("compare", *SMALL, "--sizes", "8x8", "--out", str(out)).returncode == 0
@@ -372,6 +383,7 @@ def test_resume_with_another_seed_is_refused(tmp_path):
     assert len(_jsonl_points(out)) == 2
 
 
+@pytest.mark.slow
 def test_resume_with_a_larger_budget_measures_what_the_budget_skipped(tmp_path):
     out = tmp_path / "run"
     sizes = ["--sizes", "8x8,64x64,96x96", "--variants", "naive"]
@@ -392,6 +404,7 @@ def test_resume_with_a_larger_budget_measures_what_the_budget_skipped(tmp_path):
 # -- 16: links are not written through ----------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["results.csv", "results.jsonl"])
 def test_resume_refuses_a_linked_results_file(tmp_path, name):
     out = tmp_path / "run"
@@ -426,6 +439,7 @@ def test_ctrl_c_while_drawing_keeps_the_results_and_says_how_to_draw_again(
     _same_points(out)
 
 
+@pytest.mark.slow
 def test_a_refused_run_leaves_no_folder(tmp_path):
     out = tmp_path / "run"
     done = xb("compare", "--backends", "cpu", "--variants", "nosuch", "--sizes", "8x8",

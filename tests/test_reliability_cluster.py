@@ -33,6 +33,10 @@ from xbackend.runner import configs
 pytest.importorskip("distributed", reason="Dask is not installed ([dask] extra)")
 
 ROOT = Path(__file__).resolve().parent.parent
+# Room for a command's start-up (Python, xbackend, Dask) on a loaded 2-core machine,
+# above the bound a test checks: a wait that Dask's own connect timeout (30 s) ended, or
+# no bound at all, still fails every such test.
+STARTUP_S = 12.0
 SMALL = ["--variants", "naive", "--base", "16x14", "--steps", "2", "--samples", "3",
          "--min-samples", "1", "--no-plots"]  # fmt: skip
 
@@ -96,37 +100,41 @@ def server(request: pytest.FixtureRequest) -> Iterator[str]:
 # -- 6: a scheduler that does not answer, or not as Dask does ---------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("server", ["silent"], indirect=True)
 def test_a_scheduler_that_never_answers_is_one_line_within_seconds(server, tmp_path):
     code, stderr, took_s = _xbackend(
         "compare", "--backends", "cpu", *SMALL, "--scheduler", server, "--out", str(tmp_path)
     )
     line = _one_line(stderr)
-    assert code == 2 and took_s < 15, (code, took_s)  # the default bound: 5 s
+    assert code == 2 and took_s < STARTUP_S + 5, (code, took_s)  # the default bound: 5 s
     assert "--scheduler" in line and server in line and "--connect-timeout" in line
     assert "no answer" in line
     assert not (tmp_path / "results.jsonl").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("server", ["silent"], indirect=True)
 def test_the_connect_timeout_bounds_the_wait(server, tmp_path):
     argv = ["compare", "--backends", "cpu", *SMALL, "--scheduler", server]
     code, stderr, took_s = _xbackend(*argv, "--connect-timeout", "0.5", "--out", str(tmp_path))
-    assert code == 2 and took_s < 6, (code, took_s)
+    assert code == 2 and took_s < STARTUP_S + 0.5, (code, took_s)
     assert "within 0.5 s" in _one_line(stderr)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("server", ["garbage"], indirect=True)
 def test_a_scheduler_that_answers_garbage_is_one_line(server, tmp_path):
     code, stderr, took_s = _xbackend(
         "compare", "--backends", "cpu", *SMALL, "--scheduler", server, "--out", str(tmp_path)
     )
     line = _one_line(stderr)
-    assert code == 2 and took_s < 15, (code, took_s)
+    assert code == 2 and took_s < STARTUP_S + 5, (code, took_s)
     assert "--scheduler" in line and server in line and "not a Dask scheduler" in line
     assert "EiB" not in line
 
 
+@pytest.mark.slow
 def test_a_refused_connection_is_one_line_within_seconds(tmp_path):
     with socket.socket() as unused:  # a port nothing listens on
         unused.bind(("127.0.0.1", 0))
@@ -134,10 +142,11 @@ def test_a_refused_connection_is_one_line_within_seconds(tmp_path):
     argv = ["compare", "--backends", "cpu", *SMALL, "--scheduler", address]
     code, stderr, took_s = _xbackend(*argv, "--connect-timeout", "1", "--out", str(tmp_path))
     line = _one_line(stderr)
-    assert code == 2 and took_s < 8, (code, took_s)
+    assert code == 2 and took_s < STARTUP_S + 1, (code, took_s)
     assert "--scheduler" in line and address in line
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("address", "says"),
     [("ucx://127.0.0.1:8786", "distributed-ucxx"), ("tls://127.0.0.1:8786", "TLS")],
@@ -212,6 +221,7 @@ def _processes_of(session: int) -> list[int]:
     return found
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 @pytest.mark.parametrize("after_s", [0.0, 0.4])
 def test_ctrl_c_while_the_local_cluster_starts_is_the_one_interrupt_line(after_s, tmp_path):
@@ -277,6 +287,7 @@ time.sleep(600)
 """
 
 
+@pytest.mark.slow
 def test_a_scheduler_killed_mid_run_is_one_line_and_the_points_are_kept(tmp_path):
     """A scheduler (and its worker, in one process) killed after two points."""
     path = [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]

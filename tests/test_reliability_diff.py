@@ -50,6 +50,7 @@ def _pair(tmp_path: Path, labels: tuple[str, ...] = ("cpu",)) -> tuple[Path, Pat
 IMPOSSIBLE = [0.0, -0.0, -1e-3, math.nan, math.inf]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bad", IMPOSSIBLE, ids=repr)
 @pytest.mark.parametrize("field", ["kernel_samples_s", "end_to_end_samples_s", "kernel_s"])
 def test_an_impossible_time_is_a_bad_line_that_diff_skips(tmp_path, capsys, bad, field):
@@ -144,6 +145,7 @@ def test_exit_status_3_is_stated_in_the_help_and_the_readme(capsys):
     assert "exit status 3" in readme
 
 
+@pytest.mark.slow
 def test_a_run_with_one_point_compared_still_exits_0(tmp_path):
     a, b = _pair(tmp_path)
     lines = _lines(b)
@@ -173,6 +175,7 @@ def _two_hosts(folder: Path, fast: str, slow: str, factor: float, seed: int) -> 
     return folder
 
 
+@pytest.mark.slow
 def test_two_hosts_in_a_are_compared_host_by_host(tmp_path, capsys):
     """Before: A held vm's and other's points; the last (other's, 30% slower) took every
     key, and B (on vm, as fast as vm) came out FASTER everywhere."""
@@ -220,6 +223,7 @@ def test_one_host_a_side_is_matched_whatever_the_host():
     assert comparison.judged and comparison.hosts == ""
 
 
+@pytest.mark.slow
 def test_a_host_can_be_chosen_a_side(tmp_path, capsys):
     a = _two_hosts(tmp_path / "a", "vm", "other", 1.3, seed=1)
     b = write(tmp_path / "b", points(2, run="rb", labels=("cpu",)), run="rb", host="vm")
@@ -247,6 +251,7 @@ def _comparisons(count: int, seed: int) -> list[diff.Comparison]:
     return found
 
 
+@pytest.mark.slow
 def test_many_points_are_drawn_as_a_summary_of_bounded_size():
     """Before: one error bar per point, 20,000 of them: minutes to draw."""
     figure = ratio_figure(_comparisons(20_000, 5), 0.05, names=("a", "b"))
@@ -265,6 +270,7 @@ def test_many_points_are_drawn_as_a_summary_of_bounded_size():
     assert {"cpu: D", "slower", "faster", "within ±5%"} <= legend
 
 
+@pytest.mark.slow
 def test_few_points_are_still_drawn_one_by_one():
     figure = ratio_figure(_comparisons(MOST_POINTS, 6), 0.05)
     assert len(figure.axes) == 3  # a panel per backend, error bars in it
@@ -303,6 +309,7 @@ sys.exit(code)
 """
 
 
+@pytest.mark.slow
 def test_a_diff_of_many_points_is_quick_and_small_and_draws_a_small_figure(tmp_path):
     """6,000 points a side (the issue's 60,000 took 100 s to diff.csv and 6 more minutes
     to diff.png). Before: 6,000 took 45 s, 506 MB resident and wrote an SVG of 5.6 MB;
@@ -370,6 +377,7 @@ def test_the_drawn_medians_are_the_plain_bootstraps(n):
 HOSTILE = "\x1b[2J\x1b]0;owned\x07"
 
 
+@pytest.mark.slow
 def test_control_characters_of_the_files_are_shown_on_the_terminal(tmp_path, capsys):
     """Before: ESC sequences in labels, devices, variants, dtypes and operations reached
     the terminal raw."""

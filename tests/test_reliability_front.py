@@ -73,6 +73,7 @@ def _commands(tmp_path: Path) -> dict[str, list[str]]:
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["compare", "limits", "plot", "report", "diff"])
 def test_a_full_disk_names_the_file_it_could_not_write(tmp_path, monkeypatch, capsys, command):
     monkeypatch.setenv(runner.NO_CEILINGS_ENV, "1")
@@ -141,6 +142,7 @@ def _interrupted_compare(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     return lines
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "where",
     ["opening the devices", "measuring the ceilings", "announcing the run", "the first point"],
@@ -193,6 +195,7 @@ _LAUNCH = (
 _SLOW_SWEEP = ["--backends", "cpu", "--variants", "naive", "--base", "24x21", "--steps", "12"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("delay_s", [0.05, 0.1, 0.2, 0.4, 1.0, 2.0])
 def test_ctrl_c_in_the_first_seconds_exits_130_in_one_line(tmp_path, delay_s):
     out = tmp_path / "run"
@@ -235,6 +238,7 @@ def _shown_not_obeyed(text: str) -> None:
     assert "\x1b" not in text and "\x07" not in text, repr(text)
 
 
+@pytest.mark.slow
 def test_plot_prints_control_characters_from_the_results_as_escapes(tmp_path, capsys):
     assert cli.main(["plot", str(_hostile(tmp_path)), "--out", str(tmp_path / "out")]) == 0
     captured = capsys.readouterr()

@@ -87,6 +87,7 @@ def _fresh_warnings(monkeypatch, tmp_path):
 # Finding 5: a device, a FIFO or a huge file named as the cache or the database.
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["zero", "urandom", "fifo"])
 @pytest.mark.parametrize("variable", [tuning_db.DB_ENV, tune_cache.CACHE_ENV])
 def test_a_device_or_fifo_named_as_a_tune_file_is_refused_by_name(tmp_path, kind, variable):
@@ -148,6 +149,7 @@ def _unwritable_cache(tmp_path: Path, kind: str) -> Path:
     return cache
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["fifo", "huge", "lock link"])
 def test_tune_refuses_a_cache_it_cannot_write_before_it_searches(tmp_path, kind):
     """Guards findings 5 and 14 for the writer: a tune would search for minutes, then
@@ -279,6 +281,7 @@ def test_an_unwritable_cache_says_the_runtime_was_not_registered(tmp_path, monke
     assert "Not a directory" in reason or "File exists" in reason, reason
 
 
+@pytest.mark.slow
 def test_devices_says_where_the_runtime_could_not_be_registered(tmp_path):
     """Guards finding 11 end to end, where Intel's runtime is installed by pip."""
     if opencl._pip_runtime_library() is None:

@@ -20,6 +20,10 @@ from xbackend.report import FIGURES_DIR, experiment_of, write_report
 from xbackend.results import PointRecord, RunHeader
 from xbackend.timing import format_seconds
 
+# One worker runs this file's tests (pytest-xdist): its module fixture
+# (report) is made once.
+pytestmark = pytest.mark.xdist_group("test_report")
+
 # Flops per second of each (variant, tile) in the synthetic results.
 RATES = {("naive", 16): 1e9, ("tiled", 16): 4e9, ("tiled", 8): 2e9, ("naive", None): 5e8}
 RATES |= {("vendor", None): 2e10, ("tiled", 64): 1e9, ("naive", 8): 1e9}
@@ -237,6 +241,7 @@ def _section(markdown: str, title_start: str) -> str:
     return markdown[start : end if end > 0 else None]
 
 
+@pytest.mark.slow
 def test_writes_the_page_the_markdown_and_the_figures(report):
     out = report["out"]
     written = report["written"]
@@ -420,6 +425,7 @@ def test_a_point_without_its_run_header_is_classified_by_its_own_size():
     assert experiment_of(PointRecord.from_dict(point), {}) == "assignment"
 
 
+@pytest.mark.slow
 def test_experiments_do_not_replace_each_others_points(tmp_path):
     """The lab and the blog both measure 1024³ mm: each keeps its own point."""
     from xbackend.results import ResultsWriter
@@ -446,6 +452,7 @@ def test_experiments_do_not_replace_each_others_points(tmp_path):
     assert "| 1024 | 2.00× |" in lab, lab
 
 
+@pytest.mark.slow
 def test_noise_flags_and_untrusted_times_in_the_tables_and_not_in_figures_or_speedups(tmp_path):
     """A newer run: each point with its noise; one tiled time above the device's peak."""
     lines: list[dict[str, Any]] = [_run("new", ASSIGNMENT[:2], {"cpu": "Test CPU"})]

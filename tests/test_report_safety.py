@@ -24,6 +24,10 @@ from xbackend.report import FIGURES_DIR, write_report
 from xbackend.results import PointRecord, load
 from xbackend.safeio import UnsafePath
 
+# One worker runs this file's tests (pytest-xdist): its module fixture
+# (hostile_report) is made once.
+pytestmark = pytest.mark.xdist_group("test_report_safety")
+
 
 def _stats(seconds: float) -> dict[str, float]:
     return {
@@ -111,6 +115,7 @@ TRAVERSAL = "x/../../../../../../elsewhere/PWNED"
 NOT_SQUARE = (100, 60, 30)  # no experiment's sizes: "other"
 
 
+@pytest.mark.slow
 def test_names_from_the_results_stay_in_the_report_folder(tmp_path):
     root = tmp_path / "a" / "b" / "c" / "d"
     results = _write(
@@ -147,6 +152,7 @@ def _images(markdown: str) -> dict[str, str]:
     return dict(re.findall(r"^!\[(.*)\]\(([^)]*)\)$", markdown, re.M))
 
 
+@pytest.mark.slow
 def test_values_that_sanitise_alike_get_different_names(tmp_path):
     dtypes = ["float32", "a_b", "a/b", "a\\b", ".float32"]
     lines: list[dict[str, Any]] = [_run("chapter", preset="chapter"), _run("other")]
@@ -189,6 +195,7 @@ def _small_report(folder: Path) -> Path:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "name",
     [
@@ -237,6 +244,7 @@ def test_a_report_folder_under_a_file_is_a_one_line_error(tmp_path):
         plots.draw(load([results])[1], blocker)
 
 
+@pytest.mark.slow
 def test_plots_refuse_a_linked_figure(tmp_path):
     points = load([_small_report(tmp_path / "results")])[1]
     victim = tmp_path / "victim.svg"
@@ -249,6 +257,7 @@ def test_plots_refuse_a_linked_figure(tmp_path):
     assert victim.read_text() == "precious"
 
 
+@pytest.mark.slow
 def test_figures_are_written_whole_and_leave_no_temporary_files(tmp_path):
     points = load([_small_report(tmp_path / "results")])[1]
     folder = tmp_path / "figures"
@@ -331,6 +340,7 @@ def hostile_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     }
 
 
+@pytest.mark.slow
 def test_hostile_strings_keep_the_fences_balanced(hostile_report):
     markdown = hostile_report["md"]
     _, blocks = _outside_fences(markdown)
@@ -407,6 +417,7 @@ def _svg_texts(folder: Path) -> str:
     return "\n".join(html.unescape(text) for text in texts)
 
 
+@pytest.mark.slow
 def test_dollars_in_the_results_are_drawn_as_they_are(tmp_path):
     lines: list[dict[str, Any]] = [
         _run("chapter", preset="chapter"),
@@ -443,6 +454,7 @@ def test_dollars_in_the_results_are_drawn_as_they_are(tmp_path):
 # 5. Bad lines are warnings; odd values are shown, never a traceback.
 
 
+@pytest.mark.slow
 def test_the_loaders_warnings_are_printed_and_the_report_goes_on(tmp_path, monkeypatch, capsys):
     results = _small_report(tmp_path / "results")
 
@@ -461,6 +473,7 @@ def test_the_loaders_warnings_are_printed_and_the_report_goes_on(tmp_path, monke
     assert (tmp_path / "out" / "report.md").is_file()
 
 
+@pytest.mark.slow
 def test_a_bad_line_in_the_middle_is_skipped_with_a_warning(tmp_path, capsys):
     results = _small_report(tmp_path / "results")
     jsonl = results / "results.jsonl"
@@ -473,6 +486,7 @@ def test_a_bad_line_in_the_middle_is_skipped_with_a_warning(tmp_path, capsys):
     assert "| 128 |" in (tmp_path / "out" / "report.md").read_text()
 
 
+@pytest.mark.slow
 def test_odd_runs_and_points_are_shown_not_a_traceback(tmp_path):
     bare: dict[str, Any] = {"type": "run", "run_id": "bare"}  # no plan, no environment, no devices
     odd: dict[str, Any] = {
@@ -504,6 +518,7 @@ def test_odd_runs_and_points_are_shown_not_a_traceback(tmp_path):
     assert "xyz" in markdown and "weird" in markdown and "### Run bare" in markdown
 
 
+@pytest.mark.slow
 def test_plots_draw_points_of_older_files_without_op_or_dtype(tmp_path):
     point = _point("old")
     for field in ("op", "dtype", "batch", "gflops"):

@@ -33,6 +33,7 @@ def _device_free_bytes(backend: xbackend.Backend) -> int | None:
     return free
 
 
+@pytest.mark.slow
 def test_thousands_of_products_do_not_grow_memory(backend):
     # 64×48 · 48×64: 36 KiB of buffers a product, so a leak of one buffer per
     # product would show as 12+ MiB over the loop.

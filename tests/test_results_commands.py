@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 
+import pytest
 from test_plots import drawn, point, run
 
 from xbackend.cli import main
@@ -20,6 +21,7 @@ def _results(tmp_path):
     return folder
 
 
+@pytest.mark.slow
 def test_plot_variants_naive_tiled_redraws_a_run(tmp_path, capsys):
     out = tmp_path / "figures"
     assert (
@@ -36,6 +38,7 @@ def test_a_filter_that_leaves_nothing_is_one_line(tmp_path, capsys):
     assert error == "xbackend: error: --backends cuda matches no point; present: cpu, opencl\n"
 
 
+@pytest.mark.slow
 def test_report_takes_the_filters(tmp_path):
     out = tmp_path / "report"
     assert (
@@ -78,6 +81,7 @@ def _slower(records, run_id, factor=1.5):
     ]
 
 
+@pytest.mark.slow
 def test_runs_of_the_same_points_are_drawn_and_tabled_apart(tmp_path, capsys):
     records = run(("naive", "tiled"), labels=("opencl",))
     first = _folder(tmp_path / "monday", records)
@@ -90,6 +94,7 @@ def test_runs_of_the_same_points_are_drawn_and_tabled_apart(tmp_path, capsys):
     assert len([line for line in figure.axes[0].get_lines() if line.get_gid()]) == 4
 
 
+@pytest.mark.slow
 def test_a_single_run_and_runs_of_other_points_look_as_they_did(tmp_path, capsys):
     cpu = _folder(tmp_path / "cpu", run(("naive", "tiled"), labels=("cpu",)))
     opencl = _folder(tmp_path / "opencl", run(("naive", "tiled"), labels=("opencl",)), "r2")
@@ -121,6 +126,7 @@ def test_files_joined_by_hand_are_one_run_per_id_and_cache_modes_are_named():
     assert labels == {"cpu (run r, warm cache)", "cpu (run r2, cold cache)"}
 
 
+@pytest.mark.slow
 def test_the_report_shows_each_run_of_the_same_points(tmp_path):
     records = run(("naive", "tiled"), labels=("opencl",))
     first = _folder(tmp_path / "monday", records)

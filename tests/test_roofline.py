@@ -125,6 +125,7 @@ def test_the_largest_size_of_each_configuration_is_emphasised():
     assert drawn == expected
 
 
+@pytest.mark.slow
 def test_the_legend_is_outside_the_axes_and_names_the_roofs():
     figure = _drawn(_points(("float32", "float64")))
     renderer = figure.canvas.get_renderer()
@@ -144,6 +145,7 @@ def test_the_legend_is_outside_the_axes_and_names_the_roofs():
     assert y == pytest.approx(x * 35)
 
 
+@pytest.mark.slow
 def test_no_roofline_without_ceilings_nor_for_wrong_points():
     points = _points()
     assert roofline(points, {}) is None
@@ -153,6 +155,7 @@ def test_no_roofline_without_ceilings_nor_for_wrong_points():
     assert roofline(wrong, roofs([_header()])) is None
 
 
+@pytest.mark.slow
 def test_the_report_has_the_roofline_and_the_shares(tmp_path):
     header = {"type": "run", **_header().to_dict()}
     lines = [json.dumps(header)] + [json.dumps(p.to_dict()) for p in _points()]

@@ -336,6 +336,7 @@ def test_old_records_read_as_warm_single_launches():
 # -- the command line ----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_sampling_options_reach_the_plan(tmp_path):
     out = tmp_path / "run"
     code = main(["compare", "--backends", "cpu", "--variants", "vendor", "--sizes", "16x14",

@@ -17,6 +17,7 @@ import pytest
 
 import xbackend
 from xbackend.backends.registry import backend_class
+from xbackend.pytest_plugin import needs_backend
 
 ROOT = Path(__file__).resolve().parent.parent
 # The scripts run `python3`: let that be the interpreter running the tests, whether or
@@ -24,6 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PATH = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
 
 
+@pytest.mark.slow
 def test_gpu_proof_script_runs_small_on_the_cpu(tmp_path):
     env = {
         **os.environ,
@@ -61,9 +63,11 @@ def test_gpu_proof_script_runs_small_on_the_cpu(tmp_path):
     assert max(p["M"] for p in large) == 48
 
 
+@pytest.mark.slow
 def test_sanitize_script_reports_clean_runs_and_uncaught_kernels(tmp_path):
     """With a stand-in sanitizer that catches nothing, the clean runs pass and the
     broken kernels must be flagged as not caught (so the script cannot pass vacuously)."""
+    needs_backend("opencl")  # the script runs the OpenCL kernels
     env = {
         **os.environ,
         "PATH": PATH,
@@ -90,6 +94,7 @@ def test_sanitize_script_reports_clean_runs_and_uncaught_kernels(tmp_path):
     assert "unguarded_load under memcheck: NOT CAUGHT" in done.stdout
 
 
+@pytest.mark.slow
 def test_gpu_presets_script_runs_small_on_the_cpu(tmp_path):
     env = {
         **os.environ,
@@ -112,7 +117,9 @@ def test_gpu_presets_script_runs_small_on_the_cpu(tmp_path):
     assert "Chapter" in report and "Blog" in report
 
 
+@pytest.mark.slow
 def test_ladder_benchmark_runs_small_anywhere(tmp_path):
+    needs_backend("opencl")  # the script runs the OpenCL kernels
     path = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
     done = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "ladder_benchmark.py"),
@@ -212,8 +219,10 @@ def test_the_ladder_times_each_rung_interleaved_with_its_vendor_lines():
     assert [len(vendor.samples_s) for vendor in beside] == [12, 12]
 
 
+@pytest.mark.slow
 def test_index_cost_runs_small_anywhere():
     """Every mm variant but the vendor's, in the default and the wide build side by side."""
+    needs_backend("opencl")  # the script runs the OpenCL kernels
     path = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
     done = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "index_cost.py"), "--backend", "opencl",
@@ -276,6 +285,7 @@ def test_index_cost_times_the_two_builds_in_turns():
     )
 
 
+@pytest.mark.slow
 def test_ladder_figure_draws_the_saved_h100_run(tmp_path):
     figure = tmp_path / "ladder.png"
     done = subprocess.run(
@@ -321,6 +331,7 @@ def test_timing_accuracy_reads_ncu_and_leaves_the_hold_out():
         accuracy.per_run_s(durations, 2)
 
 
+@pytest.mark.slow
 def test_timing_accuracy_says_what_it_needs_in_one_line():
     if backend_class("cuda").available()[0] and shutil.which("ncu"):
         pytest.skip("CUDA and ncu are here: the script would run")

@@ -77,6 +77,7 @@ def test_without_stamp_the_hooks_are_nothing(path):
     assert _preprocessed(text, path.parent, "-DSTAMP") != _preprocessed(bare, path.parent)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 @pytest.mark.parametrize("path", [p for p in HOOKED if p.suffix == ".cu"], ids=lambda p: p.name)
 def test_a_stamped_cuda_build_reads_the_globaltimer(path, tmp_path):

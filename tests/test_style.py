@@ -28,12 +28,14 @@ def test_ruff_format():
     assert done.returncode == 0, done.stdout
 
 
+@pytest.mark.slow
 def test_mypy():
     pytest.importorskip("mypy", reason="mypy is not installed ([test] extra)")
     done = _run(sys.executable, "-m", "mypy", "xbackend")
     assert done.returncode == 0, done.stdout
 
 
+@pytest.mark.slow
 def test_mypy_tests_and_scripts():
     # Strict, less the three checks that untyped pytest fixtures and helpers would fail.
     pytest.importorskip("mypy", reason="mypy is not installed ([test] extra)")

@@ -107,6 +107,7 @@ def test_a_file_that_is_not_json_is_an_empty_cache_with_a_warning(tmp_path):
     assert entries == {} and len(messages) == 1 and str(path) in messages[0]
 
 
+@pytest.mark.slow
 def test_tune_show_survives_malformed_entries(tmp_path):
     path = _write(tmp_path / "tuned.json", {GOOD_KEY: _entry(), **BAD_KEYED})
     env = {**os.environ, tuning.CACHE_ENV: str(path)}
@@ -166,6 +167,7 @@ def test_a_bad_entry_for_this_device_falls_back_to_the_default(
     assert any(str(path) in message for message in messages), messages
 
 
+@pytest.mark.slow
 def test_saves_from_many_threads_leave_a_whole_file(tmp_path):
     path = tmp_path / "tuned.json"
     failures: list[BaseException] = []
@@ -198,6 +200,7 @@ for round_ in range(25):
 """
 
 
+@pytest.mark.slow
 def test_updates_from_two_processes_and_threads_all_survive(tmp_path):
     """Read-modify-write under the lock: no writer's entries are lost to another's."""
     path = tmp_path / "tuned.json"

@@ -225,6 +225,7 @@ def _tune(backend, path, lines: list[str], finalist_time_s: float) -> list[tunin
     )  # fmt: skip
 
 
+@pytest.mark.slow
 def test_a_real_tune_races_and_caches_its_margin(tmp_path, monkeypatch):
     """On the OpenCL device (the CPU here), small: the race runs on the device and its
     numbers reach the cache; ``finalist_time_s=0`` is the search alone."""

@@ -180,6 +180,7 @@ PTXAS_CONFIGS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("config, double", PTXAS_CONFIGS, ids=_ptxas_id)
 def test_the_register_estimate_is_close_to_ptxas(config, double, tmp_path):
     """Guards thread_registers, which the defaults are derived from, against what nvcc

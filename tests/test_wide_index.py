@@ -72,6 +72,7 @@ def _measured(backend, A, B, variant, tile, op, params=None):
     return (measured.result, measured.last_result), Reference.of(A, B, op)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", list(DTYPES))
 @pytest.mark.parametrize("op", list(_CASES))
 def test_every_variant_and_tile_is_right_in_the_wide_build(backend, op, dtype):
@@ -311,6 +312,7 @@ _WARP_SWITCHES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 @pytest.mark.parametrize("switches", _WARP_SWITCHES)
 def test_mm_warp_compiles_wide_with_its_switches(switches, tmp_path):
@@ -324,27 +326,29 @@ def test_mm_warp_compiles_wide_with_its_switches(switches, tmp_path):
     assert ".s64" in (tmp_path / "k").read_text()
 
 
-def test_the_wide_build_is_clean_under_oclgrind():
+# bmm: 5 fixed and 4 tuned variants, then the 4 tuned at the second size; rmm: 3 + 2 + 2.
+_WIDE_CASES = {"bmm": 13, "rmm": 7}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("op", list(_WIDE_CASES))
+def test_the_wide_build_is_clean_under_oclgrind(oclgrind, op):
     """kernel_probe.py under oclgrind with every product wide, as tests/test_sanitizers.py
-    runs the default build: bmm (mm's kernels, with batch offsets) and rmm, the fixed
-    variants at tile 16 (reg2d_g4 needs 64: it runs wide in the tests above) and the tuned
-    ones at 64, at one odd size and at the size whose inner tiles take unchecked loads."""
-    oclgrind = shutil.which("oclgrind")
-    if oclgrind is None:
-        if "oclgrind" in os.environ.get("XBACKEND_REQUIRE", "").split(","):
-            pytest.fail("oclgrind is required here (XBACKEND_REQUIRE) but not installed")
-        pytest.skip("oclgrind is not installed (apt-get install oclgrind)")
+    runs the default build: bmm (mm's kernels, with batch offsets) and rmm, each in its
+    own process (they run side by side), the fixed variants at tile 16 (reg2d_g4 needs 64:
+    it runs wide in the tests above) and the tuned ones at 64, at one odd size and at the
+    size whose inner tiles take unchecked loads. K = 17 loops a 16-wide tile twice and the
+    8-deep slabs three times, each last trip partial (K = 40 looped more, proving no more)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "XBACKEND_INDEX": "wide",
            "XBACKEND_OPENCL_OPTIONS": "-cl-opt-disable"}  # fmt: skip
     done = subprocess.run(
         [oclgrind, "--data-races", "--uninitialized", sys.executable,
          str(ROOT / "scripts" / "kernel_probe.py"), "--backend", "opencl", "--skip", "vendor",
-         "--ops", "bmm,rmm", "--sizes", "17x40x19", "--tiles", "16", "--tuned-tiles", "64"],
+         "--ops", op, "--sizes", "17x17x19", "--tiles", "16", "--tuned-tiles", "64"],
         capture_output=True, text=True, env=env, timeout=900,
     )  # fmt: skip
     assert "Oclgrind Simulator" in done.stdout, done.stdout + done.stderr
     assert done.returncode == 0, done.stdout + done.stderr
     for report in ("data race", "Invalid read", "Invalid write", "Uninitialized value"):
         assert report not in done.stderr, done.stderr[-3000:]
-    # bmm: 5 fixed and 4 tuned variants, then the 4 tuned at the second size; rmm: 3 + 2 + 2.
-    assert done.stdout.count("PASS") == 13 + 7, done.stdout
+    assert done.stdout.count("PASS") == _WIDE_CASES[op], done.stdout

@@ -46,6 +46,14 @@ def skip_or_fail(name: str, reason: str) -> None:
     pytest.skip(reason)
 
 
+def needs_backend(name: str) -> None:
+    """Skip unless backend ``name`` can run here (a failure where ``XBACKEND_REQUIRE`` names
+    it): for tests that run it in a subprocess, a script or a command line."""
+    for info in xbackend.backends():
+        if info.name == name and not info.available:
+            skip_or_fail(name, f"{name} unavailable: {info.reason}")
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("xbackend")
     group.addoption(

@@ -22,6 +22,7 @@
 //
 // The OpenCL twin, kernels/opencl/mm.cl, has the same kernels line for line.
 
+#include "stamp.h"
 #ifndef TILE
 #define TILE 16
 #endif
@@ -48,8 +49,9 @@ void mm_naive(const REAL* __restrict__ A,
               REAL* __restrict__ C,
               const int M, const int N, const int K,
               const INDEX lda, const INDEX ldb, const INDEX ldc,
-              const INDEX strideA, const INDEX strideB, const INDEX strideC)
+              const INDEX strideA, const INDEX strideB, const INDEX strideC STAMP_PARAMETER)
 {
+    STAMP_ENTER;
     A += blockIdx.z * strideA;
     B += blockIdx.z * strideB;
     C += blockIdx.z * strideC;
@@ -62,6 +64,7 @@ void mm_naive(const REAL* __restrict__ A,
     for (int k = 0; k < K; ++k)
         acc += A[row * lda + k] * B[k * ldb + col];
     C[row * ldc + col] = acc;
+    STAMP_EXIT;
 }
 
 // tiled: the block walks along K one TILE×TILE tile of A and of B at a time.
@@ -73,8 +76,9 @@ void mm_tiled(const REAL* __restrict__ A,
               REAL* __restrict__ C,
               const int M, const int N, const int K,
               const INDEX lda, const INDEX ldb, const INDEX ldc,
-              const INDEX strideA, const INDEX strideB, const INDEX strideC)
+              const INDEX strideA, const INDEX strideB, const INDEX strideC STAMP_PARAMETER)
 {
+    STAMP_ENTER;
     __shared__ REAL As[TILE][TILE];
     __shared__ REAL Bs[TILE][TILE];
 
@@ -101,4 +105,5 @@ void mm_tiled(const REAL* __restrict__ A,
     }
     if (row < M && col < N)
         C[row * ldc + col] = acc;
+    STAMP_EXIT;
 }

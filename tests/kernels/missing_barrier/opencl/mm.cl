@@ -23,6 +23,7 @@
 //
 // The CUDA twin, kernels/cuda/mm.cu, has the same kernels line for line.
 
+#include "stamp.h"
 #ifdef XB_FP64
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #endif
@@ -52,8 +53,9 @@ void mm_naive(__global const REAL* restrict A,
               __global REAL* restrict C,
               const int M, const int N, const int K,
               const INDEX lda, const INDEX ldb, const INDEX ldc,
-              const INDEX strideA, const INDEX strideB, const INDEX strideC)
+              const INDEX strideA, const INDEX strideB, const INDEX strideC STAMP_PARAMETER)
 {
+    STAMP_ENTER;
     A += get_group_id(2) * strideA;
     B += get_group_id(2) * strideB;
     C += get_group_id(2) * strideC;
@@ -66,6 +68,7 @@ void mm_naive(__global const REAL* restrict A,
     for (int k = 0; k < K; ++k)
         acc += A[row * lda + k] * B[k * ldb + col];
     C[row * ldc + col] = acc;
+    STAMP_EXIT;
 }
 
 // tiled: the work-group walks along K one TILE×TILE tile of A and of B at a
@@ -77,8 +80,9 @@ void mm_tiled(__global const REAL* restrict A,
               __global REAL* restrict C,
               const int M, const int N, const int K,
               const INDEX lda, const INDEX ldb, const INDEX ldc,
-              const INDEX strideA, const INDEX strideB, const INDEX strideC)
+              const INDEX strideA, const INDEX strideB, const INDEX strideC STAMP_PARAMETER)
 {
+    STAMP_ENTER;
     __local REAL As[TILE][TILE];
     __local REAL Bs[TILE][TILE];
 
@@ -105,4 +109,5 @@ void mm_tiled(__global const REAL* restrict A,
     }
     if (row < M && col < N)
         C[row * ldc + col] = acc;
+    STAMP_EXIT;
 }
