@@ -300,11 +300,16 @@ def _many(folder: Path, run: str, seed: int, sizes: range) -> Path:
     return folder
 
 
+# The child's own peak: VmHWM, its memory's high-water mark. Not getrusage's ru_maxrss,
+# which Linux carries over an exec from the process that forked it: under a pytest worker
+# grown to 1 GB by earlier tests, the child read 1 GB before it had done anything.
 _MEASURED_RUN = """
-import resource, sys
+import sys
 from xbackend.cli import main
 code = main(sys.argv[1:])
-print("maxrss_kib", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)
+status = open("/proc/self/status").read()
+peak = next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM:"))
+print("maxrss_kib", peak, file=sys.stderr)
 sys.exit(code)
 """
 
