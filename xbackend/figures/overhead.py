@@ -31,6 +31,7 @@ from xbackend.figures.style import (
     output_elements,
     output_label,
     outside_legend,
+    panel_grid,
     series_name,
     short,
     suptitle,
@@ -161,10 +162,7 @@ def overhead_figure(points: list[PointRecord], palette: Palette | None = None) -
     drawn = [p for lines in panels.values() for line in lines.values() for p in line]
     if palette is None:
         palette = Palette((p.label, p.variant, p.tile) for p in drawn)
-    columns = min(2, len(panels))
-    rows = -(-len(panels) // columns)
-    height = 3.8 * rows + 1.0
-    figure = Figure(figsize=(5.4 * columns + 3.0, height), layout="constrained")
+    figure, rows, columns = panel_grid(len(panels), (5.4, 3.8), (3.0, 1.0))
     for index, (group, lines) in enumerate(panels.items()):
         axes = figure.add_subplot(rows, columns, index + 1)
         _draw_panel(axes, lines, palette)
@@ -175,5 +173,5 @@ def overhead_figure(points: list[PointRecord], palette: Palette | None = None) -
     meaning = wrapped(OVERHEAD_MEANING[0].upper() + OVERHEAD_MEANING[1:], title_width(figure))
     suptitle(figure, "\n".join(["Launch overhead per launch", *map(literal, meaning)]))
     single = any(p.launches == 1 for p in drawn)
-    outside_legend(figure, _handles(keys, palette, gaps, single), height)
+    outside_legend(figure, _handles(keys, palette, gaps, single), figure.get_figheight())
     return figure

@@ -29,6 +29,7 @@ from xbackend.figures.style import (
     Palette,
     literal,
     outside_legend,
+    panel_grid,
     series_name,
     short,
     suptitle,
@@ -250,10 +251,7 @@ def roofline(
     }
     if palette is None:
         palette = Palette((p.label, p.variant, p.tile) for p in drawable)
-    columns = min(2, len(panels))
-    rows = -(-len(panels) // columns)
-    height = 4.6 * rows + 0.8
-    figure = Figure(figsize=(5.8 * columns + 3.2, height), layout="constrained")
+    figure, rows, columns = panel_grid(len(panels), (5.8, 4.6), (3.2, 0.8))
     for index, (dtype, configurations) in enumerate(panels.items()):
         axes = figure.add_subplot(rows, columns, index + 1)
         _panel(axes, dtype, configurations, roofs, palette, styles)
@@ -261,5 +259,5 @@ def roofline(
     title = with_cache_note(title, (p.cache for p in drawable))
     suptitle(figure, with_clock_note(title, drawable, title_width(figure)))
     every = [config for panel in panels.values() for config in panel]
-    outside_legend(figure, _handles(every, devices, styles, palette), height)
+    outside_legend(figure, _handles(every, devices, styles, palette), figure.get_figheight())
     return figure

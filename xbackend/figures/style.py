@@ -204,6 +204,17 @@ def with_clock_note(title: str, points: Iterable[PointRecord], width: int = 80) 
     return "\n".join([title, *map(literal, wrapped(note, width))]) if note else title
 
 
+def panel_grid(
+    panels: int, panel: tuple[float, float], margins: tuple[float, float]
+) -> tuple[Figure, int, int]:
+    """A figure for ``panels`` panels, two to a row: (the figure, rows, columns); each
+    panel ``panel`` inches (width, height), plus ``margins`` for legend and titles."""
+    columns = min(2, panels)
+    rows = -(-panels // columns)
+    size = (panel[0] * columns + margins[0], panel[1] * rows + margins[1])
+    return Figure(figsize=size, layout="constrained"), rows, columns
+
+
 def suptitle(figure: Figure, text: str) -> None:
     """The figure's title, left-aligned over its panels: a title centred on the whole
     figure would run into a wide legend right of the panels."""
