@@ -106,18 +106,29 @@ class _Names:
         return f" ({point.op}, {point.dtype})" if len(self.groups) > 1 else ""
 
 
+def _fastest_pairs(
+    points: Sequence[PointRecord],
+    first: Callable[[PointRecord], bool],
+    second: Callable[[PointRecord], bool],
+) -> list[tuple[PointRecord, PointRecord]]:
+    """Per backend, device and group: the fastest point of each side (``first``,
+    ``second``) at the largest size both sides measured."""
+    found = []
+    by_backend = group(points, lambda p: (p.label, p.device, p.op, p.batch, p.dtype))
+    for part in by_backend.values():
+        ones, twos = [p for p in part if first(p)], [p for p in part if second(p)]
+        size = _largest_common([ones, twos]) if ones and twos else None
+        if size is not None:
+            found.append((_fastest(_at(ones, size)), _fastest(_at(twos, size))))
+    return found
+
+
 def tiled_over_naive(points: Sequence[PointRecord], names: _Names) -> list[str]:
     """Per backend, device and group: tiled against naive at the largest size both
     measured (the fastest tile of each there)."""
     found = []
-    by_backend = group(points, lambda p: (p.label, p.device, p.op, p.batch, p.dtype))
-    for part in by_backend.values():
-        naive = [p for p in part if p.variant == "naive"]
-        tiled = [p for p in part if p.variant == "tiled"]
-        size = _largest_common([naive, tiled]) if naive and tiled else None
-        if size is None:
-            continue
-        slow, fast = _fastest(_at(naive, size)), _fastest(_at(tiled, size))
+    pairs = _fastest_pairs(points, lambda p: p.variant == "naive", lambda p: p.variant == "tiled")
+    for slow, fast in pairs:
         ratio = _kernel_s(slow) / _kernel_s(fast)
         found.append(
             f"{names.on(fast)}, {_variant_name(fast)} is {_faster(ratio)} than "
@@ -220,14 +231,10 @@ def vendor_lines(points: Sequence[PointRecord], names: _Names) -> list[str]:
     """Per backend and group: its vendor's library against its best own kernel, at the
     largest size where both were measured."""
     found = []
-    by_backend = group(points, lambda p: (p.label, p.device, p.op, p.batch, p.dtype))
-    for part in by_backend.values():
-        vendor = [p for p in part if p.variant in VENDOR_VARIANTS]
-        own = [p for p in part if p.variant not in VENDOR_VARIANTS]
-        size = _largest_common([vendor, own]) if vendor and own else None
-        if size is None:
-            continue
-        library, best = _fastest(_at(vendor, size)), _fastest(_at(own, size))
+    pairs = _fastest_pairs(
+        points, lambda p: p.variant in VENDOR_VARIANTS, lambda p: p.variant not in VENDOR_VARIANTS
+    )
+    for library, best in pairs:
         ratio = _kernel_s(best) / _kernel_s(library)
         found.append(
             f"{names.on(library)}, the vendor's library ({library.variant}) is "
