@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -128,3 +129,12 @@ def test_points_of_another_clock_have_no_floor():
     found = floors.measured(zip(_run("a", {}, rng), _run("b", {"naive": 1.5}, rng), strict=True))
     other = dataclasses.replace(_run("c", {}, rng)[0], clock="opencl-profiling")
     assert found.floor(other) == 0.0 and found.floor(_run("d", {}, rng)[0]) > 0.5
+
+
+def test_a_floors_file_that_is_a_fifo_is_refused_unread(tmp_path):
+    """--floors names a file a user chose: a FIFO (or /dev/zero) is refused by name, as the
+    tune cache refuses one, never waited on."""
+    fifo = tmp_path / "floors.fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(ValueError, match=r"floors\.fifo: not a floors file \(not a regular"):
+        floors.load(fifo)

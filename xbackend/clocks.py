@@ -18,7 +18,6 @@ import textwrap
 from collections.abc import Iterable
 
 from xbackend.results import PointRecord
-from xbackend.timing import unmarked
 
 # Readable names, in the order a note lists them: the device's own clocks first.
 CLOCK_NAMES = {
@@ -106,16 +105,6 @@ def has_overhead(points: Iterable[PointRecord]) -> bool:
     return any(point.measured and point.overhead_s is not None for point in points)
 
 
-def gap_median_s(point: PointRecord) -> float | None:
-    """The median gap between launches on the device, where batches recorded one."""
-    gaps = point.gap_samples_s
-    if not gaps:
-        return None
-    marks = point.sample_marks if len(point.sample_marks) == len(gaps) else []
-    kept = gaps if marks and all(marks) else unmarked(gaps, marks)
-    return statistics.median(kept or gaps)
-
-
 @dataclasses.dataclass(frozen=True)
 class Overhead:
     """The launch overhead of one backend's variant across its sizes, in seconds."""
@@ -145,7 +134,7 @@ def overheads(points: Iterable[PointRecord]) -> list[Overhead]:
     found = []
     for (label, device, variant, tile, _), part in sorted(groups.items(), key=_group_sort):
         values = [p.overhead_s for p in part if p.overhead_s is not None]
-        gaps = [gap for gap in map(gap_median_s, part) if gap is not None]
+        gaps = [gap for gap in (p.gap_median_s for p in part) if gap is not None]
         launches = [p.launches for p in part]
         found.append(
             Overhead(

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from xbackend.results import PointRecord
-from xbackend.safeio import atomic_write
+from xbackend.safeio import atomic_write, read_small_text
 
 FLOORS_FILE = Path(__file__).with_name("aa_floors.json")
 FORMAT = 1
@@ -100,9 +100,10 @@ def measured(pairs: Iterable[tuple[PointRecord, PointRecord]], how: str = "") ->
 
 
 def load(path: Path) -> Floors:
-    """A floors file (``--floors``); ValueError naming the file where it is not one."""
+    """A floors file (``--floors``); ValueError naming the file where it is not one (a
+    device, a FIFO or a runaway file is refused unread, as the tune cache is)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_small_text(path))
         shares = {str(kind): float(share) for kind, share in data["floors"].items()}
         if not all(0.0 <= share < math.inf for share in shares.values()):
             raise ValueError("a floor is negative or not finite")

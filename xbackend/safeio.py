@@ -1,4 +1,5 @@
-"""Writing files safely: whole or not at all, never through a link, names never from data.
+"""Writing files safely: whole or not at all, never through a link, names never from data;
+and reading a file a user named without trusting what it is.
 
 Every file xbackend writes whole (figures, reports, the CSV it derives, the tune cache)
 goes through :func:`atomic_write`: the bytes go to a fresh temporary file in the same
@@ -16,8 +17,13 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import tempfile
 from pathlib import Path
+
+# The largest file of settings or choices read (a tune cache, a database, a floors file):
+# far above any real one, so that a runaway file is refused by name, not read into memory.
+MAX_READ_BYTES = 64 << 20
 
 
 class UnsafePath(ValueError):
@@ -30,6 +36,36 @@ def refuse_link(path: Path) -> None:
         raise UnsafePath(f"{path} is a symbolic link; xbackend does not write through links")
     if path.exists() and not path.is_file():
         raise UnsafePath(f"{path} exists and is not a regular file")
+
+
+def file_problem(status: os.stat_result, limit: int = MAX_READ_BYTES) -> str | None:
+    """Why a file of this status is not read: not a regular file, or over ``limit``."""
+    if not stat.S_ISREG(status.st_mode):
+        kind = "a folder" if stat.S_ISDIR(status.st_mode) else "a device, FIFO or socket"
+        return f"not a regular file ({kind})"
+    if status.st_size > limit:
+        return f"larger than {limit >> 20} MiB ({status.st_size} bytes)"
+    return None
+
+
+def read_small_text(path: Path, limit: int = MAX_READ_BYTES) -> str:
+    """The text of a file a user named, never blocking nor reading without end: a path
+    that is no regular file (``/dev/zero``, a FIFO) or one past ``limit`` raises
+    ``UnsafePath`` saying so, a missing one ``FileNotFoundError``. Checked before opening
+    (a device is not even opened), and again on what was opened (a FIFO put there since
+    opens without blocking, and is refused)."""
+    problem = file_problem(os.stat(path), limit)
+    data = b""
+    if problem is None:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        with os.fdopen(descriptor, "rb") as file:
+            problem = file_problem(os.fstat(file.fileno()), limit)
+            data = b"" if problem else file.read(limit + 1)
+        if len(data) > limit:  # it grew since
+            problem = f"larger than {limit >> 20} MiB"
+    if problem:
+        raise UnsafePath(problem)
+    return data.decode("utf-8")
 
 
 def naming(error: OSError, path: Path | str) -> OSError:

@@ -29,9 +29,9 @@ an entry that is malformed (its key without its six fields, a number no float ho
 or whose parameters the launch planner would refuse, is ignored with a
 ``TuneCacheWarning`` naming the file and the key (once per file and process), and its
 products use the default. Nor is the file's kind trusted: a path that names no regular
-file (``/dev/zero``, a FIFO, a folder) or a huge one (``tuning_db.read_text``) is ignored the same
-way, named by the variable that chose it, without a byte read; and the lock is never
-opened through a link (``safeio``'s rule for every file xbackend writes).
+file (``/dev/zero``, a FIFO, a folder) or a huge one (``safeio.read_small_text``) is
+ignored the same way, named by the variable that chose it, without a byte read; and the
+lock is never opened through a link (``safeio``'s rule for every file xbackend writes).
 """
 
 from __future__ import annotations
@@ -56,7 +56,13 @@ from xbackend.backends.choices import ChoiceRequest
 from xbackend.backends.interface import Backend
 from xbackend.operations import operation
 from xbackend.resources import user_cache_dir
-from xbackend.safeio import UnsafePath, atomic_write, refuse_link
+from xbackend.safeio import (
+    UnsafePath,
+    atomic_write,
+    file_problem,
+    read_small_text,
+    refuse_link,
+)
 
 CACHE_ENV = "XBACKEND_TUNE_CACHE"
 FORMAT = 3  # 2: keys name the operation, entries count their blocks; 3: and their build
@@ -197,7 +203,7 @@ def _read_json(path: Path) -> Any:
     variable that chose it) where it cannot be read, or is no JSON."""
     named, what = _named(path)
     try:
-        text = tuning_db.read_text(path)
+        text = read_small_text(path)
     except FileNotFoundError:
         return None
     except UnsafePath as error:
@@ -217,7 +223,7 @@ def load_entries(path: Path | None = None) -> dict[str, dict[str, Any]]:
     """The well-formed cached choices (see ``entry_problem`` and ``key_fields``).
 
     A missing file, or one of another format (another version's), is an empty cache.
-    An unreadable file (no regular file, or too large: ``tuning_db.read_text``), one
+    An unreadable file (no regular file, or too large: ``safeio.read_small_text``), one
     that is not JSON, and every malformed entry are ignored with a ``TuneCacheWarning``
     naming the file (and the entries' keys).
     """
@@ -279,7 +285,7 @@ def check_writable(path: Path | None = None) -> None:
     try:
         for target in (path, _lock_path(path)):
             refuse_link(target)
-        problem = tuning_db.file_problem(path.stat()) if path.exists() else None
+        problem = file_problem(path.stat()) if path.exists() else None
         if problem:
             raise UnsafePath(problem)
     except UnsafePath as error:

@@ -21,26 +21,24 @@ database is measured again (``scripts/tuning_db.py``).
 docs' untuned measurements do).
 
 Both files of choices, this database and the user's tune cache, are named by a variable
-a user may point anywhere, so both are read here (``read_text``) without trusting what
-the path is: a device, a FIFO or a runaway file is refused, never read.
+a user may point anywhere, so both are read by ``safeio.read_small_text`` without
+trusting what the path is: a device, a FIFO or a runaway file is refused, never read.
 """
 
 from __future__ import annotations
 
 import os
-import stat
 from pathlib import Path
 from typing import Any
 
-from xbackend.safeio import UnsafePath
+from xbackend.safeio import MAX_READ_BYTES
 
 DB_ENV = "XBACKEND_TUNING_DB"
 HIDDEN = "off"
 SHIPPED = Path(__file__).resolve().parent / "tuning_db.json"
-# The largest database or cache read: far above any real one (the shipped database holds
-# 72 entries in 60 kB; 64 MiB would hold some 80 000), so that a runaway file is refused
-# by name, not read into memory.
-MAX_FILE_BYTES = 64 << 20
+# The largest database or cache read (safeio's bound): far above any real one (the
+# shipped database holds 72 entries in 60 kB; 64 MiB would hold some 80 000).
+MAX_FILE_BYTES = MAX_READ_BYTES
 
 
 def db_path() -> Path | None:
@@ -56,33 +54,3 @@ def stale_fields(recorded: dict[str, Any], wanted: dict[str, str]) -> list[str]:
     """The fields of a database entry's ``build`` that differ from the product's: only
     those it records (the kernel digest), not the driver or xbackend's version."""
     return sorted(name for name in recorded if recorded[name] != wanted.get(name))
-
-
-def file_problem(status: os.stat_result) -> str | None:
-    """Why a file of this status is not read: not a regular file, or too large."""
-    if not stat.S_ISREG(status.st_mode):
-        kind = "a folder" if stat.S_ISDIR(status.st_mode) else "a device, FIFO or socket"
-        return f"not a regular file ({kind})"
-    if status.st_size > MAX_FILE_BYTES:
-        return f"larger than {MAX_FILE_BYTES >> 20} MiB ({status.st_size} bytes)"
-    return None
-
-
-def read_text(path: Path) -> str:
-    """The text of a database or cache file, never blocking nor reading without end: a
-    path that is no regular file (``/dev/zero``, a FIFO) or one past ``MAX_FILE_BYTES``
-    raises ``UnsafePath`` saying so, a missing one ``FileNotFoundError``. Checked before
-    opening (a device is not even opened), and again on what was opened (a FIFO put there
-    since opens without blocking, and is refused)."""
-    problem = file_problem(os.stat(path))
-    data = b""
-    if problem is None:
-        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-        with os.fdopen(descriptor, "rb") as file:
-            problem = file_problem(os.fstat(file.fileno()))
-            data = b"" if problem else file.read(MAX_FILE_BYTES + 1)
-        if len(data) > MAX_FILE_BYTES:  # it grew since
-            problem = f"larger than {MAX_FILE_BYTES >> 20} MiB"
-    if problem:
-        raise UnsafePath(problem)
-    return data.decode("utf-8")

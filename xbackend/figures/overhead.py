@@ -24,7 +24,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from xbackend.clocks import OVERHEAD_MEANING, gap_median_s, wrapped
+from xbackend.clocks import OVERHEAD_MEANING, wrapped
 from xbackend.figures.style import (
     Palette,
     literal,
@@ -110,7 +110,7 @@ def _draw_panel(axes: Axes, lines: dict[LineKey, list[PointRecord]], palette: Pa
         x = [_x(p) for p in points]
         y = [_micro(p.overhead_s) for p in points]
         _draw_line(axes, key, points, palette)
-        gaps = [_micro(gap_median_s(p)) for p in points]
+        gaps = [_micro(p.gap_median_s) for p in points]
         if any(math.isfinite(gap) for gap in gaps):
             axes.plot(
                 x, gaps, color=colour, linestyle=_GAP, linewidth=1.2,
@@ -169,7 +169,7 @@ def overhead_figure(points: list[PointRecord], palette: Palette | None = None) -
         axes.set_title(_panel_title(group), fontsize=9)
         axes.set_xlabel(output_label([group[0]]))
     keys = [key for lines in panels.values() for key in lines]
-    gaps = any(gap_median_s(p) is not None for p in drawn)
+    gaps = any(p.gap_median_s is not None for p in drawn)
     meaning = wrapped(OVERHEAD_MEANING[0].upper() + OVERHEAD_MEANING[1:], title_width(figure))
     suptitle(figure, "\n".join(["Launch overhead per launch", *map(literal, meaning)]))
     single = any(p.launches == 1 for p in drawn)

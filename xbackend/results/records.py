@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import math
+import statistics
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
@@ -209,11 +210,12 @@ class PointRecord:
     @property
     def api_median_s(self) -> float | None:
         """The median of the API's clock per launch, where the kernels timed themselves."""
-        kept = sorted(_kept(self.api_samples_s, self.sample_marks))
-        if not kept:
-            return None
-        middle = len(kept) // 2
-        return kept[middle] if len(kept) % 2 else (kept[middle - 1] + kept[middle]) / 2
+        return _median_kept(self.api_samples_s, self.sample_marks)
+
+    @property
+    def gap_median_s(self) -> float | None:
+        """The median gap between launches on the device, where batches recorded one."""
+        return _median_kept(self.gap_samples_s, self.sample_marks)
 
     @property
     def overhead_s(self) -> float | None:
@@ -451,6 +453,13 @@ def _counters(counters: Any) -> dict[str, float] | None:
     if not (isinstance(counters, dict) and all(_is_number(v) for v in counters.values())):
         raise RecordError("counters", "expected an object of numbers")
     return {str(name): float(value) for name, value in counters.items()}
+
+
+def _median_kept(samples: list[float], marks: list[str]) -> float | None:
+    """The median of the samples :func:`_kept` keeps (marks that do not go with the
+    samples one for one are not read); None without samples."""
+    kept = _kept(samples, marks if len(marks) == len(samples) else [])
+    return statistics.median(kept) if kept else None
 
 
 def _kept(samples: list[float], marks: list[str]) -> list[float]:
