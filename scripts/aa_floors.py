@@ -37,8 +37,7 @@ def _points(run: Path) -> list[PointRecord]:
 def _floors(runs: dict[str, list[PointRecord]], names: Sequence[str]) -> floors.Floors:
     found = floors.Floors()
     for a, b in itertools.combinations(names, 2):
-        pairs = [(c.a, c.b) for c in diff.compare_points(runs[a], runs[b]) if c.judged]
-        found = found.merged(floors.measured(pairs, f"{a} / {b}"))  # type: ignore[arg-type]
+        found = found.merged(diff.aa_floors(diff.compare_points(runs[a], runs[b]), f"{a} / {b}"))
     return found
 
 

@@ -32,7 +32,7 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from xbackend.floors import Floors
+from xbackend.floors import Floors, measured
 from xbackend.results import PointKey, PointRecord, RunHeader
 from xbackend.tables import CORE_VARIANTS
 from xbackend.timing import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, CONFIDENCE
@@ -316,6 +316,14 @@ def compare_points(
         for pair in host_pairs(a_list, b_list):
             found.append(_compared(pair, threshold, time, several, floors or Floors()))
     return sorted(found, key=lambda c: (_sort(c.key), c.hosts))
+
+
+def aa_floors(comparisons: Iterable[Comparison], how: str = "") -> Floors:
+    """The floors an A/A pair shows (``floors.measured``): its judged points' changes."""
+    return measured(
+        ((c.a, c.b) for c in comparisons if c.judged and c.a is not None and c.b is not None),
+        how,
+    )
 
 
 def several_hosts(comparisons: Iterable[Comparison]) -> str | None:

@@ -192,9 +192,7 @@ class CompiledBackend(Backend):
                 product = self._plan(op, variant, None, A, B, config.to_dict())
             except XBackendError:
                 continue  # its run says why
-            if self.stamps(product):
-                product = product.with_stamps()  # as its run builds it
-            for launch in product.launches:
+            for launch in self._as_built(product).launches:  # as its run builds it
                 builds.setdefault((launch.family, launch.options), product.dtype)
         threads = min(PREBUILD_THREADS, os.cpu_count() or 1, len(builds))
         if threads < 2:
@@ -253,6 +251,10 @@ class CompiledBackend(Backend):
             and self._device_clock()
         )
 
+    def _as_built(self, product: Product) -> Product:
+        """The product as it is built to run: its kernels stamped where ``stamps`` says."""
+        return product.with_stamps() if self.stamps(product) else product
+
     # -- planning and running --------------------------------------------------------------
 
     def _execution(
@@ -269,8 +271,7 @@ class CompiledBackend(Backend):
     def _launch_execution(self, product: Product) -> LaunchExecution:
         """A planned product on this device: its kernels compiled, its buffers allocated."""
         self._check_product(product)
-        if self.stamps(product):
-            product = product.with_stamps()
+        product = self._as_built(product)
         kernels = [
             self._compile(step, product.dtype) if isinstance(step, KernelLaunch) else None
             for step in product.steps

@@ -148,11 +148,11 @@ def _floors(args: argparse.Namespace) -> floors.Floors:
 def _write_floors(comparisons: list[diff.Comparison], args: argparse.Namespace) -> None:
     """Add what this A/A pair shows to the floors file (``--write-floors``)."""
     path: Path = args.write_floors
-    pairs = [(c.a, c.b) for c in comparisons if c.judged and c.a is not None and c.b is not None]
-    found = floors.measured(pairs, f"{_name(args.a)} / {_name(args.b)}")
+    found = diff.aa_floors(comparisons, f"{_name(args.a)} / {_name(args.b)}")
+    judged = sum(c.judged for c in comparisons)
     before = floors.load(path) if path.exists() else floors.Floors()
     floors.save(before.merged(found), path)
-    print(f"floors: {len(found.shares)} kinds from {len(pairs)} points added to "
+    print(f"floors: {len(found.shares)} kinds from {judged} points added to "
           f"{printable(path)} ({before.pairs + 1} pairs)")  # fmt: skip
 
 
