@@ -5,7 +5,7 @@
 #   scripts/gpu_proof.sh OUT_DIR
 #
 # On a GPU machine without network: put the wheels of pyopencl, pytools, platformdirs,
-# siphash24, mako and a built pycuda wheel into .whl/ first (README: "On a GPU machine").
+# siphash24, mako and a built pycuda wheel into .whl/ first (docs/guide.md: "On a GPU machine").
 # Environment overrides, used by the smoke test on CPU-only machines:
 #   WHEELS (.whl; empty: install none)  BACKENDS (cuda,opencl,cpu)  REQUIRE (= BACKENDS names)  SKIP_TESTS (unset)
 #   DEFAULT_STEPS (38)  LARGE_REFERENCE (4096x4096)  LARGE_BASE (256x256)  LARGE_STEPS (16)  LARGE_TILES (16,32)
