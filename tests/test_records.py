@@ -68,3 +68,16 @@ def test_a_run_header_round_trips_and_reads_older_plans():
     assert RunHeader.from_dict({"run_id": "older"}).plan.ops == ["mm"]
     with pytest.raises(RecordError, match="'plan'"):
         RunHeader.from_dict({"run_id": "r", "plan": []})
+
+
+def test_the_interval_share_is_read_from_the_recorded_interval():
+    """ci_low and ci_high keep their names: a new file's order statistics and an older
+    file's bootstrap interval both read, as ± a share of the median."""
+    stats = {**STATS, "n": 10, "median": 2e-3, "ci_low": 1.9e-3, "ci_high": 2.2e-3}
+    point = PointRecord.from_dict(_record(kernel_s=stats).to_dict())
+    assert point.kernel_s == stats
+    assert point.kernel_interval_share == pytest.approx(0.3e-3 / 2 / 2e-3)
+    assert _record().kernel_interval_share is None  # a file that recorded no interval
+    single = {**stats, "n": 1, "ci_low": 2e-3, "ci_high": 2e-3}
+    assert _record(kernel_s=single).kernel_interval_share is None  # one sample: no interval
+    assert _record(status="skipped", kernel_s=None).kernel_interval_share is None

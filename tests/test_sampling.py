@@ -18,7 +18,14 @@ from xbackend.cli import main
 from xbackend.problems import Shape
 from xbackend.results import PointRecord
 from xbackend.runner import Plan, run
-from xbackend.timing import Sampling, Stats, median_ranks, stop_reason
+from xbackend.timing import (
+    Sampling,
+    Stats,
+    interval_share,
+    median_interval,
+    median_ranks,
+    stop_reason,
+)
 
 RNG_SEED = 1411
 
@@ -95,7 +102,49 @@ def test_stats_carry_noise_and_an_interval_of_the_median():
     assert stats.ci_high - stats.ci_low < stats.q3 - stats.q1  # the median is known better
     assert stats.noise == pytest.approx(np.std(samples, ddof=1) / np.mean(samples))
     assert stats.std == pytest.approx(np.std(samples, ddof=1))
-    assert Stats.of(samples) == stats  # the bootstrap is seeded: the same interval again
+    assert Stats.of(samples) == stats  # order statistics: the same interval again
+
+
+def test_the_recorded_interval_is_the_one_sampling_stops_on():
+    """Ten samples 1.00, 1.01, ..., 1.09 ms, shuffled: the interval is the 2nd and 9th
+    smallest (median_ranks(10)), 1.01 and 1.08 ms, around the median 1.045 ms; its half
+    width is 0.035 / 1.045 = 3.35% of it. Sampling stops at a target of 3.4%, not 3.3%."""
+    samples = list(1e-3 * (1 + 0.01 * _rng().permutation(10)))
+    stats = Stats.of(samples)
+    assert (stats.ci_low, stats.ci_high) == pytest.approx((1.01e-3, 1.08e-3))
+    assert median_interval(samples) == (stats.ci_low, stats.ci_high)
+    assert stats.median == pytest.approx(1.045e-3)
+    assert interval_share(samples) == pytest.approx(0.035 / 1.045)
+    assert stop_reason(Sampling(max_noise=0.034), samples, samples, 0.1) == "interval"
+    assert stop_reason(Sampling(max_noise=0.033, timeout_s=1e3), samples, samples, 0.1) is None
+
+
+def test_the_interval_of_twenty_and_of_a_few_samples_by_hand():
+    """20 samples: the 6th and 15th smallest; 3 samples: the range; one: itself."""
+    twenty = list(2.0 + _rng().permutation(20))  # 2, 3, ..., 21
+    assert Stats.of(twenty).ci_low == 7.0 and Stats.of(twenty).ci_high == 16.0
+    assert interval_share(twenty) == pytest.approx((16 - 7) / 2 / 11.5)
+    assert median_interval([3.0, 1.0, 2.0]) == (1.0, 3.0)
+    single = Stats.of([0.5])
+    assert (single.ci_low, single.ci_high) == (0.5, 0.5)
+    assert interval_share([0.5]) == float("inf")  # one sample never stops on the interval
+    with pytest.raises(ValueError):
+        median_interval([])
+
+
+def test_a_noisy_seeded_run_records_the_order_statistics_it_stopped_on():
+    """Log-normal samples of 5% noise: at each n the interval is the pair of order
+    statistics median_ranks(n) names, read off the sorted samples by hand."""
+    samples = np.exp(_rng().normal(np.log(1e-3), 0.05, 100))
+    for n, (low, high) in ((10, (2, 9)), (20, (6, 15)), (100, (40, 61))):
+        ordered = np.sort(samples[:n])
+        stats = Stats.of(list(samples[:n]))
+        assert (stats.ci_low, stats.ci_high) == (ordered[low - 1], ordered[high - 1])
+        share = (ordered[high - 1] - ordered[low - 1]) / 2 / np.median(ordered)
+        assert interval_share(list(samples[:n])) == pytest.approx(share)
+        # The relative noise stays near 5% while the median is known ever better.
+        assert stats.noise == pytest.approx(0.05, abs=0.02)
+    assert interval_share(list(samples)) < Stats.of(list(samples)).noise / 3
 
 
 # -- the loop, on a scripted execution ----------------------------------------------------
@@ -293,6 +342,13 @@ def test_records_keep_how_they_were_sampled(tmp_path):
         assert record.cache == "hot" and record.clock == "host" and record.host_memory == ""
         assert record.launches >= 1 and "noise" in record.kernel_s
         assert record.kernel_s["ci_low"] <= record.kernel_s["median"] <= record.kernel_s["ci_high"]
+        # What is recorded is what stopped the sampling: the interval of the kept samples.
+        kept = record.kept_kernel_samples_s
+        assert (record.kernel_s["ci_low"], record.kernel_s["ci_high"]) == median_interval(kept)
+        share = record.kernel_interval_share
+        assert share is not None and share == pytest.approx(interval_share(kept))
+        if record.stop == "interval":
+            assert share <= plan.max_noise
     header = json.loads((tmp_path / "results.jsonl").read_text().splitlines()[0])
     assert header["plan"]["cache"] == "hot" and header["plan"]["min_samples"] == 3
     assert "blas_threads" in header["devices"]["cpu"]["extra"]
@@ -314,6 +370,8 @@ def test_noisy_points_are_flagged_against_the_plans_target(tmp_path):
     (record,) = run(plan, [("cpu", CpuBackend())], tmp_path, log=lambda line: None)
     assert record.kernel_s is not None
     assert record.kernel_s["noise"] > 1e-9 and record.flags == ["noisy"]
+    # Flagged by the interval the record keeps: wider than the target.
+    assert record.kernel_interval_share is not None and record.kernel_interval_share > 1e-9
 
 
 def test_old_records_read_as_warm_single_launches():

@@ -43,6 +43,7 @@ def test_stats_median_and_quartiles():
     assert (stats.n, stats.median, stats.q1, stats.q3) == (5, 3.0, 2.0, 4.0)
     assert (stats.min, stats.max, stats.mean) == (1.0, 5.0, 3.0)
     assert stats.spread == pytest.approx(2.0 / 3.0)
+    assert (stats.ci_low, stats.ci_high) == (1.0, 5.0)  # five samples: the range (94%)
     single = Stats.of([0.25])
     assert single.q1 == single.q3 == single.median == 0.25
     with pytest.raises(ValueError):

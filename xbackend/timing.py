@@ -2,8 +2,9 @@
 
 ``Stats`` summarises samples robustly (median and quartiles) and says how far to
 trust the median: the relative noise (standard deviation over the mean, as
-nvbench reports it) and a bootstrap 95% interval of the median. Sampling stops on a
-distribution-free interval of the median (:func:`interval_share`). ``Sampling`` is
+nvbench reports it) and the 95% interval of the median that sampling stops on, a
+distribution-free one made of two order statistics (:func:`median_interval`): the
+interval a record keeps is the one that stopped its sampling. ``Sampling`` is
 how a point is measured (how many samples, to which noise, in which cache state,
 from which host memory); ``stop_reason`` is its stopping rule, shared by every
 backend through ``Backend.measure``.
@@ -18,14 +19,16 @@ from collections.abc import Sequence
 
 import numpy as np
 
-# Resamples of a bootstrap interval, and the seed that makes the interval reproducible.
+# Resamples of a bootstrap interval, and the seed that makes the interval reproducible
+# (the tuner's race, tuning.py; a point's record keeps the order statistics instead).
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 20261122
 CONFIDENCE = 0.95
 
 
 def bootstrap_median_interval(samples: Sequence[float]) -> tuple[float, float]:
-    """A percentile-bootstrap 95% interval of the median of ``samples``."""
+    """A percentile-bootstrap 95% interval of the median of ``samples``: the tuner's race
+    (tuning.py). A point's record keeps :func:`median_interval`, the one it stopped on."""
     values = np.asarray(samples, dtype=np.float64)
     if values.size < 2:
         return float(values[0]), float(values[0])
@@ -74,25 +77,40 @@ def median_ranks(n: int, confidence: float = CONFIDENCE) -> tuple[int, int]:
     return k, n - k + 1
 
 
+def median_interval(samples: Sequence[float]) -> tuple[float, float]:
+    """The 95% interval of the median of ``samples``: the order statistics at the ranks
+    :func:`median_ranks` gives (one sample: that sample, twice). Sampling stops on it
+    (:func:`interval_share`), ``noisy`` is flagged by it, and a record keeps it
+    (``ci_low``, ``ci_high``)."""
+    if not samples:
+        raise ValueError("no samples")
+    return _interval_of_sorted(sorted(samples))
+
+
+def _interval_of_sorted(ordered: Sequence[float]) -> tuple[float, float]:
+    low, high = median_ranks(len(ordered))
+    return ordered[low - 1], ordered[high - 1]
+
+
 def interval_share(samples: Sequence[float]) -> float:
-    """The half width of the 95% interval of the median (:func:`median_ranks`) as a share
-    of the median: how far the median could be off, the precision a point stops at.
-    Infinite for fewer than two samples."""
-    n = len(samples)
-    if n < 2:
+    """The half width of the 95% interval of the median (:func:`median_interval`) as a
+    share of the median: how far the median could be off, the precision a point stops
+    at. Infinite for fewer than two samples."""
+    if len(samples) < 2:
         return math.inf
     ordered = sorted(samples)
-    low, high = median_ranks(n)
+    low, high = _interval_of_sorted(ordered)
     middle = statistics.median(ordered)
     if middle <= 0:
         return math.inf
-    return (ordered[high - 1] - ordered[low - 1]) / 2 / middle
+    return (high - low) / 2 / middle
 
 
 @dataclasses.dataclass(frozen=True)
 class Stats:
     """Seconds: the median and quartiles (robust to the odd slow sample), min, max, mean,
-    the standard deviation, the relative noise and a 95% interval of the median."""
+    the standard deviation, the relative noise and the 95% interval of the median that
+    sampling stops on (:func:`median_interval`)."""
 
     n: int
     median: float
@@ -103,7 +121,9 @@ class Stats:
     mean: float
     std: float = 0.0
     noise: float = 0.0  # std / mean
-    ci_low: float = math.nan  # bootstrap 95% interval of the median
+    # The 95% interval of the median: order statistics (median_interval); in files from
+    # before it, a percentile bootstrap of the median.
+    ci_low: float = math.nan
     ci_high: float = math.nan
 
     @classmethod
@@ -115,7 +135,7 @@ class Stats:
             q1, _, q3 = statistics.quantiles(ordered, n=4, method="inclusive")
         else:
             q1 = q3 = ordered[0]
-        low, high = bootstrap_median_interval(ordered)
+        low, high = _interval_of_sorted(ordered)
         return cls(
             n=len(ordered),
             median=statistics.median(ordered),

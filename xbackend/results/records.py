@@ -113,7 +113,10 @@ class PointRecord:
     # Which check verified it: "full" (the float64 reference), "freivalds" (random
     # vectors, problems.Freivalds); "" where none ran, and in files from before.
     check: str = ""
-    kernel_s: dict[str, float] | None = None  # Stats of the kernel samples
+    # Stats of the kernel samples; its ci_low and ci_high are the 95% interval of the
+    # median that sampling stopped on (timing.median_interval: order statistics); in
+    # older files, a percentile bootstrap of the median.
+    kernel_s: dict[str, float] | None = None
     end_to_end_s: dict[str, float] | None = None  # Stats of the end-to-end samples
     kernel_samples_s: list[float] = dataclasses.field(default_factory=list)
     end_to_end_samples_s: list[float] = dataclasses.field(default_factory=list)
@@ -223,6 +226,19 @@ class PointRecord:
         is kept as measured: it says the two clocks disagree)."""
         api, kernel = self.api_median_s, self.kernel_median_s
         return None if api is None or kernel is None else api - kernel
+
+    @property
+    def kernel_interval_share(self) -> float | None:
+        """The half width of the kernel time's 95% interval of the median as a share of
+        the median: the precision its sampling stopped at and ``noisy`` is judged by
+        (:func:`xbackend.timing.interval_share`); None without one (fewer than two
+        samples, or a file that recorded no interval)."""
+        stats = self.kernel_s or {}
+        low, high, median = stats.get("ci_low"), stats.get("ci_high"), stats.get("median")
+        if low is None or high is None or not median or stats.get("n", 0) < 2:
+            return None
+        share = (high - low) / 2 / median
+        return share if math.isfinite(share) else None
 
     @property
     def kernel_median_s(self) -> float | None:
