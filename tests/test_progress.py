@@ -1,19 +1,23 @@
 """What a sweep shows while it runs: the live bar and its lines fit the terminal, a skip
-reason is said once per configuration, quiet is quiet, and the ETA counts cost."""
+reason is said once per configuration, quiet is quiet, the ETA counts cost, and a
+point's line gives the interval of the median that its sampling stopped on."""
 
 from __future__ import annotations
 
 import io
 import re
 
+import numpy as np
 from rich.console import Console
 
 from xbackend.backends.cpu import CpuBackend
 from xbackend.cost import CostModel
 from xbackend.problems import Shape
-from xbackend.progress import SweepDisplay, choose_mode, format_eta
+from xbackend.progress import SweepDisplay, choose_mode, equality_line, format_eta
+from xbackend.results import PointRecord
 from xbackend.runner import Plan, configs, point_time_s, run
 from xbackend.runner import _Sweep as Sweep
+from xbackend.timing import Stats, interval_share
 
 SHAPES = [Shape(8 * i, 7 * i, 8 * i) for i in range(1, 6)]
 _CONTROL = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -97,3 +101,31 @@ def test_the_eta_reads_as_a_duration():
     assert format_eta(42.4) == "eta 42s"
     assert format_eta(125) == "eta 2m05s"
     assert format_eta(3 * 3600 + 60) == "eta 3h01m"
+
+
+def _timed_point(samples_s: list[float], stop: str) -> PointRecord:
+    stats = Stats.of(samples_s).to_dict()
+    return PointRecord(
+        run_id="r", backend="cpu", label="cpu", device="CPU", variant="naive", tile=None,
+        dtype="float32", M=64, K=64, N=64, flops=2 * 64**3, status="ok", equal=True,
+        max_abs_error=0.0, bound_ratio=0.01, kernel_s=stats, end_to_end_s=stats,
+        kernel_samples_s=samples_s, gflops=1.0, stop=stop,
+    )  # fmt: skip
+
+
+def test_a_point_line_shows_the_interval_of_the_median_not_the_noise():
+    """±14% of relative noise, 400 samples: the median is known to about ±2%, and that
+    interval, the one sampling stopped on, is what the line says."""
+    samples = list(np.exp(np.random.default_rng(27).normal(np.log(1e-3), 0.14, 400)))
+    record = _timed_point(samples, "interval")
+    share = interval_share(samples)
+    noise = record.kernel_s["noise"] if record.kernel_s else None
+    assert noise is not None and f"{noise:.1%}" != f"{share:.1%}" and share < noise / 5
+    line = equality_line(record, 3, 10)
+    assert f"±{share:.1%} (95% interval of the median, n=400, stop: interval)" in line
+    assert f"{noise:.1%}" not in line
+
+
+def test_a_point_of_one_sample_claims_no_interval():
+    line = equality_line(_timed_point([2e-3], "timeout"), 1, 1)
+    assert "kernel 2 ms (n=1, stop: timeout)" in line and "±" not in line

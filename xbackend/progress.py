@@ -171,14 +171,19 @@ def equality_line(record: PointRecord, index: int, total: int) -> str:
 
 
 def _noise(record: PointRecord) -> str:
-    """How far the kernel time can be trusted: ±noise, the samples, why they stopped."""
+    """How far the kernel time can be trusted: the 95% interval of its median that
+    sampling stopped on, as ± a share of the median (not the relative noise: a point of
+    ±14% noise may well know its median to 1%); the samples; why they stopped."""
     stats = record.kernel_s or {}
-    if "noise" not in stats:
+    if "n" not in stats:
         return ""
+    share = record.kernel_interval_share
+    interval = "" if share is None else f" ±{share:.1%} (95% interval of the median,"
     launches = f"×{record.launches}" if record.launches > 1 else ""
     left_out = sum(bool(mark) for mark in record.sample_marks)
     dropped = f", {left_out} left out" if left_out else ""
-    return f" ±{stats['noise']:.1%} (n={int(stats['n'])}{launches} {record.stop}{dropped})"
+    samples = f"n={int(stats['n'])}{launches}, stop: {record.stop}{dropped})"
+    return f"{interval} {samples}" if interval else f" ({samples}"
 
 
 def _flags(record: PointRecord) -> str:
