@@ -2,6 +2,12 @@
 plugin that ships with the package (``xbackend/pytest_plugin.py``), loaded here
 by name so that a source checkout that is not installed runs the same way.
 
+The command-line tests share their ``compare`` runs (``compare_run``, ``vendor_run``) and
+the output of ``devices`` and ``compare --help`` (``SHARED_RUNS``): each is made once per
+test run, by whichever xdist worker asks first, and the others read it (a lock beside the
+workers' folders). A test only reads a shared run; one that would change it copies it
+into its own ``tmp_path`` first (``shutil.copytree``).
+
 * ``--backend cpu,opencl`` runs only those backends (``name:device`` picks a device);
 * ``XBACKEND_REQUIRE=opencl,cpu,clblast`` turns "unavailable" into a failure for those
   backends and requirements, so CI cannot pass by skipping the OpenCL tests;
@@ -10,12 +16,22 @@ by name so that a source checkout that is not installed runs the same way.
   default, not the shipped database's choice (its own tests turn it back on).
 """
 
+import dataclasses
+import fcntl
+import json
 import os
 import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
+import xbackend
 from xbackend.pytest_plugin import skip_or_fail
+
+ROOT = Path(__file__).resolve().parent.parent
 
 pytest_plugins = ["xbackend.pytest_plugin"]
 
@@ -33,7 +49,15 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     return max(1, min(len(os.sched_getaffinity(0)), 4))
 
 
+# The fixtures below that start a command (a compare, devices' tiny products).
+SHARED_RUNS = ("compare_run", "vendor_run", "devices_run", "compare_help")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # A test of a shared run may be the one that starts it: slow, whatever its marks say.
+    for item in items:
+        if set(SHARED_RUNS) & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
     # The slow tests first (keeping their order), so that the workers start on the longest
     # and finish together with the short ones, instead of one long test running alone at
     # the end.
@@ -48,3 +72,97 @@ def oclgrind() -> str:
         skip_or_fail("oclgrind", "oclgrind is not installed (apt-get install oclgrind)")
     assert path is not None
     return path
+
+
+# -- compare runs shared by the command-line tests ---------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class SharedRun:
+    """A ``python -m xbackend compare`` run the tests read: its folder and what it said."""
+
+    out: Path
+    returncode: int
+    stdout: str
+    stderr: str
+    backends: tuple[str, ...]
+
+
+def run_xbackend(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """The command line as a user runs it, from this checkout."""
+    path = [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
+    env = {**os.environ, **(env or {}), "PYTHONPATH": os.pathsep.join(path)}
+    return subprocess.run([sys.executable, "-m", "xbackend", *args],
+                          capture_output=True, text=True, env=env, timeout=600)  # fmt: skip
+
+
+def _command(out: Path, *args: str) -> SharedRun:
+    """A command that writes no folder: what it said (``out`` is left empty)."""
+    out.mkdir(parents=True, exist_ok=True)
+    done = run_xbackend(*args)
+    return SharedRun(out, done.returncode, done.stdout, done.stderr, ())
+
+
+def _compare(out: Path, backends: tuple[str, ...], *options: str, **env: str) -> SharedRun:
+    done = run_xbackend("compare", "--backends", ",".join(backends), *options,
+                        "--out", str(out), env=env)  # fmt: skip
+    return SharedRun(out, done.returncode, done.stdout, done.stderr, backends)
+
+
+def _shared(
+    factory: pytest.TempPathFactory, name: str, make: Callable[[Path], SharedRun]
+) -> SharedRun:
+    """The run ``make`` writes into a folder, made once per test run: under xdist the
+    first worker to ask makes it while the others wait on a lock, then read its record."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return make(factory.mktemp(name) / "run")
+    root = factory.getbasetemp().parent / "shared-runs"  # the workers' common folder
+    root.mkdir(exist_ok=True)
+    record = root / f"{name}.json"
+    with (root / f"{name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not record.exists():
+            made = make(root / name)
+            fields = {**dataclasses.asdict(made), "out": str(made.out)}
+            record.write_text(json.dumps(fields))
+        fields = json.loads(record.read_text())
+    return SharedRun(
+        **{**fields, "out": Path(fields["out"]), "backends": tuple(fields["backends"])}
+    )
+
+
+def _available(name: str) -> bool:
+    return {info.name: info.available for info in xbackend.backends()}[name]
+
+
+@pytest.fixture(scope="session")
+def compare_run(tmp_path_factory: pytest.TempPathFactory) -> SharedRun:
+    """``compare`` as the assignment asks it, figures, report and ``--table`` included: the
+    default variants (naive, tiled, vendor), tiles 8 and 16, three sizes, on the CPU and
+    on OpenCL where it is available."""
+    backends = ("cpu", "opencl") if _available("opencl") else ("cpu",)
+    options = ("--steps", "3", "--samples", "2", "--tile", "8,16", "--table")
+    return _shared(tmp_path_factory, "compare", lambda out: _compare(out, backends, *options))
+
+
+@pytest.fixture(scope="session")
+def vendor_run(tmp_path_factory: pytest.TempPathFactory) -> SharedRun:
+    """A quiet ``compare`` of the CPU's vendor line at two sizes, no figures, with an
+    ``XBACKEND_`` setting in its environment (the run header keeps it)."""
+    options = ("--variants", "vendor", "--steps", "2", "--no-plots", "-q")
+    setting = {"XBACKEND_EXAMPLE_SETTING": "on"}
+    return _shared(
+        tmp_path_factory, "vendor", lambda out: _compare(out, ("cpu",), *options, **setting)
+    )
+
+
+@pytest.fixture(scope="session")
+def devices_run(tmp_path_factory: pytest.TempPathFactory) -> SharedRun:
+    """``xbackend devices``: every backend listed, a tiny product run on each."""
+    return _shared(tmp_path_factory, "devices", lambda out: _command(out, "devices"))
+
+
+@pytest.fixture(scope="session")
+def compare_help(tmp_path_factory: pytest.TempPathFactory) -> SharedRun:
+    """``xbackend compare --help``."""
+    return _shared(tmp_path_factory, "help", lambda out: _command(out, "compare", "--help"))

@@ -1,4 +1,5 @@
-"""The command line, run as a user runs it: python -m xbackend ..."""
+"""The command line, run as a user runs it: python -m xbackend ... (the compare runs that
+tests only read are shared: ``compare_run`` and ``vendor_run`` in conftest.py)."""
 
 from __future__ import annotations
 
@@ -35,28 +36,13 @@ def _available(name: str) -> bool:
 
 
 @pytest.mark.slow
-def test_compare_writes_results_figures_and_summary(tmp_path):
-    out = tmp_path / "run"
-    done = xb(
-        "compare",
-        "--backends",
-        "cpu,opencl",
-        "--steps",
-        "3",
-        "--samples",
-        "2",
-        "--variants",
-        "naive,tiled,vendor",
-        "--tile",
-        "8,16",
-        "--out",
-        str(out),
-    )
-    if done.returncode != 0 and not _available("opencl"):
+def test_compare_writes_results_figures_and_summary(compare_run):
+    if "opencl" not in compare_run.backends:
         pytest.skip("opencl unavailable")
-    assert done.returncode == 0, done.stderr
-    assert "code equality: True" in done.stdout
-    assert "code equality: False" not in done.stdout
+    out = compare_run.out
+    assert compare_run.returncode == 0, compare_run.stderr
+    assert "code equality: True" in compare_run.stdout
+    assert "code equality: False" not in compare_run.stdout
     lines = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
     points = [x for x in lines if x["type"] == "point"]
     # cpu: naive, tiled T=8, tiled T=16, vendor; opencl: naive and tiled at T=8, 16, and
@@ -72,37 +58,22 @@ def test_compare_writes_results_figures_and_summary(tmp_path):
         for suffix in (".png", ".svg"):
             assert (out / f"{name}{suffix}").stat().st_size > 1000
     assert (out / "results.csv").read_text().count("\n") == len(points) + 1
-    assert "largest verified" in done.stdout and "48×42·42×48" in done.stdout
+    assert "largest verified" in compare_run.stdout and "48×42·42×48" in compare_run.stdout
 
 
 @pytest.mark.slow
-def test_plot_redraws_from_results(tmp_path):
-    out = tmp_path / "run"
-    assert (
-        xb(
-            "compare",
-            "--backends",
-            "cpu",
-            "--variants",
-            "vendor",
-            "--steps",
-            "2",
-            "--out",
-            str(out),
-            "--no-plots",
-        ).returncode
-        == 0
-    )
-    assert not (out / "gflops.png").exists()
+def test_plot_redraws_from_results(vendor_run, tmp_path):
+    assert vendor_run.returncode == 0, vendor_run.stderr
+    assert not (vendor_run.out / "gflops.png").exists()  # compare --no-plots drew nothing
     figures = tmp_path / "figures"
-    done = xb("plot", str(out), "--out", str(figures))
+    done = xb("plot", str(vendor_run.out), "--out", str(figures))
     assert done.returncode == 0, done.stderr
     assert (figures / "gflops.png").exists() and (figures / "runtime_all.svg").exists()
 
 
 @pytest.mark.slow
-def test_devices_lists_backends_and_runs_a_tiny_product():
-    done = xb("devices")
+def test_devices_lists_backends_and_runs_a_tiny_product(devices_run):
+    done = devices_run
     assert done.returncode == 0, done.stdout + done.stderr
     assert "cpu: available" in done.stdout
     assert "PASS  naive" in done.stdout and "FAIL" not in done.stdout
@@ -155,14 +126,14 @@ def test_bad_options_are_usage_errors(args, message):
 
 
 @pytest.mark.slow
-def test_help_describes_every_command():
+def test_help_describes_every_command(compare_help):
     done = xb("--help")
     assert done.returncode == 0
     for command in ("devices", "compare", "plot"):
         assert command in done.stdout
-    compare_help = xb("compare", "--help").stdout
+    assert compare_help.returncode == 0, compare_help.stderr
     for option in ("--backends", "--variants", "--tile", "--sizes", "--base", "--steps", "--out"):
-        assert option in compare_help
+        assert option in compare_help.stdout
 
 
 @pytest.mark.slow
@@ -287,11 +258,9 @@ def test_compare_csv_tells_operations_and_batches_apart(tmp_path):
 
 
 @pytest.mark.slow
-def test_compare_draws_each_figure_once_and_the_report_shows_them(tmp_path):
-    out = tmp_path / "run"
-    done = xb("compare", "--backends", "cpu", "--variants", "naive,tiled", "--steps", "2",
-              "--samples", "2", "--out", str(out))  # fmt: skip
-    assert done.returncode == 0, done.stderr
+def test_compare_draws_each_figure_once_and_the_report_shows_them(compare_run):
+    out = compare_run.out
+    assert compare_run.returncode == 0, compare_run.stderr
     markdown = (out / "report.md").read_text()
     for name in ("runtime_by_backend", "runtime_all", "gflops"):
         assert f"]({name}.png)" in markdown  # the run folder's own figure
@@ -302,14 +271,7 @@ def test_compare_draws_each_figure_once_and_the_report_shows_them(tmp_path):
 
 
 @pytest.mark.slow
-def test_the_run_header_keeps_the_xbackend_settings(tmp_path):
-    out = tmp_path / "run"
-    env = {**os.environ, "XBACKEND_EXAMPLE_SETTING": "on", "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(
-        [sys.executable, "-m", "xbackend", "compare", "--backends", "cpu", "--variants",
-         "vendor", "--sizes", "8x8", "--no-plots", "--out", str(out)],
-        capture_output=True, text=True, env=env, timeout=600,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    header = json.loads((out / "results.jsonl").read_text().splitlines()[0])
+def test_the_run_header_keeps_the_xbackend_settings(vendor_run):
+    assert vendor_run.returncode == 0, vendor_run.stderr
+    header = json.loads((vendor_run.out / "results.jsonl").read_text().splitlines()[0])
     assert header["environment"]["settings"]["XBACKEND_EXAMPLE_SETTING"] == "on"

@@ -1,11 +1,13 @@
 """The command line's front: the defaults that answer the assignment, the ladder one word
-away, --version, --dry-run, --quiet, tune's option names, devices' alignment."""
+away, --version, --dry-run, --quiet, tune's option names, devices' alignment (the compare
+runs that tests only read are shared: ``compare_run`` and ``vendor_run`` in conftest.py)."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -44,14 +46,12 @@ def test_version():
 
 
 @pytest.mark.slow
-def test_plain_compare_runs_naive_tiled_and_vendor(tmp_path):
-    backends = "cpu,opencl" if _available("opencl") else "cpu"
-    out = tmp_path / "run"
-    done = xb("compare", "--backends", backends, "--sizes", "16x16", "--samples", "1",
-              "--no-plots", "--out", str(out))  # fmt: skip
-    assert done.returncode == 0, done.stdout + done.stderr
-    for backend in backends.split(","):
-        ran = {p["variant"] for p in _points(out) if p["backend"] == backend}
+def test_plain_compare_runs_naive_tiled_and_vendor(compare_run):
+    """compare_run names no variants: these are the defaults."""
+    assert compare_run.returncode == 0, compare_run.stdout + compare_run.stderr
+    assert compare_run.backends == (("cpu", "opencl") if _available("opencl") else ("cpu",))
+    for backend in compare_run.backends:
+        ran = {p["variant"] for p in _points(compare_run.out) if p["backend"] == backend}
         assert ran == {"naive", "tiled", "vendor"}
 
 
@@ -111,13 +111,13 @@ def test_dry_run_prints_the_plan_and_writes_nothing(tmp_path):
 
 
 @pytest.mark.slow
-def test_dry_run_of_a_resume_predicts_from_the_recorded_times(tmp_path):
+def test_dry_run_of_a_resume_predicts_from_the_recorded_times(vendor_run, tmp_path):
+    assert vendor_run.returncode == 0, vendor_run.stderr
     out = tmp_path / "run"
-    sizes = ["--backends", "cpu", "--variants", "tiled", "--samples", "1", "--no-plots"]
-    assert xb("compare", *sizes, "--sizes", "32x32,64x64", "--out", str(out)).returncode == 0
+    shutil.copytree(vendor_run.out, out)  # a resume opens the folder: a copy of its own
     before = (out / "results.jsonl").read_text()
-    done = xb("compare", *sizes, "--sizes", "32x32,64x64,128x128", "--out", str(out),
-              "--resume", "--dry-run")  # fmt: skip
+    done = xb("compare", "--backends", "cpu", "--variants", "vendor", "--no-plots",
+              "--steps", "3", "--out", str(out), "--resume", "--dry-run")  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "2 recorded already" in done.stdout
     assert re.search(r"predicted time: [\d.]+ (s|ms|µs|ns)", done.stdout), done.stdout
@@ -125,23 +125,20 @@ def test_dry_run_of_a_resume_predicts_from_the_recorded_times(tmp_path):
 
 
 @pytest.mark.slow
-def test_quiet_prints_the_summary_and_no_point_lines(tmp_path):
-    done = xb("compare", "--backends", "cpu", "--variants", "vendor", "--steps", "2",
-              "--no-plots", "-q", "--out", str(tmp_path / "run"))  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    assert "code equality: True" not in done.stdout and "[1/2]" not in done.stdout
-    assert "largest verified" in done.stdout and "code equality: 2/2" in done.stdout
+def test_quiet_prints_the_summary_and_no_point_lines(vendor_run):
+    assert vendor_run.returncode == 0, vendor_run.stderr
+    stdout = vendor_run.stdout  # compare -q
+    assert "code equality: True" not in stdout and "[1/2]" not in stdout
+    assert "largest verified" in stdout and "code equality: 2/2" in stdout
 
 
 @pytest.mark.slow
-def test_compare_table_prints_a_table_per_size_and_writes_it(tmp_path):
-    out = tmp_path / "run"
-    done = xb("compare", "--backends", "cpu", "--variants", "naive,tiled", "--table",
-              "--sizes", "16x16,32x32", "--samples", "1", "--no-plots",
-              "--out", str(out))  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.count("naive") >= 3  # the summary's row and one per size
-    assert (out / "sizes.csv").exists()
+def test_compare_table_prints_a_table_per_size_and_writes_it(compare_run):
+    assert compare_run.returncode == 0, compare_run.stderr  # compare --table
+    assert compare_run.stdout.count("naive") >= 3  # the summary's row and one per size
+    for m, k in ((16, 14), (32, 28), (48, 42)):  # the table's block of each size
+        assert f"size {m}×{k} · {k}×{m}" in compare_run.stdout
+    assert (compare_run.out / "sizes.csv").exists()
 
 
 @pytest.mark.slow
@@ -156,8 +153,8 @@ def test_skip_reasons_are_noted_under_the_summary(tmp_path):
 
 
 @pytest.mark.slow
-def test_compare_help_names_the_default_folder_and_the_variant_sets():
-    text = xb("compare", "--help").stdout
+def test_compare_help_names_the_default_folder_and_the_variant_sets(compare_help):
+    text = compare_help.stdout
     assert "results/run-<date-time>" in text
     for word in ("ladder", "all", "--dry-run", "--quiet", "--table"):
         assert word in text
@@ -192,8 +189,8 @@ def test_tune_on_an_unavailable_backend_names_tunes_option():
 
 
 @pytest.mark.slow
-def test_devices_aligns_variant_names_of_any_length():
-    done = xb("devices")
+def test_devices_aligns_variant_names_of_any_length(devices_run):
+    done = devices_run
     assert done.returncode == 0, done.stdout + done.stderr
     blocks = re.split(r"^\S.*$", done.stdout, flags=re.M)
     for block in blocks:
