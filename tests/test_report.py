@@ -248,7 +248,9 @@ def test_writes_the_page_the_markdown_and_the_figures(report):
     assert written[:2] == [out / "report.html", out / "report.md"]
     assert all(path.is_file() for path in written)
     assert all(path.is_relative_to(out / FIGURES_DIR) for path in written[2:])
-    assert {path.suffix for path in written[2:]} == {".png", ".svg"}
+    assert {path.suffix for path in written[2:]} == {".png", ".svg", ".csv"}
+    # The whole table per size, beside its figures: the report's own, not the run's.
+    assert [path.name for path in written if path.suffix == ".csv"] == ["sizes.csv"]
 
 
 def test_html_is_self_contained(report):

@@ -25,6 +25,8 @@ CEILINGS: dict[str, dict[str, Any]] = {
     "cpu": {"flops_per_s": {"float32": 200e9, "float64": 100e9}, "bytes_per_s": 30e9},
     "opencl": {"flops_per_s": {"float32": 450e9}, "bytes_per_s": 35e9},
 }
+# Two devices (a device is its name on its host: roofs.roofs gives one roof to each).
+DEVICES = {"cpu": "EPYC", "opencl": "Radeon"}
 VARIANTS = ("naive", "tiled", "vendor")
 SIZES = (32, 64, 128, 256)
 
@@ -35,7 +37,7 @@ def _point(label, variant, n, dtype="float32", status="ok"):
     seconds = 2 * n**3 / gflops / 1e9
     stats = {"median": seconds, "q1": seconds, "q3": seconds, "min": seconds}
     return PointRecord(
-        run_id="r", backend=label, label=label, device="EPYC", variant=variant,
+        run_id="r", backend=label, label=label, device=DEVICES[label], variant=variant,
         tile=None if variant == "vendor" else 16, dtype=dtype, M=n, K=7 * n // 8, N=n,
         flops=2 * n * n * (7 * n // 8), status=status, kernel_s=stats, end_to_end_s=stats,
         gflops=gflops,
@@ -53,7 +55,7 @@ def _points(dtypes=("float32",)):
 
 
 def _header() -> RunHeader:
-    devices = {label: {"name": "EPYC", "ceilings": c} for label, c in CEILINGS.items()}
+    devices = {label: {"name": DEVICES[label], "ceilings": c} for label, c in CEILINGS.items()}
     return RunHeader(run_id="r", devices=devices)
 
 

@@ -25,8 +25,10 @@ a single size (one x per line, the blog's latency runs) are drawn as bars
 (``figures/bars.py``). Each figure is written as PNG and SVG. Only verified points
 ("ok") draw the lines; a point whose result was wrong is drawn as a red cross, so a
 fast but wrong kernel cannot pass for a fast one. A point timed faster than its
-device's peak (not ``trusted``: its timing is wrong) is left out of every figure. A
-figure of points timed in another cache state than warm names it under its title.
+device's peak (not ``trusted``: its timing is wrong; ``roofs.checked`` adds those above
+the device's measured ceiling) or throttled is left out of every figure, and the legend
+counts them; a noisy point is drawn hollow on its line. A figure of points timed in
+another cache state than warm names it under its title.
 
 Results files may come from anywhere: their strings reach a figure only through
 :func:`literal` (a ``$`` is a dollar sign, not mathtext), file names are fixed here,
@@ -58,23 +60,27 @@ from xbackend.figures.style import (
     END_TO_END,
     WRONG_COLOUR,
     Palette,
+    hollow,
     kernel_style,
     literal,
     meaning_handles,
+    noisy,
     output_elements,
     output_label,
     outside_legend,
     series_name,
     short,
     suptitle,
+    throttled,
     title_width,
+    trust_handles,
     variant_sort,
     with_cache_note,
     with_clock_note,
 )
 from xbackend.operations import OPS, operation
 from xbackend.results import LineKey, PointRecord
-from xbackend.roofs import Roofs, profiled
+from xbackend.roofs import Roofs, checked, profiled
 from xbackend.safeio import atomic_write, output_folder, safe_name
 
 __all__ = ["FIGURES", "Drawn", "draw", "draw_figures", "figures", "literal", "save"]
@@ -109,7 +115,8 @@ def _lines(points: Iterable[PointRecord]) -> Lines:
     lines: Lines = defaultdict(list)
     met: dict[tuple[str, str], int] = {}
     for point in points:
-        if point.trusted:  # measured, and not faster than the device can be
+        # Measured, not faster than the device can be, and not throttled throughout.
+        if point.trusted and not throttled(point):
             lines[_line_of(point)].append(point)
             met.setdefault((point.label, point.device), len(met))
     for line in lines.values():
@@ -157,6 +164,7 @@ class Panels:
     ylabel: str
     title: str
     band_and_end_to_end: bool = False
+    left_out: tuple[PointRecord, ...] = ()  # the measured points no line draws
 
 
 def _panels(lines: Lines, by_backend: bool) -> dict[tuple[object, ...], Lines]:
@@ -177,16 +185,20 @@ def _draw_line(
     x = [x_of(p) for p in good]
     key = line.key
     colour = palette.colour(key.variant, key.tile)
+    y = [style.value(p) for p in good]
     axes.plot(
         x,
-        [style.value(p) for p in good],
+        y,
         color=colour,
         linestyle=kernel_style(key.variant),
         marker=palette.marker(key.label),
         markersize=3.5,
         linewidth=1.6,
         gid=f"kernel:{key.variant}",
+        markevery=[index for index, point in enumerate(good) if not noisy(point)],
     )
+    shaky = [(a, b) for a, b, point in zip(x, y, good, strict=True) if noisy(point)]
+    hollow(axes, shaky, colour, palette.marker(key.label), f"noisy:{key.variant}")
     if style.band_and_end_to_end:
         axes.fill_between(
             x,
@@ -246,7 +258,7 @@ def _series_names(lines: Lines, style: Panels, palette: Palette) -> dict[Line, s
 
 def _handles(lines: Lines, style: Panels, palette: Palette) -> list[Artist]:
     """The figure's legend: one entry per series drawn alike (backend too where panels
-    mix them), then what the line styles mean."""
+    mix them), then what the line styles and hollow markers mean, and what was left out."""
     entries: dict[str, Artist] = {}
     names = _series_names(lines, style, palette)
     for line in lines:
@@ -267,6 +279,8 @@ def _handles(lines: Lines, style: Panels, palette: Palette) -> list[Artist]:
         handle.set_label(label)
         handles.append(handle)
     handles += meaning_handles(style.band_and_end_to_end)
+    drawn = [p for points in lines.values() for p in points if p.status == "ok"]
+    handles += trust_handles(drawn, style.left_out)
     if any(p.status == "mismatch" for points in lines.values() for p in points):
         handles.append(
             Line2D(
@@ -386,6 +400,7 @@ def _dtypes(points: Iterable[PointRecord]) -> str:
 def figures(points: list[PointRecord], roofs: Roofs | None = None) -> list[tuple[str, Figure]]:
     """Every figure for ``points``, with the file name (without suffix) it is saved as;
     the roofline where ``roofs`` (their runs' ceilings) has the roof of one of them."""
+    points = checked(points, roofs or {})  # one rule: the device's measured ceilings too
     lines = _lines(points)
     if not lines:
         untrusted = sum(p.measured and not p.trusted for p in points)
@@ -393,15 +408,19 @@ def figures(points: list[PointRecord], roofs: Roofs | None = None) -> list[tuple
         raise ValueError(f"no measured points to draw{why}")
     palette = Palette((line.key.label, line.key.variant, line.key.tile) for line in lines)
     roof = roofline(profiled(points), roofs, palette) if roofs else None
-    found = _size_figures(lines, palette)
+    out = tuple(p for p in points if p.measured and (not p.trusted or throttled(p)))
+    found = _size_figures(lines, palette, out)
     if roof is not None:
         found.append(("roofline", roof))
     overhead = overhead_figure(points, palette) if has_overhead(points) else None
     return [*found, (OVERHEAD, overhead)] if overhead is not None else found
 
 
-def _size_figures(lines: Lines, palette: Palette) -> list[tuple[str, Figure]]:
-    """The figures against size (bars where every line has one size)."""
+def _size_figures(
+    lines: Lines, palette: Palette, out: tuple[PointRecord, ...]
+) -> list[tuple[str, Figure]]:
+    """The figures against size (bars where every line has one size); ``out``: the
+    measured points left out of them, for the legend's count."""
     if all(len({x_of(p) for p in line}) == 1 for line in lines.values()):
         return bars.figures(lines, palette)
     core = {line: pts for line, pts in lines.items() if line.key.variant in CORE_VARIANTS}
@@ -420,24 +439,31 @@ def _size_figures(lines: Lines, palette: Palette) -> list[tuple[str, Figure]]:
                     f"{heading}, per backend: median kernel time, "
                     "band: quartiles; dotted: end-to-end with transfers",
                     True,
+                    out,
                 ),
                 palette,
             ),
         ),
         (
             "runtime_all",
-            _grid(core, Panels(False, _kernel, _TIME, f"{heading}: every backend"), palette),
+            _grid(
+                core,
+                Panels(False, _kernel, _TIME, f"{heading}: every backend", False, out),
+                palette,
+            ),
         ),
         (
             "gflops",
             _grid(
                 core,
-                Panels(False, _gflops, _RATE, "Throughput from the median kernel time"),
+                Panels(False, _gflops, _RATE, "Throughput from the median kernel time", False, out),
                 palette,
             ),
         ),
     ]
     if ladder:
         title = "The ladder: every variant's throughput, per backend"
-        found.append(("ladder", _grid(lines, Panels(True, _gflops, _RATE, title), palette)))
+        found.append(
+            ("ladder", _grid(lines, Panels(True, _gflops, _RATE, title, False, out), palette))
+        )
     return found

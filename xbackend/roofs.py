@@ -10,8 +10,21 @@ its header, under each device's ``ceilings``. From them:
   given beside the run's), else over its operation's fewest bytes (``Operation.min_bytes``:
   each input read once, the output written once);
 * its **roof** is min(the compute ceiling of its dtype, intensity × the bandwidth) of the
-  device that measured it, as its run measured them;
+  device that measured it;
 * its **share** is the GFLOP/s it reached over that roof (1.0: on the roof).
+
+**One set of ceilings per device.** Several backends may run on one device (NumPy and a
+CPU OpenCL runtime on the same cores; CUDA and OpenCL on one GPU), each measuring its
+ceilings its own way. A device is its name on its host (the run header's ``host``; a run
+without one is a host of its own), and its ceilings are the highest each backend measured
+there (:func:`roofs`): the roofline, the shares and the check below use that one set.
+
+**One rule for times too fast to be true** (:func:`checked`): a point faster than its
+device's compute ceiling by more than :data:`TOLERANCE` (or, in a cold cache, than its
+bandwidth's slope) is flagged ``above-measured-ceiling``, and ``above-peak-compute`` (or
+``-bandwidth``) so that it is not ``trusted``: out of every figure, speed-up and share,
+as a point beyond the theoretical peak of ``backends/peaks.py`` is. A share above 1 that
+remains (a warm cache beats the DRAM's slope; within the tolerance) is shown marked.
 
 Only verified ("ok"), trusted points of a run whose header has both ceilings get a share.
 The tables show it (``tables.py``'s ``roof`` column); ``figures/roofline.py`` draws it.
@@ -29,17 +42,26 @@ import numpy as np
 from xbackend.operations import Shape
 from xbackend.profiling.metrics import DRAM_READ, DRAM_WRITE, value
 from xbackend.results import PointRecord, RunHeader
-from xbackend.results.records import PROFILER_CLOCK
+from xbackend.results.records import IMPOSSIBLE, PROFILER_CLOCK
+
+# How far above its device's measured ceiling a point may be before it is not trusted:
+# as backends/peaks.py's TOLERANCE (the device's and the host's clocks agree to under 1%).
+TOLERANCE = 1.05
+ABOVE_CEILING = "above-measured-ceiling"
+_IMPOSSIBLE_COMPUTE, _IMPOSSIBLE_BANDWIDTH = IMPOSSIBLE  # above-peak-compute, -bandwidth
 
 
 @dataclasses.dataclass(frozen=True)
 class Roof:
-    """One device's measured ceilings, as a run header keeps them."""
+    """One device's ceilings: the highest each backend on it measured."""
 
-    label: str  # the backend's label in that run
+    label: str  # the backends that measured it, as "cpu, opencl"
     device: str
     flops_per_s: dict[str, float]  # per float dtype
     bytes_per_s: float | None  # read and written
+    host: str = ""
+    # Per ceiling (a dtype, or "bandwidth"): the backend whose measurement it is.
+    by: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def attainable(self, dtype: str, flop_per_byte: float | None) -> float | None:
         """The roof at an intensity, in FLOP/s: min(compute, intensity × bandwidth);
@@ -59,7 +81,7 @@ def _positive(value: Any) -> float | None:
     return float(value) if 0 < value < math.inf else None
 
 
-def _roof(label: str, device: Mapping[str, Any]) -> Roof | None:
+def _roof(label: str, device: Mapping[str, Any], host: str) -> Roof | None:
     """The roof of a header's device record, read loosely; None without ceilings."""
     ceilings = device.get("ceilings")
     if not isinstance(ceilings, Mapping):
@@ -73,18 +95,55 @@ def _roof(label: str, device: Mapping[str, Any]) -> Roof | None:
     bandwidth = _positive(ceilings.get("bytes_per_s"))
     if not flops and bandwidth is None:
         return None
-    return Roof(label, str(device.get("name") or ""), flops, bandwidth)
+    by = {**{dtype: label for dtype in flops}, **({"bandwidth": label} if bandwidth else {})}
+    return Roof(label, str(device.get("name") or ""), flops, bandwidth, host, by)
+
+
+def _highest(known: Roof | None, roof: Roof) -> Roof:
+    """One roof of two measurements of a device: the higher of each ceiling."""
+    if known is None:
+        return roof
+    flops, by = dict(known.flops_per_s), dict(known.by)
+    for dtype, rate in roof.flops_per_s.items():
+        if rate > flops.get(dtype, 0.0):
+            flops[dtype], by[dtype] = rate, roof.label
+    bandwidth = known.bytes_per_s
+    if roof.bytes_per_s is not None and roof.bytes_per_s > (bandwidth or 0.0):
+        bandwidth, by["bandwidth"] = roof.bytes_per_s, roof.label
+    labels = known.label.split(", ")
+    label = ", ".join(labels if roof.label in labels else [*labels, roof.label])
+    return Roof(label, known.device, flops, bandwidth, known.host, by)
 
 
 def roofs(runs: Iterable[RunHeader]) -> Roofs:
-    """The roof of every device of every run whose header kept its ceilings."""
-    found: Roofs = {}
+    """The roof of every device of every run whose header kept its ceilings: one set
+    per device (its name on its host), the highest each of its backends measured."""
+    measured: dict[tuple[str, str], Roof] = {}
     for run in runs:
         for label, device in run.devices.items():
-            roof = _roof(label, device)
+            roof = _roof(label, device, run.host)
             if roof is not None:
-                found[(run.run_id, label)] = roof
-    return found
+                measured[(run.run_id, label)] = roof
+
+    def device_of(key: tuple[str, str], roof: Roof) -> tuple[str, ...]:
+        run_id, label = key
+        if not roof.device:  # no name to know it by: a device of its own
+            return ("", run_id, label)
+        return (roof.host or f"run {run_id}", roof.device)
+
+    pooled: dict[tuple[str, ...], Roof] = {}
+    for key, roof in measured.items():
+        known = device_of(key, roof)
+        pooled[known] = _highest(pooled.get(known), roof)
+    return {key: pooled[device_of(key, roof)] for key, roof in measured.items()}
+
+
+def devices(found: Roofs) -> list[Roof]:
+    """Each device's roof once, in the order first met."""
+    unique: dict[tuple[str, str, str], Roof] = {}
+    for roof in found.values():
+        unique.setdefault((roof.host, roof.device, roof.label), roof)
+    return list(unique.values())
 
 
 def roof_of(point: PointRecord, roofs: Roofs) -> Roof | None:
@@ -152,3 +211,35 @@ def roof_share(point: PointRecord, roofs: Roofs) -> float | None:
         return None
     attainable = roof.attainable(point.dtype, intensity(point))
     return None if attainable is None else point.gflops * 1e9 / attainable
+
+
+def above_ceiling(point: PointRecord, roofs: Roofs) -> str | None:
+    """Which flag of ``records.IMPOSSIBLE`` a measured point earns against its device's
+    measured ceilings: faster than its compute ceiling by more than :data:`TOLERANCE`,
+    or, in a cold cache, than its bandwidth's slope at its intensity; None where neither
+    (or where the ceilings are unknown)."""
+    roof = roof_of(point, roofs)
+    if roof is None or not point.measured or not point.gflops:
+        return None
+    rate = point.gflops * 1e9
+    compute = roof.flops_per_s.get(point.dtype)
+    if compute is not None and rate > compute * TOLERANCE:
+        return _IMPOSSIBLE_COMPUTE
+    flop_per_byte = intensity(point)
+    cold = point.cache == "cold" and roof.bytes_per_s and flop_per_byte
+    if cold and rate > (flop_per_byte or 0.0) * (roof.bytes_per_s or 0.0) * TOLERANCE:
+        return _IMPOSSIBLE_BANDWIDTH
+    return None
+
+
+def checked(points: Iterable[PointRecord], roofs: Roofs) -> list[PointRecord]:
+    """``points``, each one :func:`above_ceiling` flagged ``above-measured-ceiling`` and
+    with the flag that makes it not ``trusted``; the others are the same objects."""
+    found = []
+    for point in points:
+        flag = None if ABOVE_CEILING in point.flags else above_ceiling(point, roofs)
+        if flag is not None:
+            added = [ABOVE_CEILING, *([flag] if flag not in point.flags else [])]
+            point = dataclasses.replace(point, flags=[*point.flags, *added])
+        found.append(point)
+    return found

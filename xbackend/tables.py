@@ -25,7 +25,9 @@ which clock timed each backend's kernels (``clocks.clock_note``).
 
 Each row also has the point's arithmetic intensity, its roof and the share of the roof it
 reached (``xbackend.roofs``), where its run measured its device's ceilings: the terminal
-table's ``roof`` column, shown where any row has one.
+table's ``roof`` column, shown where any row has one, ``↑`` after a share above 100%. The
+rows take one set of ceilings per device, and a point faster than its device's measured
+compute ceiling is flagged as one above its peak (``roofs.checked``).
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from pathlib import Path
 from xbackend.clocks import clock_note
 from xbackend.results import PointRecord, latest
 from xbackend.results.records import IMPOSSIBLE
-from xbackend.roofs import Roofs, intensity, roof_of, roof_share
+from xbackend.roofs import Roofs, checked, intensity, roof_of, roof_share
 from xbackend.safeio import atomic_write
 from xbackend.timing import format_seconds
 
@@ -142,7 +144,9 @@ def size_rows(records: Iterable[PointRecord], roofs: Roofs | None = None) -> lis
     point's time, a naive row's speed-up, the noise in an older file, the roof of a
     run that measured no ceilings) is None. ``roofs``: the runs' ceilings (:func:`roofs`).
     """
-    points = sorted(latest(records), key=lambda p: (_size_sort(p), _config_sort(p)))
+    # One rule for times too fast to be true: the device's measured ceilings too.
+    points = checked(latest(records), roofs or {})
+    points.sort(key=lambda p: (_size_sort(p), _config_sort(p)))
     partners = _naive_partners(points)
     rows = []
     for point in points:
@@ -215,9 +219,12 @@ def _noise_text(row: Row) -> str:
 
 
 def _roof_text(row: Row) -> str:
-    """The share of its roof the point reached, in per cent."""
+    """The share of its roof the point reached, in per cent; ``↑`` after one above 100%
+    (its operands in a warm cache beat the DRAM's slope, or within the tolerance)."""
     value = row["roof_share"]
-    return f"{value * 100:.2g}%" if isinstance(value, float) else ""
+    if not isinstance(value, float):
+        return ""
+    return f"{value * 100:.2g}%" + ("↑" if value > 1 else "")
 
 
 def _status_text(row: Row) -> str:

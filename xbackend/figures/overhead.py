@@ -8,7 +8,8 @@ per operation, batch and data type; dotted, where batches recorded it, the gap b
 launches on the device; a hollow marker where a sample was a single launch (no batch
 shares the launch's fixed costs, so it costs more). The y axis is logarithmic where the
 values span more than a decade and are all above zero (a negative overhead, the two
-clocks disagreeing, is kept). Only verified, trusted points with an overhead are drawn.
+clocks disagreeing, is kept). Only verified, trusted points with an overhead are drawn,
+none throttled.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from xbackend.figures.style import (
     series_name,
     short,
     suptitle,
+    throttled,
     title_width,
     variant_sort,
 )
@@ -51,7 +53,10 @@ def _x(point: PointRecord) -> int:
 
 
 def _drawable(point: PointRecord) -> bool:
-    return point.status == "ok" and point.trusted and point.overhead_s is not None
+    return (
+        point.status == "ok" and point.trusted and not throttled(point)
+        and point.overhead_s is not None
+    )  # fmt: skip
 
 
 def _panels(points: Iterable[PointRecord]) -> dict[Group, dict[LineKey, list[PointRecord]]]:

@@ -9,7 +9,11 @@ each labelled with its measured value (``backends/ceilings.py``, from the run he
 Each configuration's points have its variant's colour and its backend's marker
 (``figures/style.py``), joined in order of size; its largest size is drawn larger, with
 a dark edge. One panel per data type (each has a compute ceiling of its own); the legend
-is right of the panels. Only verified, trusted points are drawn.
+is right of the panels. Only verified, trusted points are drawn, none throttled (the
+legend counts those left out); a noisy point is drawn hollow.
+
+A device on which several backends ran (NumPy and OpenCL on one CPU) has one roof, the
+highest ceilings its backends measured (``roofs.roofs``), labelled with their names.
 """
 
 from __future__ import annotations
@@ -27,13 +31,17 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from xbackend.figures.style import (
     Palette,
+    hollow,
     literal,
+    noisy,
     outside_legend,
     panel_grid,
     series_name,
     short,
     suptitle,
+    throttled,
     title_width,
+    trust_handles,
     variant_sort,
     with_cache_note,
     with_clock_note,
@@ -58,7 +66,10 @@ def rate_text(value: float, unit: str) -> str:
 
 
 def _drawable(point: PointRecord) -> bool:
-    return point.status == "ok" and point.trusted and bool(point.gflops) and bool(intensity(point))
+    return (
+        point.status == "ok" and point.trusted and not throttled(point)
+        and bool(point.gflops) and bool(intensity(point))
+    )  # fmt: skip
 
 
 def _panels(points: Iterable[PointRecord]) -> dict[str, dict[Configuration, list[PointRecord]]]:
@@ -80,22 +91,14 @@ def _config_sort(item: tuple[Configuration, list[PointRecord]]) -> tuple[object,
 
 
 def _device_roofs(points: Iterable[PointRecord], roofs: Roofs) -> list[Roof]:
-    """One roof per device of the points (a backend's label): of several runs, the one
-    that measured the most."""
-    best: dict[tuple[str, str], Roof] = {}
+    """One roof per device of the points (``roofs.roofs`` gives every backend on a
+    device, in every run on its host, the same one)."""
+    found: dict[tuple[str, str, str], Roof] = {}
     for point in points:
         roof = roof_of(point, roofs)
-        if roof is None:
-            continue
-        key = (point.label, point.device)
-        known = best.get(key)
-        if known is None or _size(roof) > _size(known):
-            best[key] = roof
-    return [best[key] for key in sorted(best)]
-
-
-def _size(roof: Roof) -> float:
-    return max(roof.flops_per_s.values(), default=0.0) + (roof.bytes_per_s or 0.0)
+        if roof is not None:
+            found.setdefault((roof.label, roof.device, roof.host), roof)
+    return [found[key] for key in sorted(found)]
 
 
 def _draw_roof(
@@ -120,7 +123,7 @@ def _draw_roof(
         gid=f"roof:{roof.label}",
     )  # fmt: skip
     text: dict[str, Any] = {"fontsize": 7, "color": ROOF_COLOUR, "gid": f"roof_label:{roof.label}"}
-    name = literal(roof.label)
+    name = literal(roof.label)  # the legend names the device
     # The first roof's labels sit above its lines, the others' below them, one line
     # of text further each: roofs of alike devices (CUDA and OpenCL on one GPU) share
     # their lines, and their labels would overlap.
@@ -143,13 +146,18 @@ def _draw_configuration(
     colour, marker = palette.colour(key.variant, key.tile), palette.marker(key.label)
     x = [intensity(p) or math.nan for p in points]
     y = [p.gflops or math.nan for p in points]
+    steady = [index for index, point in enumerate(points) if not noisy(point)]
     axes.plot(
         x, y, color=colour, marker=marker, markersize=3.5, linewidth=0.8, alpha=0.75,
-        zorder=2, gid=f"points:{key.variant}",
+        zorder=2, gid=f"points:{key.variant}", markevery=steady,
     )  # fmt: skip
+    hollow(axes, [(a, b) for a, b, p in zip(x, y, points, strict=True) if noisy(p)],
+           colour, marker, f"noisy:{key.variant}")  # fmt: skip
+    # The largest size: large, with a dark edge; hollow in the line's colour where noisy.
+    face, edge = ("none", colour) if noisy(points[-1]) else (colour, LARGEST_EDGE)
     axes.plot(
         x[-1:], y[-1:], linestyle="none", color=colour, marker=marker, markersize=9,
-        markeredgecolor=LARGEST_EDGE, markeredgewidth=1.2, zorder=3,
+        markerfacecolor=face, markeredgecolor=edge, markeredgewidth=1.4, zorder=3,
         gid=f"largest:{key.variant}",
     )  # fmt: skip
 
@@ -213,26 +221,41 @@ def _handles(
     configurations: list[Configuration], devices: list[Roof], styles: Styles, palette: Palette
 ) -> list[Artist]:
     """Colours (variants), markers (backends), line styles (roofs), and the largest size."""
-    variants: dict[str, Artist] = {}
+    # One entry per colour: a variant's tiles drawn alike ("naive" with and without a
+    # tile, "tiled T=16/64" where backends differ) are one line of the legend.
+    tiles: dict[tuple[str, str], set[int | None]] = defaultdict(set)
+    for key, _ in configurations:
+        tiles[(key.variant, palette.colour(key.variant, key.tile))].add(key.tile)
+    variants: list[Artist] = []
+    for (variant, colour), alike in tiles.items():
+        numbers = sorted(tile for tile in alike if tile is not None)
+        name = series_name(variant, numbers[0] if len(alike) == 1 and numbers else None)
+        if len(numbers) > 1 and None not in alike:
+            name = name.replace(variant, f"{variant} T={'/'.join(map(str, numbers))}", 1)
+        variants.append(Line2D([], [], color=colour, label=literal(name)))
     backends: dict[str, Artist] = {}
     for key, _ in configurations:
-        colour = palette.colour(key.variant, key.tile)
-        name = literal(series_name(key.variant, key.tile))
-        variants.setdefault(name, Line2D([], [], color=colour, label=name))
         marker = palette.marker(key.label)
         label = literal(key.label)
         backends.setdefault(label, Line2D([], [], linestyle="none", color="0.4", marker=marker,
                                           label=label))  # fmt: skip
     roofs = []
     for roof in devices:
-        name = f"{roof.label} roof"
+        name = f"{_roof_name(roof)} roof"
         if roof.bytes_per_s is not None:
             name += f": {rate_text(roof.bytes_per_s, 'B')}"
         style = styles[(roof.label, roof.device)]
         roofs.append(Line2D([], [], color=ROOF_COLOUR, linestyle=style, label=literal(name)))
-    largest = Line2D([], [], linestyle="none", marker="o", markersize=8, markerfacecolor="white",
+    largest = Line2D([], [], linestyle="none", marker="o", markersize=8, markerfacecolor="0.6",
                      markeredgecolor=LARGEST_EDGE, label="largest size")  # fmt: skip
-    return [*variants.values(), *backends.values(), *roofs, largest]
+    return [*variants, *backends.values(), *roofs, largest]
+
+
+def _roof_name(roof: Roof) -> str:
+    """ "cpu, opencl (AMD EPYC)": the backends that share a roof, with their device
+    where several do (one roof for them all)."""
+    shared = ", " in roof.label and roof.device
+    return f"{roof.label} ({roof.device})" if shared else roof.label
 
 
 def roofline(
@@ -259,5 +282,6 @@ def roofline(
     title = with_cache_note(title, (p.cache for p in drawable))
     suptitle(figure, with_clock_note(title, drawable, title_width(figure)))
     every = [config for panel in panels.values() for config in panel]
-    outside_legend(figure, _handles(every, devices, styles, palette), figure.get_figheight())
+    handles = [*_handles(every, devices, styles, palette), *trust_handles(drawable, points)]
+    outside_legend(figure, handles, figure.get_figheight())
     return figure

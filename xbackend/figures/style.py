@@ -8,6 +8,11 @@
 * line style: kernel time solid, end-to-end time dotted, the vendor's line dashed
   (a reference, not a kernel of ours).
 
+What a point's record flags is drawn as such (:func:`trust_handles`): a noisy point
+(the interval of its median wider than the run's --max-noise) is a hollow marker; a
+throttled point (every sample marked) and one timed faster than its device can run (not
+``trusted``) are no points of a line, and the legend says how many were left out.
+
 Legends go outside the axes (:func:`outside_legend`); strings from results files reach
 a figure only through :func:`literal`. A figure of points timed in another cache state
 than the usual warm one says so under its title (:func:`cache_note`), and a figure of
@@ -21,6 +26,7 @@ from collections.abc import Iterable, Sequence
 from typing import Final, Literal
 
 from matplotlib.artist import Artist
+from matplotlib.axes import Axes
 from matplotlib.colors import to_hex, to_rgb
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
@@ -252,3 +258,48 @@ def outside_legend(figure: Figure, handles: Sequence[Artist], height_in: float) 
         ncols=columns,
         frameon=False,
     )
+
+
+def noisy(point: PointRecord) -> bool:
+    """Whether the record flags the point noisy: drawn hollow, never as a steady point."""
+    return "noisy" in point.flags
+
+
+def throttled(point: PointRecord) -> bool:
+    """Whether every sample was marked (the GPU throttled): no point of a line."""
+    return "throttled" in point.flags
+
+
+def hollow(axes: Axes, xy: Sequence[tuple[float, float]], colour: str, marker: str,
+           gid: str, size: float = 4.5) -> None:  # fmt: skip
+    """Noisy points: hollow markers in the line's colour, on the line."""
+    if xy:
+        axes.plot(
+            [x for x, _ in xy], [y for _, y in xy], linestyle="none", marker=marker,
+            markersize=size, markerfacecolor="none", markeredgecolor=colour,
+            markeredgewidth=1.1, zorder=3, gid=gid,
+        )  # fmt: skip
+
+
+def left_out(points: Iterable[PointRecord]) -> str:
+    """ "left out: 3 throttled, 1 above peak": the measured points no figure draws."""
+    measured = [p for p in points if p.measured]
+    counts = {
+        "throttled": sum(throttled(p) and p.trusted for p in measured),
+        "above peak": sum(not p.trusted for p in measured),
+    }
+    shown = [f"{count} {what}" for what, count in counts.items() if count]
+    return f"left out: {', '.join(shown)}" if shown else ""
+
+
+def trust_handles(drawn: Iterable[PointRecord], points: Iterable[PointRecord]) -> list[Artist]:
+    """Legend entries for what is not to be trusted: a hollow marker where a drawn point
+    is noisy, and a line counting the points of ``points`` left out, where any are."""
+    handles: list[Artist] = []
+    if any(noisy(p) for p in drawn):
+        handles.append(Line2D([], [], linestyle="none", marker="o", markerfacecolor="none",
+                              markeredgecolor="0.3", label="hollow: noisy"))  # fmt: skip
+    note = left_out(points)
+    if note:
+        handles.append(Line2D([], [], linestyle="none", label=note))
+    return handles

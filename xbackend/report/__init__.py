@@ -12,6 +12,14 @@ themselves on the GPU's clock, the launch overhead has a section of its own
 (``overhead.py``), and the head of the report names the clock that timed each backend's
 kernels (``clocks.clock_note``).
 
+The page reads short: a run of many sizes shows a table of its key sizes, with the whole
+table folded away (``<details>``) and written as ``report_figures/EXPERIMENT/sizes.csv``
+(``sizes.py``); the ceilings' measurement, every point's log line and each run's machine,
+kernel sources and settings are folded away too. The roofline, the shares and the check
+of times too fast to be true take one set of ceilings per device (``roofs.roofs``,
+``roofs.checked``), and the figures draw noisy points hollow and leave out throttled and
+untrusted ones, saying how many.
+
 The page is one file (figures embedded as PNG data URIs, inline CSS) so it can be
 mailed or archived as it is; the Markdown refers to the figures in ``report_figures/``,
 or to those the command drew already next to the results (``compare``).
@@ -49,7 +57,7 @@ from xbackend.report.sections import SECTIONS, SpeedUp, speedups
 from xbackend.report.side_by_side import machines_section
 from xbackend.results import Loaded, PointRecord, latest, load, warn_on_stderr
 from xbackend.results.reading import RunNames, apart, load_runs
-from xbackend.roofs import roofs
+from xbackend.roofs import checked, roofs
 from xbackend.safeio import atomic_write, output_folder, refuse_link
 from xbackend.side_by_side import base_machine
 
@@ -110,8 +118,11 @@ def write_report_of(
     # Runs are told apart within each experiment only: the lab and the blog may both
     # have measured 1024³, and neither may take the other's point nor rename it.
     by_experiment = group(loaded.points, lambda p: experiment_of(p, runs))
-    points = [point for part in by_experiment.values() for point in latest(apart(part, run_names))]
-    measured_on = latest(loaded.points)  # as measured, each on its machine
+    measured = roofs(runs.values())  # one set of ceilings per device
+    # One rule for times too fast to be true (roofs.checked): the measured ceilings too.
+    points = checked([p for part in by_experiment.values() for p in latest(apart(part, run_names))],
+                     measured)  # fmt: skip
+    measured_on = checked(latest(loaded.points), measured)  # as measured, each on its machine
     base_machine(measured_on, base_host)  # before drawing: a machine asked for must be there
     output_folder(out)
     html_path = out / HTML_NAME
@@ -122,25 +133,22 @@ def write_report_of(
     experiments = {name: found[name] for name in EXPERIMENTS if name in found}
     blocks = _head(points, len(runs), sources)
     blocks += findings_section(points)  # what the run found, before how
-    figures = FigureFolder(out, (FIGURES_DIR,), drawn, roofs(runs.values()))
+    figures = FigureFolder(out, (FIGURES_DIR,), drawn, measured)
     written: list[Path] = []
     for name, points_of in experiments.items():
         blocks.append(Heading(EXPERIMENTS[name], 2))
         section, files = SECTIONS[name](points_of, figures / name)
         blocks += section
         written += files
-    section, files = machines_section(measured_on, figures / "machines", base=base_host)
-    blocks += section
-    written += files
-    section, files = roofline_section(points, figures, runs)
-    blocks += section
-    written += files
-    section, files = overhead_section(points, figures)  # where the kernels timed themselves
-    blocks += section
-    written += files
-    section, files = counters_section(points, figures, runs)  # xbackend profile's points
-    blocks += section
-    written += files
+    sections = (
+        machines_section(measured_on, figures / "machines", base=base_host),
+        roofline_section(points, figures, runs),
+        overhead_section(points, figures),  # where the kernels timed themselves
+        counters_section(points, figures, runs),  # xbackend profile's points
+    )
+    for section, files in sections:
+        blocks += section
+        written += files
     blocks += equality(experiments)
     blocks += machines(runs, points)
     atomic_write(html_path, render_html(_TITLE, blocks))

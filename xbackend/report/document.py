@@ -52,6 +52,7 @@ class Image:
     png: Path  # where the figure is (in the report's folder or below), for the Markdown
     data: bytes  # what was written there, for the page (never read back)
     caption: str
+    half: bool = False  # on the page, half the width: two such figures side by side
 
 
 @dataclasses.dataclass
@@ -65,7 +66,16 @@ class Log:
     lines: list[Cell]
 
 
-Block = Heading | Paragraph | Table | Image | Items | Log
+@dataclasses.dataclass
+class Fold:
+    """Blocks folded away under a one-line summary: the page's ``<details>``, which a
+    reader opens; the Markdown shows the summary, then the blocks."""
+
+    summary: str
+    blocks: list[Block]
+
+
+Block = Heading | Paragraph | Table | Image | Items | Log | Fold
 
 
 _LINE_BREAKS = re.compile(r"[\r\n\v\f\x1c-\x1e\x85\u2028\u2029]+")
@@ -88,12 +98,15 @@ th, td { border: 1px solid #ccc; padding: .25em .6em; text-align: left; }
 table.numeric td:not(:first-child), table.numeric th:not(:first-child) { text-align: right; }
 th { background: #f3f3f3; }
 figure { margin: 1em 0 2em; }
-figure img { max-width: 100%; }
+figure img { max-width: 100%; max-height: 600px; }
+figure.half { display: inline-block; width: 49%; vertical-align: top; margin: .5em 0 1em; }
 figcaption { font-size: .85em; color: #555; }
 pre { font-size: .8em; background: #f8f8f8; padding: .6em; overflow-x: auto; }
 .wrong, .error { color: #b00; font-weight: bold; }
 .untrusted { color: #a60; font-weight: bold; }
 .skipped { color: #888; }
+details { margin: .5em 0 1em; }
+summary { cursor: pointer; color: #345; }
 """
 
 
@@ -133,13 +146,17 @@ def _html_block(block: Block) -> str:
     if isinstance(block, Image):
         data = base64.b64encode(block.data).decode("ascii")
         caption = html.escape(block.caption)
+        css = ' class="half"' if block.half else ""
         return (
-            f'<figure><img src="data:image/png;base64,{data}" alt="{caption}">'
+            f'<figure{css}><img src="data:image/png;base64,{data}" alt="{caption}">'
             f"<figcaption>{caption}</figcaption></figure>"
         )
     if isinstance(block, Items):
         items = "\n".join(_html_cell(cell, "li") for cell in block.items)
         return f"<ul>\n{items}\n</ul>"
+    if isinstance(block, Fold):
+        inner = "\n".join(_html_block(part) for part in block.blocks)
+        return f"<details><summary>{html.escape(block.summary)}</summary>\n{inner}\n</details>"
     lines = "\n".join(_html_cell(cell, "span", _log_text) for cell in block.lines)
     return f"<details><summary>{html.escape(block.summary)}</summary>\n<pre>{lines}</pre></details>"
 
@@ -204,6 +221,9 @@ def _md_block(block: Block, out: Path) -> str:
         return f"![{_md_text(block.caption)}]({Path(os.path.relpath(block.png, out)).as_posix()})"
     if isinstance(block, Items):
         return "\n".join(f"- {_md_line(_md_cell(cell))}" for cell in block.items)
+    if isinstance(block, Fold):
+        inner = [_md_block(part, out) for part in block.blocks]
+        return "\n\n".join([f"{_md_line(_md_text(block.summary))}:", *inner])
     lines = [one_line(_log_text(cell)) for cell in block.lines]
     fence = _md_fence(lines)
     return f"{_md_line(_md_text(block.summary))}:\n\n{fence}\n" + "\n".join(lines) + f"\n{fence}"

@@ -1,13 +1,25 @@
 """The report's last sections: code equality (every wrong result and error in plain sight,
-the full log folded away) and the machines every run happened on."""
+the full log folded away) and the machines every run happened on (folded away: the
+command, the kernel sources, the packages, the settings and the devices)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from xbackend.operations import OPERATIONS
-from xbackend.report.document import Block, Cell, Heading, Items, Log, Paragraph, Table, one_line
+from xbackend.report.document import (
+    Block,
+    Cell,
+    Fold,
+    Heading,
+    Items,
+    Log,
+    Paragraph,
+    Table,
+    one_line,
+)
 from xbackend.report.points import bytes_text, line_sort, size_text, three_digits
+from xbackend.resources import KERNELS_ENV
 from xbackend.results import MEASURED, PointRecord, RunHeader
 from xbackend.timing import format_seconds
 
@@ -141,15 +153,37 @@ def _devices(run: RunHeader) -> Table:
     return Table([*header, "local memory"], rows, numeric=False)
 
 
+def _kernel_sources(run: RunHeader) -> str:
+    """Where the run's kernels came from, with their digests where its header keeps them
+    (``environment["kernels"]``: a name for each, a digest or an object with one)."""
+    env = run.environment
+    kept = _mapping(env.get("kernels"))
+    digests = [
+        f"{name} {_mapping(value).get('digest', value) if isinstance(value, dict) else value}"
+        for name, value in kept.items()
+    ]
+    folder = _mapping(env.get("settings")).get(KERNELS_ENV)
+    where = f"{KERNELS_ENV}={folder}" if folder else f"shipped with xbackend {env.get('xbackend')}"
+    return f"{where}; " + ("; ".join(digests) if digests else "no digests in the run header")
+
+
 def machines(runs: dict[str, RunHeader], points: list[PointRecord]) -> list[Block]:
+    """Each run's command, machine, kernels, packages and devices, folded away under a
+    line that names the run, its host and its CPU."""
     blocks: list[Block] = [Heading("Machines", 2)]
     for run_id, run in sorted(runs.items(), key=lambda item: item[1].timestamp):
-        blocks.append(Heading(f"Run {run_id}, {run.timestamp}", 3))
         facts = _facts(run, sum(p.run_id == run_id for p in points))
+        facts.insert(2, ("kernel sources", _kernel_sources(run)))
         rows = [[Cell(name), Cell(str(value))] for name, value in facts if value not in (None, "")]
-        blocks.append(Table(["setting", "value"], rows, numeric=False))
+        folded: list[Block] = [Table(["setting", "value"], rows, numeric=False)]
         if run.devices:
-            blocks.append(_devices(run))
+            folded.append(_devices(run))
+        env = run.environment
+        summary = (
+            f"{env.get('host') or 'host unknown'}, {env.get('cpu') or 'CPU unknown'}: the "
+            "command, kernel sources, packages, settings and devices"
+        )
+        blocks += [Heading(f"Run {run_id}, {run.timestamp}", 3), Fold(summary, folded)]
     orphans = sum(p.run_id not in runs for p in points)
     if orphans:
         blocks.append(Paragraph(f"{orphans} points come from runs without a run header."))

@@ -149,6 +149,7 @@ _GENERIC_CAPTIONS = {
 }
 
 
+_SIDE_BY_SIDE = ("runtime_all", "gflops")
 ROOFLINE = "roofline"  # plots.figures' name of the roofline
 OVERHEAD = "launch_overhead"  # and of the launch overhead (figures/overhead.NAME)
 
@@ -177,7 +178,8 @@ def generic_figures(points: list[PointRecord], folder: FigureFolder) -> Section:
             if name in (ROOFLINE, OVERHEAD):
                 continue  # the report's own sections show them, once for every point
             caption = _GENERIC_CAPTIONS.get(name, name.replace("_", " "))
-            blocks.append(Image(png, data, f"{caption.rstrip('.')} ({what})."))
+            half = name in _SIDE_BY_SIDE  # one axes each: read side by side
+            blocks.append(Image(png, data, f"{caption.rstrip('.')} ({what}).", half))
     if not blocks:
         blocks.append(
             Paragraph(

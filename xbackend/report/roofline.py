@@ -9,23 +9,27 @@ from pathlib import Path
 from typing import Any
 
 from xbackend.figures.roofline import rate_text, roofline
-from xbackend.report.document import Block, Cell, Heading, Image, Paragraph, Table
+from xbackend.report.document import Block, Cell, Fold, Heading, Image, Paragraph, Table
 from xbackend.report.figures import ROOFLINE, FigureFolder, Section, save
 from xbackend.report.points import dtype_sort, size_text, three_digits
 from xbackend.results import PointRecord, RunHeader
-from xbackend.roofs import intensity, profiled, roof_of, roof_share
+from xbackend.roofs import Roofs, devices, intensity, profiled, roof_of, roof_share
 
-_INTRO = (
+_HOW = (
     "Before its first point each run measured the ceilings of its devices: the FLOP/s of "
     "an FMA loop (independent fused multiply-add chains in registers) per float data type "
     "and the bytes per second of a large copy (kernels/*/ceilings), or on the CPU backend "
-    "NumPy's BLAS on a large product and numpy.copyto; each the best of its timed runs. "
+    "NumPy's BLAS on a large product and numpy.copyto; each the best of its timed runs."
+)
+_INTRO = (
     "A point's arithmetic intensity is its flops over the DRAM bytes its kernels moved "
     "where xbackend profile counted them for its configuration and size (the profile's "
     "results given to the report beside the run's), else over its operation's fewest "
     "bytes (each input read once, the output written once); its roof is "
     "min(compute ceiling, intensity × bandwidth) of its device; its share is the GFLOP/s "
-    "it reached over that roof."
+    "it reached over that roof (↑: above 100%, where operands in a warm cache beat the "
+    "DRAM's slope, or within the 5% tolerance). A point faster than its device's compute "
+    "ceiling by more than 5% is flagged UNTRUSTED, as one beyond its theoretical peak."
 )
 
 
@@ -67,6 +71,32 @@ def _ceilings_table(runs: Mapping[str, RunHeader]) -> Table | None:
     return Table(["run", *header] if several else header, rows, numeric=False)
 
 
+def _one_set(found: Roofs) -> list[Block]:
+    """Where several backends measured one device: the one set of ceilings it gets."""
+    shared = [roof for roof in devices(found) if ", " in roof.label]
+    if not shared:
+        return []
+    sentences = []
+    for roof in shared:
+        parts = [
+            f"{rate_text(rate, 'FLOP')} {dtype} (measured by {roof.by.get(dtype, '?')})"
+            for dtype, rate in sorted(roof.flops_per_s.items(), key=lambda i: dtype_sort(i[0]))
+        ]
+        if roof.bytes_per_s is not None:
+            by = roof.by.get("bandwidth", "?")
+            parts.append(f"{rate_text(roof.bytes_per_s, 'B')} (measured by {by})")
+        host = f" on {roof.host}" if roof.host else ""
+        sentences.append(f"{roof.device}{host}, for {roof.label}: {', '.join(parts)}.")
+    return [
+        Paragraph(
+            "One set of ceilings per device (a device is its name on its host): where "
+            "several backends measured the same device, each ceiling is the highest they "
+            "measured, and the roofline, the shares and the check of times too fast to be "
+            "true all use it. " + " ".join(sentences)
+        )
+    ]
+
+
 def _shares_table(points: list[PointRecord], folder: FigureFolder) -> Table | None:
     """Each configuration at its largest size with a roof: where it stands under it."""
     largest: dict[tuple[object, ...], PointRecord] = {}
@@ -94,7 +124,7 @@ def _shares_table(points: list[PointRecord], folder: FigureFolder) -> Table | No
                 Cell(three_digits(flop_per_byte or 0.0)),
                 Cell(three_digits(point.gflops or 0.0)),
                 Cell(three_digits((attainable or 0.0) / 1e9)),
-                Cell(f"{three_digits((share or 0.0) * 100)}%"),
+                Cell(f"{three_digits((share or 0.0) * 100)}%" + ("↑" if (share or 0) > 1 else "")),
             ]
         )
     if not rows:
@@ -112,7 +142,8 @@ def roofline_section(
     ceilings = _ceilings_table(runs)
     if ceilings is None:
         return [], []
-    blocks: list[Block] = [Heading("Roofline", 2), Paragraph(_INTRO), ceilings]
+    blocks: list[Block] = [Heading("Roofline", 2), Paragraph(_INTRO), *_one_set(folder.roofs)]
+    blocks.append(Fold("The ceilings each backend measured, and how", [Paragraph(_HOW), ceilings]))
     written: list[Path] = []
     caption = (
         "Roofline: each configuration's arithmetic intensity against its GFLOP/s (colour: "

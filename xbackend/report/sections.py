@@ -60,7 +60,8 @@ def _assignment(points: list[PointRecord], folder: FigureFolder) -> Section:
         "against the number of output elements, log-log."
     )
     blocks, written = generic_figures(points, folder)
-    return [intro, *blocks, *size_table_blocks(points, folder.roofs)], written
+    table, files = size_table_blocks(points, folder.roofs, folder)
+    return [intro, *blocks, *table], [*written, *files]
 
 
 SpeedUpKey = tuple[str, str, int | None, str]  # label, device, tile of the tiled kernel, dtype
