@@ -4,6 +4,7 @@ point's line gives the interval of the median that its sampling stopped on."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import re
 
@@ -129,3 +130,13 @@ def test_a_point_line_shows_the_interval_of_the_median_not_the_noise():
 def test_a_point_of_one_sample_claims_no_interval():
     line = equality_line(_timed_point([2e-3], "timeout"), 1, 1)
     assert "kernel 2 ms (n=1, stop: timeout)" in line and "±" not in line
+
+
+def test_a_batched_point_with_samples_left_out_says_so_after_its_interval():
+    samples = [1e-3 + 1e-6 * k for k in np.random.default_rng(5).permutation(10)]
+    record = dataclasses.replace(_timed_point(samples, "interval"), launches=15,
+                                 sample_marks=["throttled", *[""] * 9])  # fmt: skip
+    # Ten samples, 1.000 to 1.009 ms: the 2nd and 9th, 1.001 and 1.008 ms, around 1.0045 ms.
+    share = 0.0035 / 1.0045
+    line = equality_line(record, 1, 1)
+    assert f"±{share:.1%} (95% interval of the median, n=10×15, stop: interval, 1 left out)" in line

@@ -164,26 +164,27 @@ def equality_line(record: PointRecord, index: int, total: int) -> str:
     return (
         f"{head}  code equality: {record.equal}  "
         f"max|err| {record.max_abs_error:.2g} ({record.bound_ratio:.2g} of bound)  "
-        f"kernel {format_seconds(record.kernel_s['median'])}{_noise(record)}  "
+        f"kernel {format_seconds(record.kernel_s['median'])}{_precision(record)}  "
         f"end-to-end {format_seconds(record.end_to_end_s['median'])}  "
         f"{record.gflops:.3g} GFLOP/s{_flags(record)}"
     )
 
 
-def _noise(record: PointRecord) -> str:
+def _precision(record: PointRecord) -> str:
     """How far the kernel time can be trusted: the 95% interval of its median that
     sampling stopped on, as ± a share of the median (not the relative noise: a point of
     ±14% noise may well know its median to 1%); the samples; why they stopped."""
     stats = record.kernel_s or {}
     if "n" not in stats:
         return ""
-    share = record.kernel_interval_share
-    interval = "" if share is None else f" ±{share:.1%} (95% interval of the median,"
     launches = f"×{record.launches}" if record.launches > 1 else ""
     left_out = sum(bool(mark) for mark in record.sample_marks)
     dropped = f", {left_out} left out" if left_out else ""
-    samples = f"n={int(stats['n'])}{launches}, stop: {record.stop}{dropped})"
-    return f"{interval} {samples}" if interval else f" ({samples}"
+    samples = f"n={int(stats['n'])}{launches}, stop: {record.stop}{dropped}"
+    share = record.kernel_interval_share
+    if share is None:  # one sample: no interval
+        return f" ({samples})"
+    return f" ±{share:.1%} (95% interval of the median, {samples})"
 
 
 def _flags(record: PointRecord) -> str:
