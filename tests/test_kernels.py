@@ -15,8 +15,10 @@ import xbackend
 from xbackend.errors import KernelCompileError
 
 ROOT = Path(__file__).resolve().parent.parent
-CUDA = sorted((ROOT / "kernels" / "cuda").glob("*.cu"))
-OPENCL_FILES = sorted((ROOT / "kernels" / "opencl").glob("*.cl"))
+# Every kernel file: the families' (kernels/<family>/) and the support kernels'
+# (kernels/cuda/, kernels/opencl/).
+CUDA = sorted((ROOT / "kernels").glob("*/*.cu"), key=lambda p: p.stem)
+OPENCL_FILES = sorted((ROOT / "kernels").glob("*/*.cl"), key=lambda p: p.stem)
 # CUDA files with no twin, and why: hold.cu gates CUDA's event timing, and OpenCL's
 # profiling counters time each command without such help.
 CUDA_ONLY = {"hold"}
@@ -109,10 +111,16 @@ def _code(text: str, words) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
 
+def _twin(cu: Path) -> Path:
+    """A CUDA file's OpenCL twin: beside it in its family's folder, or in kernels/opencl."""
+    beside = cu.with_suffix(".cl")
+    return beside if beside.exists() else cu.parent.parent / "opencl" / f"{cu.stem}.cl"
+
+
 @pytest.mark.parametrize("cu", [p for p in CUDA if p.stem not in CUDA_ONLY], ids=lambda p: p.stem)
 def test_twins_are_the_same_code_in_both_languages(cu):
     """The OpenCL file is the CUDA one in OpenCL's words, comments and layout aside."""
-    cl = cu.parent.parent / "opencl" / f"{cu.stem}.cl"
+    cl = _twin(cu)
     cuda, opencl = _code(cu.read_text(), _CUDA_WORDS), _code(cl.read_text(), _OPENCL_WORDS)
     if cuda != opencl:
         at = next(i for i, (a, b) in enumerate(zip(cuda, opencl, strict=False)) if a != b)
@@ -131,7 +139,8 @@ def test_twins_are_the_same_code_in_both_languages(cu):
 def test_cuda_kernel_compiles_with_nvcc(path, tile, index, tmp_path):
     """Every file, in the default build and in the wide one (64-bit offsets)."""
     done = subprocess.run(
-        ["nvcc", "-ptx", "-arch=sm_90", f"-DTILE={tile}", *index.split(), str(path),
+        ["nvcc", "-ptx", "-arch=sm_90", f"-DTILE={tile}", *index.split(), "-I",
+         str(ROOT / "kernels" / "cuda"), str(path),
          "-o", str(tmp_path / "k")],
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
@@ -200,7 +209,7 @@ def test_kernels_ship_in_a_non_editable_install(tmp_path):
         "    language = {'.cu': 'cuda', '.cl': 'opencl'}[path.suffix]\n"
         "    _, text = read_kernel(path.stem, language)\n"
         "    print(path.relative_to(root), len(text))\n"
-        "for path in sorted(root.rglob('*.h')):\n"  # what the kernels include (stamp.h)
+        "for path in sorted([*root.rglob('*.h'), *root.rglob('family.toml')]):\n"
         "    print(path.relative_to(root), len(path.read_text()))\n"
     )
     env = {**os.environ, "PYTHONPATH": str(target)}
@@ -218,7 +227,9 @@ def test_kernels_ship_in_a_non_editable_install(tmp_path):
     shipped = {line.split()[0]: int(line.split()[1]) for line in lines[1:]}
     expected = {
         str(p.relative_to(ROOT / "kernels")): len(p.read_text())
-        for p in CUDA + OPENCL_FILES + sorted((ROOT / "kernels").glob("*/*.h"))
+        for p in CUDA
+        + OPENCL_FILES
+        + sorted([*(ROOT / "kernels").glob("*/*.h"), *(ROOT / "kernels").glob("*/family.toml")])
     }
     assert shipped == expected
     assert xbackend.__version__ in wheel.name

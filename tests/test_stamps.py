@@ -52,9 +52,13 @@ def test_every_kernel_stamps_at_its_start_and_its_end(path):
         assert code.count("STAMP_ENTER") == code.count("STAMP_EXIT") == 1
 
 
-def _preprocessed(text: str, folder: Path, *defines: str) -> str:
+def _preprocessed(text: str, path: Path, *defines: str) -> str:
+    """``text`` preprocessed as ``path`` is built: its family's folder, and stamp.h's
+    of its language (kernels/cuda or kernels/opencl)."""
+    folder = path.parent
+    stamps = ROOT / "kernels" / ("cuda" if path.suffix == ".cu" else "opencl")
     done = subprocess.run(
-        ["cpp", "-P", "-I", str(folder), *defines, "-"],
+        ["cpp", "-P", "-I", str(folder), "-I", str(stamps), *defines, "-"],
         input=text, capture_output=True, text=True, timeout=60, check=True,
     )  # fmt: skip
     # Tokens: whitespace matters only between two words.
@@ -72,9 +76,9 @@ def test_without_stamp_the_hooks_are_nothing(path):
     text = path.read_text()
     bare = without_stamps(text)
     assert "STAMP" not in bare
-    assert _preprocessed(text, path.parent) == _preprocessed(bare, path.parent)
+    assert _preprocessed(text, path) == _preprocessed(bare, path)
     # The comparison can fail: with STAMP the hooks are code.
-    assert _preprocessed(text, path.parent, "-DSTAMP") != _preprocessed(bare, path.parent)
+    assert _preprocessed(text, path, "-DSTAMP") != _preprocessed(bare, path)
 
 
 @pytest.mark.slow
@@ -83,7 +87,8 @@ def test_without_stamp_the_hooks_are_nothing(path):
 def test_a_stamped_cuda_build_reads_the_globaltimer(path, tmp_path):
     ptx = tmp_path / "k.ptx"
     subprocess.run(
-        ["nvcc", "-ptx", "-arch=sm_90", "-DSTAMP", str(path), "-o", str(ptx)],
+        ["nvcc", "-ptx", "-arch=sm_90", "-DSTAMP", "-I", str(ROOT / "kernels" / "cuda"),
+         str(path), "-o", str(ptx)],
         capture_output=True, text=True, timeout=300, check=True,
     )  # fmt: skip
     code = ptx.read_text()

@@ -423,8 +423,8 @@ def test_clblast_without_its_shared_library(monkeypatch):
 def test_opencl_vendor_lines_name_clblast():
     from xbackend.backends.opencl import OpenCLBackend
 
-    assert "CLBlast" in OpenCLBackend.VARIANTS["mm"]["vendor"].description
-    assert "CLBlast" in OpenCLBackend.VARIANTS["rmm"]["vendor"].description
+    gemm, reduced = OpenCLBackend.VENDOR_LINES
+    assert "CLBlast" in gemm and "CLBlast" in reduced
 
 
 @pytest.mark.parametrize(

@@ -190,7 +190,8 @@ def test_the_register_estimate_is_close_to_ptxas(config, double, tmp_path):
     options = warp.defines(config, np.dtype(np.float32), vec4=True, double_buffer=double)
     done = subprocess.run(
         [str(NVCC), "-cubin", "-arch=sm_90", "-o", str(tmp_path / "x.cubin"),
-         "--resource-usage", *options, str(ROOT / "kernels" / "cuda" / "mm_warp.cu")],
+         "--resource-usage", *options, "-I", str(ROOT / "kernels" / "cuda"),
+         str(ROOT / "kernels" / "mm_warp" / "mm_warp.cu")],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr

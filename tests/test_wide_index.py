@@ -316,9 +316,10 @@ _WARP_SWITCHES = [
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 @pytest.mark.parametrize("switches", _WARP_SWITCHES)
 def test_mm_warp_compiles_wide_with_its_switches(switches, tmp_path):
-    path = ROOT / "kernels" / "cuda" / "mm_warp.cu"
+    path = ROOT / "kernels" / "mm_warp" / "mm_warp.cu"
     done = subprocess.run(
-        ["nvcc", "-ptx", "-arch=sm_90", WIDE_INDEX, *switches.split(), str(path),
+        ["nvcc", "-ptx", "-arch=sm_90", WIDE_INDEX, *switches.split(), "-I",
+         str(ROOT / "kernels" / "cuda"), str(path),
          "-o", str(tmp_path / "k")],
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip

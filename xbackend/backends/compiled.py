@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from xbackend import families
 from xbackend.backends import warp
 from xbackend.backends.ceilings import (
     FLOAT_DTYPES,
@@ -40,7 +41,7 @@ from xbackend.backends.launch import KernelLaunch, Product
 from xbackend.backends.monitor import DeviceMonitor, monitor_for
 from xbackend.backends.operands import check_operands, dimension_problem
 from xbackend.backends.plans import plan_tiled, plan_vendor, plan_warp
-from xbackend.backends.specs import VariantSpec
+from xbackend.backends.specs import VariantSpec, VariantTable
 from xbackend.errors import UnsupportedParameter, XBackendError
 from xbackend.operations import Operation, operation
 
@@ -81,6 +82,18 @@ class CompiledBackend(Backend):
     # Its words for the workers of a group and for the memory the group stages tiles
     # in; tile_problem checks a group against the device's limits (groups.py).
     GROUP_WORDS: ClassVar[tuple[str, str]]
+    # The vendor library's lines: its GEMM, and the reduced product through it.
+    VENDOR_LINES: ClassVar[tuple[str, str]]
+
+    def variant_table(self) -> VariantTable:
+        """The variants of every kernel family with a source in this backend's language
+        (the shipped ones and the user's: ``xbackend.families``), and the vendor's lines."""
+        workers, memory = self.GROUP_WORDS
+        table = families.variant_table(self.LANGUAGE, workers.removesuffix("s"), memory)
+        gemm, reduced = self.VENDOR_LINES
+        table.setdefault("mm", {})["vendor"] = VariantSpec("vendor", gemm)
+        table.setdefault("rmm", {})["vendor"] = VariantSpec("vendor", reduced)
+        return table
 
     def tile_problem(
         self,
@@ -96,6 +109,14 @@ class CompiledBackend(Backend):
         workers, memory = self.GROUP_WORDS
         spec = self.variant_spec(variant, op)
         return group_problem(self.device, spec, tile, itemsize, workers, memory, config)
+
+    def variant_problem(self, variant: str, dtype: np.dtype[Any], op: str = "mm") -> str | None:
+        """Why ``variant`` cannot compute in ``dtype``: its family says which types its
+        kernels compute in (a kernel with ``float`` written into it)."""
+        spec = self.variant_spec(variant, op)
+        if spec.dtypes and np.dtype(dtype).name not in spec.dtypes:
+            return f"its kernels compute in {', '.join(spec.dtypes)} only ({spec.source})"
+        return None
 
     _index: str | None = None  # use_index's mode; None: XBACKEND_INDEX's
 

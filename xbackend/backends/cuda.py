@@ -15,18 +15,17 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from types import TracebackType
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
 from xbackend.backends.compiled import CompiledBackend, index_environment
 from xbackend.backends.cublas import cublas_math_environment, cublas_math_note
 from xbackend.backends.execution import Device, Queued, Timer
-from xbackend.backends.kernels import include_folder, read_kernel
+from xbackend.backends.kernels import extern_c, include_folders, read_kernel
 from xbackend.backends.launch import Buffer, KernelLaunch, LibraryCall, Product, Step
-from xbackend.backends.specs import DeviceInfo, VariantTable
+from xbackend.backends.specs import DeviceInfo
 from xbackend.backends.stamps import StampSlots
-from xbackend.backends.variants import compiled_variants, with_vendor
 from xbackend.backends.vendor import check_library
 from xbackend.errors import KernelCompileError, UnsupportedParameter, XBackendError
 
@@ -44,10 +43,10 @@ _MAX_GRID_Y = 65535
 FLUSH_FLOOR_BYTES = 64 * 2**20
 
 
-# Where nvcc finds the kernel files' stamp.h (PyCUDA compiles a copy of the source
-# in a folder of its own).
-def _include_dirs() -> list[str]:
-    return [str(include_folder("cuda"))]
+# Where nvcc finds what a family's file includes: its own folder's headers, and stamp.h
+# (PyCUDA compiles a copy of the source in a folder of its own).
+def _include_dirs(family: str) -> list[str]:
+    return [str(folder) for folder in include_folders(family, "cuda")]
 
 
 # The bit pattern of a float32 quiet NaN, for cuMemsetD32.
@@ -267,8 +266,7 @@ class _EventTimer:
 class CudaBackend(CompiledBackend):
     name = "cuda"
     description = "PyCUDA kernels from kernels/cuda on an NVIDIA GPU"
-    VARIANTS: ClassVar[VariantTable] = with_vendor(
-        compiled_variants("thread", "shared"),
+    VENDOR_LINES = (
         "cuBLAS (S/DGEMM, no TF32) on the same device buffers, through its C library",
         "the pair sums by a kernel, then cuBLAS on the half-size product",
     )
@@ -355,8 +353,8 @@ class CudaBackend(CompiledBackend):
                     module = SourceModule(
                         source,
                         options=list(options),
-                        no_extern_c=True,
-                        include_dirs=_include_dirs(),
+                        no_extern_c=extern_c(source),
+                        include_dirs=_include_dirs(family),
                     )
                 except drv.CompileError as error:
                     raise KernelCompileError(
@@ -384,9 +382,9 @@ class CudaBackend(CompiledBackend):
         nvcc(
             source,
             options=list(options),
-            no_extern_c=True,
+            no_extern_c=extern_c(source),
             arch=self._arch,
-            include_dirs=_include_dirs(),
+            include_dirs=_include_dirs(family),
         )
 
     def _gate(self) -> _Gate:
@@ -398,7 +396,7 @@ class CudaBackend(CompiledBackend):
 
     def variant_problem(self, variant: str, dtype: np.dtype[Any], op: str = "mm") -> str | None:
         if variant != "vendor":
-            return None
+            return super().variant_problem(variant, dtype, op)
         from xbackend.backends.cublas import Cublas
         from xbackend.backends.vendor import VendorUnavailable
 

@@ -2,15 +2,16 @@
 
 A variant at a tile asks for so many workers in a group and so many bytes of the
 memory they share; the device has a limit for each. The kernels' own rules (how a
-tile splits into patches, how the slab loads share out) are checked here too, before
-any compiler sees the options.
+tile splits into patches, how the slab loads share out: each family's ``requires``)
+are checked here too, before any compiler sees the options.
 """
 
 from __future__ import annotations
 
 from xbackend.backends import warp
-from xbackend.backends.kernels import REG_BK
 from xbackend.backends.specs import DeviceInfo, VariantSpec
+from xbackend.families import expressions
+from xbackend.families.expressions import ExpressionError, evaluate
 
 
 def group_problem(
@@ -28,23 +29,27 @@ def group_problem(
             spec.layout, tile, device.registers, double_buffered=spec.double_buffered
         )
         return _warp_problem(device, spec, config, itemsize, workers, memory)
-    rows, columns = spec.per_thread(tile)
+    try:
+        rows, columns = spec.per_thread(tile)
+    except ExpressionError as error:
+        return f"tile {tile}: {error}"
     if rows < 1 or columns < 1 or tile % rows or tile % columns:
         return f"tile {tile} does not split into {rows}×{columns} patches per {workers[:-1]}"
-    threads = (tile // rows) * (tile // columns)
-    if "GROUPS4" in spec.defines and (rows % 4 or columns % 4):
-        return f"groups of 4 need a patch of whole groups, not {rows}×{columns}"
-    if spec.family == "mm_reg" and (threads % tile or threads % REG_BK):
-        # The slab loads hand each thread whole rows: see kernels/*/mm_reg.
-        return f"{threads} {workers} are not a multiple of the tile {tile} and of {REG_BK}"
+    names = spec.names_at(tile)
+    for rule in spec.requires:  # the family's own rules (its manifest)
+        try:
+            holds = evaluate(rule, names)
+        except ExpressionError as error:
+            return f"tile {tile}: {error}"
+        if not holds:
+            shown = ", ".join(f"{name} = {names[name]}" for name in sorted(expressions.names(rule)))
+            return f"the kernel needs {rule} ({shown})"
+    threads = names["THREADS"]
     limit = device.max_work_group_size or 0
     if threads > limit:
         return f"{threads} {workers} exceed the limit of {limit} per group"
     local = device.local_mem_bytes or 0
-    # Elements staged in local memory: two tiles for "tiled" (mm and rmm), two
-    # BK×TILE slabs for the register-blocked family, none for the naive ones.
-    staged = 2 * tile * tile if spec.name == "tiled" else 0
-    staged = 2 * REG_BK * tile if spec.family == "mm_reg" else staged
+    staged = evaluate(spec.staged, names)  # elements one group stages (its manifest)
     if staged * itemsize > local:
         return (
             f"the tiles of {staged} {itemsize}-byte elements exceed "

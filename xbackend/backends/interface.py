@@ -243,12 +243,17 @@ class Backend(abc.ABC):
             )
         return tile
 
+    def variant_table(self) -> VariantTable:
+        """Every variant of this backend, per operation."""
+        return self.VARIANTS
+
     def _specs(self, op: str) -> dict[str, VariantSpec]:
-        if op not in self.VARIANTS:
+        table = self.variant_table()
+        if op not in table:
             raise UnsupportedParameter(
-                f"{self.name} has no operation '{op}'; it has: {', '.join(self.VARIANTS)}"
+                f"{self.name} has no operation '{op}'; it has: {', '.join(table)}"
             )
-        return self.VARIANTS[op]
+        return table[op]
 
     # -- computing ------------------------------------------------------------------------
 

@@ -9,18 +9,30 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import re
 from collections.abc import Iterable
 from pathlib import Path
 
+from xbackend import families
 from xbackend.errors import XBackendError
-from xbackend.resources import kernel_file
+from xbackend.families.sources import (
+    STAMP_PARAMETERS,
+    SUFFIXES,
+    kernels_of,
+    read_source,
+    without_stamps,
+)
+from xbackend.resources import kernel_file, kernels_path
+
+__all__ = [  # the stamps' words are the sources', re-exported for the launches
+    "STAMP",
+    "STAMP_PARAMETERS",
+    "SUFFIXES",
+    "without_stamps",
+]
 
 # The C type each dtype becomes in the kernels (-DREAL=...).
 C_TYPES = {"int32": "int", "float32": "float", "float64": "double"}
 SUM_BLOCK = 256  # threads per block of the sums: mm_sum_slices and rmm_pair_sums
-REG_BK = 8  # depth of mm_reg's slabs along K
-SUFFIXES = {"cuda": ".cu", "opencl": ".cl"}
 # The build option that makes the kernels' element offsets 64-bit: their parameters
 # declared INDEX (leading dimensions, strides) then take 64-bit ints (see plans.py for
 # when a product needs it). The same word in both languages; each file says its type.
@@ -29,30 +41,35 @@ INDEX_TYPE = "INDEX"
 # The build option that makes every kernel stamp the device's clock as each group starts
 # and ends (kernels/*/stamp.h): its launches then take the stamps buffer and a slot.
 STAMP = "-DSTAMP"
-STAMP_PARAMETERS = ("stamps", "stamp_slot")
-# The hooks of stamp.h, as the kernel files write them: the include, the parameter
-# macro after a kernel's last parameter, and a line at its start and one at its end.
-_HOOKS = re.compile(
-    r'^#include "stamp\.h"\n| STAMP_PARAMETER(?=\))|^[ \t]*STAMP_(?:ENTER|EXIT);\n', re.MULTILINE
-)
 
 # The vendor's GEMM takes its arguments in this order: row-major C (M×N) = A (M×K) · B (K×N).
 # A kernel's parameters are read from its file (``parameters``).
 GEMM_PARAMETERS = ("M", "N", "K", "A", "lda", "B", "ldb", "C", "ldc")
-# A kernel's declaration in either language: its name, then its parameter list.
-_DECLARATION = re.compile(r'^(?:extern "C" __global__ )?void\s+(\w+)\s*\(([^)]*)\)', re.MULTILINE)
+
+
+def source_path(family: str, language: str) -> Path:
+    """A family's kernel file in ``language``: the ``XBACKEND_KERNELS`` folder's
+    ``language/<file>`` where it has one (to try an edited kernel), else the family's."""
+    found = families.find(family)
+    if found is None:  # a support kernel of kernels/<language>/: hold, ceilings, probe
+        return kernel_file(language, f"{family}{SUFFIXES[language]}")
+    if language not in found.sources:
+        raise XBackendError(f"the {family} family has no {language} source ({found.manifest})")
+    path = found.sources[language]
+    override = kernels_path() / language / path.name
+    return override if override.exists() and override != path else path
 
 
 @functools.cache
+def _declarations(family: str, language: str) -> dict[str, tuple[tuple[str, str], ...]]:
+    _, text = read_kernel(family, language)
+    return {name: params for name, (params, _) in kernels_of(text).items()}
+
+
 def declarations(family: str, language: str) -> dict[str, tuple[tuple[str, str], ...]]:
     """Each kernel of a file with its parameters, in order, as (name, the words before
     it): ``("lda", "const INDEX")``, ``("A", "__global const REAL* restrict")``."""
-    _, text = read_kernel(family, language)
-    found = {}
-    for name, params in _DECLARATION.findall(without_stamps(text)):
-        words = [param.replace("*", "* ").split() for param in params.split(",")]
-        found[name] = tuple((param[-1], " ".join(param[:-1])) for param in words)
-    return found
+    return _declarations(family, language)
 
 
 def declared(family: str, language: str) -> dict[str, tuple[str, ...]]:
@@ -65,17 +82,23 @@ def declared(family: str, language: str) -> dict[str, tuple[str, ...]]:
 
 def _declaration(family: str, kernel: str) -> tuple[tuple[str, str], ...]:
     for language in ("opencl", "cuda"):
-        if kernel_file(language, f"{family}{SUFFIXES[language]}").is_file():
+        if source_path(family, language).is_file():
             found = declarations(family, language).get(kernel)
             if found is not None:
                 return found
     raise XBackendError(f"no kernel {kernel} is declared in the {family} kernel files")
 
 
+def extern_c(source: str) -> bool:
+    """Whether a CUDA source declares its kernels ``extern "C"`` itself (the shipped ones
+    do); else the compiler is asked to, so that a kernel is found by its own name."""
+    return 'extern "C"' in source
+
+
 def parameters(family: str, kernel: str) -> tuple[str, ...]:
-    """The parameter names of ``kernel`` in ``kernels/*/family``: a launch names its
-    arguments, and these order them. The twins declare the same (tests/test_kernels.py);
-    the OpenCL file is read, or the CUDA one for a kernel that has no twin."""
+    """The parameter names of ``kernel`` in ``family``: a launch names its arguments, and
+    these order them. The twins declare the same (tests/test_kernels.py); the OpenCL file
+    is read, or the CUDA one for a family that has no OpenCL source."""
     return tuple(name for name, _ in _declaration(family, kernel))
 
 
@@ -88,28 +111,19 @@ def index_parameters(family: str, kernel: str) -> frozenset[str]:
 
 
 def read_kernel(family: str, language: str) -> tuple[Path, str]:
-    """The path and text of a kernel file, e.g. ``read_kernel("mm", "opencl")``.
+    """The path and text of a family's kernel file, e.g. ``read_kernel("mm", "opencl")``.
 
     A file that is not UTF-8 text (a folder, a binary, NUL bytes) is an
     ``XBackendError`` naming it, never a driver's confusion.
     """
-    path = kernel_file(language, f"{family}{SUFFIXES[language]}")
-    try:
-        if not path.is_file():
-            what = "a folder" if path.is_dir() else "missing or not a regular file"
-            raise XBackendError(f"the kernel file {path} is {what}")
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise XBackendError(f"cannot read the kernel file {path} as UTF-8 text: {error}") from error
-    if "\x00" in text:
-        raise XBackendError(f"the kernel file {path} holds NUL bytes: it is not source text")
-    return path, text
+    path = source_path(family, language)
+    return path, read_source(path)
 
 
-def include_folder(language: str) -> Path:
-    """The folder the kernel files' ``#include "stamp.h"`` is found in: the
-    ``XBACKEND_KERNELS`` folder where it has the header, else the shipped one."""
-    return kernel_file(language, "stamp.h").parent
+def include_folders(family: str, language: str) -> list[Path]:
+    """The folders a family's ``#include`` finds files in: its own, then the one with
+    ``stamp.h`` (the ``XBACKEND_KERNELS`` folder's where it has the header)."""
+    return [source_path(family, language).parent, kernel_file(language, "stamp.h").parent]
 
 
 @functools.cache
@@ -117,12 +131,6 @@ def has_stamps(family: str, language: str) -> bool:
     """Whether a kernel file's kernels take the clock's hooks (kernels/*/stamp.h)."""
     _, text = read_kernel(family, language)
     return "STAMP_PARAMETER" in text
-
-
-def without_stamps(text: str) -> str:
-    """A kernel file's text without the clock's hooks (kernels/*/stamp.h): the code a
-    build without ``STAMP`` compiles, since the hooks are then nothing."""
-    return _HOOKS.sub("", text)
 
 
 def source_digest(family: str, language: str, options: Iterable[str] = ()) -> str:

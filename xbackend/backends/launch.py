@@ -11,6 +11,7 @@ same way (``execution.LaunchExecution``); the runtime never knows the algorithm.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -71,7 +72,21 @@ class KernelLaunch:
         **args: Arg,
     ) -> KernelLaunch:
         """A launch whose arguments are given by name (those it does not take are left)."""
-        named = _named(kernel, parameters(family, kernel), args)
+        return cls.bound(kernel, family, options, grid, block, args, dims)
+
+    @classmethod
+    def bound(
+        cls,
+        kernel: str,
+        family: str,
+        options: tuple[str, ...],
+        grid: tuple[int, int, int],
+        block: tuple[int, int, int],
+        args: Mapping[str, Arg],
+        dims: int = 3,
+    ) -> KernelLaunch:
+        """``of``, its arguments in a mapping: by the kernel's own parameter names."""
+        named = _named(kernel, parameters(family, kernel), dict(args))
         return cls(kernel, family, options, grid, block, named, dims)
 
     @property

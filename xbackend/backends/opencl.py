@@ -26,17 +26,16 @@ import tempfile
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
 from xbackend.backends.compiled import CompiledBackend, index_environment
 from xbackend.backends.execution import Device
-from xbackend.backends.kernels import include_folder, read_kernel
+from xbackend.backends.kernels import include_folders, read_kernel
 from xbackend.backends.launch import KernelLaunch, LibraryCall, Product
 from xbackend.backends.opencl_device import ClDevice
-from xbackend.backends.specs import DeviceInfo, VariantTable
-from xbackend.backends.variants import compiled_variants, with_vendor
+from xbackend.backends.specs import DeviceInfo
 from xbackend.backends.vendor import check_library
 from xbackend.errors import KernelCompileError, UnsupportedParameter, XBackendError
 from xbackend.resources import user_cache_dir
@@ -260,8 +259,7 @@ def select_device(selector: str | int | None, pairs: list[tuple[Any, Any]]) -> t
 class OpenCLBackend(CompiledBackend):
     name = "opencl"
     description = "PyOpenCL kernels from kernels/opencl on any OpenCL device"
-    VARIANTS: ClassVar[VariantTable] = with_vendor(
-        compiled_variants("work-item", "local"),
+    VENDOR_LINES = (
         "CLBlast's GEMM (through pyclblast) on the same buffers, timed on the device "
         "between two markers",
         "the pair sums by a kernel, then CLBlast on the half-size product",
@@ -381,8 +379,9 @@ class OpenCLBackend(CompiledBackend):
         path, source = read_kernel(family, "opencl")
         if dtype == np.float64:
             options.append("-DXB_FP64")
-        folder = str(include_folder("opencl"))
-        options += ["-I", f'"{folder}"' if any(c.isspace() for c in folder) else folder]
+        for include in include_folders(family, "opencl"):
+            folder = str(include)
+            options += ["-I", f'"{folder}"' if any(c.isspace() for c in folder) else folder]
         try:
             with warnings.catch_warnings():
                 # Some runtimes (Intel's) log every successful build; a
@@ -403,7 +402,7 @@ class OpenCLBackend(CompiledBackend):
 
     def variant_problem(self, variant: str, dtype: np.dtype, op: str = "mm") -> str | None:
         if variant != "vendor":
-            return None
+            return super().variant_problem(variant, dtype, op)
         from xbackend.backends.clblast import Clblast
 
         available, reason = Clblast.available()

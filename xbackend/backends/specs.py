@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from xbackend.backends import warp
+from xbackend.families.variant import VariantSpec, VariantTable
 from xbackend.timing import unmarked
+
+__all__ = ["BackendInfo", "DeviceInfo", "Measurement", "VariantSpec", "VariantTable"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,41 +51,6 @@ class BackendInfo:
     devices: list[DeviceInfo]
 
 
-@dataclasses.dataclass(frozen=True)
-class VariantSpec:
-    """One way of computing an operation on a backend."""
-
-    name: str
-    description: str
-    kernel: str = ""  # kernel function name, for compiled backends
-    tiles: tuple[int, ...] = ()  # tile sizes to consider; empty: takes no tile
-    default_tile: int | None = None
-    family: str = ""  # the kernel file (mm, mm_reg, mm_warp, rmm), for compiled backends
-    # Outputs per thread (TM rows, TN columns) for a tile; None: one output per thread.
-    microtile: Callable[[int], tuple[int, int]] | None = None
-    defines: tuple[str, ...] = ()  # extra -D macros that select the variant in its file
-    # mm_warp only: "block" (the whole block is one group) or "warp" (warp tiles).
-    layout: str = ""
-
-    def per_thread(self, tile: int) -> tuple[int, int]:
-        """(TM, TN): the patch of C each thread computes at this tile."""
-        return self.microtile(tile) if self.microtile else (1, 1)
-
-    @property
-    def takes_tile(self) -> bool:
-        return bool(self.tiles)
-
-    @property
-    def tuned(self) -> bool:
-        """Whether the launch parameters follow the shape (and ``xbackend tune``):
-        asked for no tile, the variant picks its own per product."""
-        return self.family == warp.FAMILY
-
-    @property
-    def double_buffered(self) -> bool:
-        return "DOUBLE_BUFFER" in self.defines
-
-
 @dataclasses.dataclass
 class Measurement:
     """What one measured product gives back to the runner."""
@@ -112,7 +78,3 @@ class Measurement:
     def kept(self) -> tuple[list[float], list[float]]:
         """The kernel and end-to-end samples the statistics are made of (not marked)."""
         return unmarked(self.kernel_s, self.marks), unmarked(self.end_to_end_s, self.marks)
-
-
-# operation -> variant name -> spec
-VariantTable = dict[str, dict[str, VariantSpec]]

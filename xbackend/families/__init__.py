@@ -1,0 +1,149 @@
+"""Kernel families as data: the shipped ones in ``kernels/``, and the user's.
+
+A family is a folder holding a manifest (``family.toml``, see ``manifest.py``) beside its
+kernel files. xbackend ships four (kernels/mm, mm_reg, mm_warp, rmm); a user adds their
+own with ``--kernels DIR`` (a family's folder, or a folder of them), which sets
+``XBACKEND_FAMILIES`` so that every process of a run (Dask workers, profiling children)
+finds the same ones; installed packages add theirs through the entry-point group
+``xbackend.kernels`` (an entry names a folder, or a module whose folder holds them).
+
+The compiled backends build their variants from this catalogue (``variant_table``);
+nothing in them knows a family by name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+from collections.abc import Iterable, Iterator
+from importlib.metadata import entry_points
+from pathlib import Path
+
+from xbackend.families.manifest import MANIFEST, Family, ManifestError, load
+from xbackend.families.variant import VariantSpec, VariantTable
+from xbackend.resources import shipped_kernels_path
+
+__all__ = [
+    "FAMILIES_ENV",
+    "Family",
+    "ManifestError",
+    "VariantSpec",
+    "VariantTable",
+    "add_folders",
+    "catalogue",
+    "family",
+    "find",
+    "user_folders",
+    "variant_table",
+]
+
+FAMILIES_ENV = "XBACKEND_FAMILIES"  # the user's family folders, os.pathsep apart
+ENTRY_POINTS = "xbackend.kernels"
+
+
+def user_folders() -> tuple[Path, ...]:
+    """The user's folders: ``XBACKEND_FAMILIES``, then the installed entry points'."""
+    named = os.environ.get(FAMILIES_ENV, "")
+    folders = [Path(part) for part in named.split(os.pathsep) if part.strip()]
+    for entry in entry_points(group=ENTRY_POINTS):
+        try:
+            found = entry.load()
+        except Exception as error:  # a broken plugin is named, never fatal
+            raise ManifestError(f"entry point {entry.name} ({entry.value}): {error}") from None
+        path = getattr(found, "__file__", None) or found
+        folders.append(Path(path).parent if str(path).endswith(".py") else Path(path))
+    return tuple(folders)
+
+
+def add_folders(folders: Iterable[str | Path]) -> None:
+    """Add family folders to this process's and its children's catalogue, each checked
+    now: a folder that holds no family, or a manifest that is wrong, is an error here."""
+    added = [str(Path(folder).resolve()) for folder in folders]
+    for folder in added:
+        _families_in(Path(folder), shipped=False)
+    known = [part for part in os.environ.get(FAMILIES_ENV, "").split(os.pathsep) if part]
+    os.environ[FAMILIES_ENV] = os.pathsep.join(dict.fromkeys([*known, *added]))
+
+
+def catalogue() -> tuple[Family, ...]:
+    """Every family: the shipped ones, then the user's, in their declared order."""
+    return _catalogue(user_folders())
+
+
+@functools.cache
+def _catalogue(folders: tuple[Path, ...]) -> tuple[Family, ...]:
+    found = list(_families_in(shipped_kernels_path(), shipped=True))
+    for folder in folders:
+        found += _families_in(folder, shipped=False)
+    names: dict[str, Family] = {}
+    for each in found:
+        if each.name in names:
+            other = names[each.name].manifest
+            raise ManifestError(
+                f"{each.manifest}: a family named '{each.name}' is already "
+                f"in {other}: give it another name ([family] name)"
+            )
+        names[each.name] = each
+    _check_variants(found)
+    return tuple(sorted(found, key=lambda each: (not each.shipped, each.order)))
+
+
+def _families_in(folder: Path, shipped: bool) -> Iterator[Family]:
+    """The family in ``folder``, or those of its sub-folders."""
+    if not folder.is_dir():
+        raise ManifestError(f"{folder}: no such folder of kernel families")
+    if (folder / MANIFEST).exists():
+        yield load(folder, shipped)
+        return
+    inner = sorted(sub for sub in folder.iterdir() if (sub / MANIFEST).exists())
+    if not inner and not shipped:
+        raise ManifestError(f"{folder}: holds no {MANIFEST}, nor do its sub-folders")
+    for sub in inner:
+        yield load(sub, shipped)
+
+
+def _check_variants(families: list[Family]) -> None:
+    """A variant's name is one line of the comparison: the same name for the same
+    operation in two families is refused, naming the second."""
+    seen: dict[tuple[str, str], Family] = {}
+    for each in families:
+        for op, spec in each.variants:
+            if (op, spec.name) in seen:
+                first = seen[op, spec.name].manifest
+                raise ManifestError(
+                    f"{each.manifest}: variant '{spec.name}' of {op} is "
+                    f"already declared in {first}: give it another name"
+                )
+            seen[op, spec.name] = each
+
+
+def find(name: str) -> Family | None:
+    """The family named ``name``, or None."""
+    return next((each for each in catalogue() if each.name == name), None)
+
+
+def family(name: str) -> Family:
+    """The family named ``name``."""
+    found = find(name)
+    if found is not None:
+        return found
+    known = ", ".join(each.name for each in catalogue())
+    raise ManifestError(f"no kernel family named '{name}' (known: {known})")
+
+
+def variant_table(language: str, worker: str, memory: str) -> VariantTable:
+    """The variants whose family has a ``language`` source, per operation, described in
+    one backend's words for a group's workers and the memory they share."""
+    table: VariantTable = {}
+    for each in catalogue():
+        if language not in each.sources:
+            continue
+        for op, spec in each.variants:
+            words = spec.description.replace("{worker}", worker).replace("{memory}", memory)
+            table.setdefault(op, {})[spec.name] = _described(spec, words)
+    return table
+
+
+def _described(spec: VariantSpec, description: str) -> VariantSpec:
+    return dataclasses.replace(spec, description=description)
