@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from xbackend import families
 from xbackend.operations import Shape, operation
 from xbackend.plan import Plan
 from xbackend.problems import dtype_named
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
 _NOT_LADDER = frozenset({*ASSIGNMENT_VARIANTS, "naive4"})
 # Words that stand for a set of variants in ``--variants``.
 VARIANT_SETS = {
-    "assignment": "naive, tiled and vendor (the default)",
+    "assignment": "naive, tiled and vendor, and the variants of --kernels (the default)",
     "ladder": "every tuned rung: each variant but naive, tiled, vendor and naive4",
     "all": "every variant of each backend",
 }
@@ -43,8 +44,8 @@ def resolve_variants(
     for word in words:
         if word == "ladder":
             names += ladder(opened, ops)
-        elif word == "assignment":
-            names += ASSIGNMENT_VARIANTS
+        elif word == "assignment":  # and the user's own kernels (--kernels) beside them
+            names += [*ASSIGNMENT_VARIANTS, *families.user_variants(ops)]
         else:
             names.append(word)
     return list(dict.fromkeys(names))

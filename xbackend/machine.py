@@ -71,7 +71,19 @@ def environment() -> dict[str, Any]:
         "packages": {name: _version_of(name) for name in packages if _version_of(name)},
         "command": _command(),
         "settings": settings(),
+        "kernels": _kernels(),
     }
+
+
+def _kernels() -> dict[str, dict[str, str]]:
+    """The kernel families, with digests; a manifest that cannot be read is said."""
+    from xbackend import families  # the manifests are read when a run starts, not before
+    from xbackend.errors import XBackendError
+
+    try:
+        return families.provenance()
+    except XBackendError as error:
+        return {"error": {"folder": str(error), "digest": ""}}
 
 
 def settings() -> dict[str, str]:

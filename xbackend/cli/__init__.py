@@ -29,7 +29,7 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
-from xbackend import __version__
+from xbackend import __version__, families
 from xbackend.cli.exits import (
     EXIT_BROKEN_PIPE,
     EXIT_INTERRUPTED,
@@ -40,7 +40,16 @@ from xbackend.cli.exits import (
 from xbackend.errors import XBackendError
 
 # The commands' modules, in the order ``--help`` lists them.
-COMMANDS = ("devices", "compare", "results_commands", "diff", "tune", "limits", "profile")
+COMMANDS = (
+    "devices",
+    "compare",
+    "results_commands",
+    "diff",
+    "tune",
+    "limits",
+    "profile",
+    "check",
+)
 
 __all__ = [
     "EXIT_BROKEN_PIPE",
@@ -84,6 +93,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 0
     try:
+        if getattr(args, "kernels", None):  # checked here: a wrong manifest is one line
+            families.add_folders(args.kernels)
         code: int = args.func(args)
         return code
     except KeyboardInterrupt:  # a command that said nothing more itself

@@ -44,6 +44,12 @@ def add_options(
         + "; ".join(f"'{name}': {text}" for name, text in VARIANT_SETS.items()),
     )  # fmt: skip
     group.add_argument(
+        "--kernels", action="append", default=None, metavar="DIR",
+        help="a folder of your own kernels (a family.toml beside .cu/.cl files, or "
+        "folders of them: docs/kernels.md); their variants run beside naive, tiled and "
+        "vendor. Repeat for several folders",
+    )  # fmt: skip
+    group.add_argument(
         "--tile", type=arguments.tiles, default=None, metavar="LIST",
         help="tile sizes for the variants that take one, e.g. 16 or 8,16,32 "
         "(default: each variant's default, 16 on GPUs)",

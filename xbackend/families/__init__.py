@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
 import os
 from collections.abc import Iterable, Iterator
 from importlib.metadata import entry_points
@@ -34,7 +35,9 @@ __all__ = [
     "catalogue",
     "family",
     "find",
+    "provenance",
     "user_folders",
+    "user_variants",
     "variant_table",
 ]
 
@@ -60,10 +63,10 @@ def add_folders(folders: Iterable[str | Path]) -> None:
     """Add family folders to this process's and its children's catalogue, each checked
     now: a folder that holds no family, or a manifest that is wrong, is an error here."""
     added = [str(Path(folder).resolve()) for folder in folders]
-    for folder in added:
-        _families_in(Path(folder), shipped=False)
     known = [part for part in os.environ.get(FAMILIES_ENV, "").split(os.pathsep) if part]
-    os.environ[FAMILIES_ENV] = os.pathsep.join(dict.fromkeys([*known, *added]))
+    joined = os.pathsep.join(dict.fromkeys([*known, *added]))
+    _catalogue(tuple(Path(part) for part in joined.split(os.pathsep)))  # checks them all
+    os.environ[FAMILIES_ENV] = joined
 
 
 def catalogue() -> tuple[Family, ...]:
@@ -130,6 +133,32 @@ def family(name: str) -> Family:
         return found
     known = ", ".join(each.name for each in catalogue())
     raise ManifestError(f"no kernel family named '{name}' (known: {known})")
+
+
+def provenance() -> dict[str, dict[str, str]]:
+    """Each family a run could use: where it is and a digest of its manifest and sources,
+    for the run's header (a user's kernel edited between two runs is seen)."""
+    found = {}
+    for each in catalogue():
+        digest = hashlib.sha256()
+        for path in (each.manifest, *each.sources.values()):
+            digest.update(path.name.encode() + b"\x00" + path.read_bytes())
+        where = "shipped" if each.shipped else str(each.folder)
+        found[each.name] = {"folder": where, "digest": digest.hexdigest()[:16]}
+    return found
+
+
+def user_variants(ops: Iterable[str]) -> list[str]:
+    """The names of the user's variants of ``ops``, in their families' order."""
+    wanted = set(ops)
+    names = [
+        spec.name
+        for each in catalogue()
+        if not each.shipped
+        for op, spec in each.variants
+        if op in wanted
+    ]
+    return list(dict.fromkeys(names))
 
 
 def variant_table(language: str, worker: str, memory: str) -> VariantTable:

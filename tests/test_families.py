@@ -1,0 +1,186 @@
+"""Kernel families as data: the manifests, a user's folder of kernels, and ``check``.
+
+A user's kernels under their own names and argument order run beside the shipped ones;
+a wrong manifest is one line naming its file; ``check`` finds an edge bug at the shapes
+where it is wrong and nowhere else.
+"""
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import xbackend
+from xbackend import families
+from xbackend.checking import EDGE_SHAPES, check_variant, schedule
+from xbackend.families.expressions import ExpressionError, evaluate
+from xbackend.families.manifest import ManifestError
+from xbackend.families.manifest import load as load_family
+from xbackend.operations import Shape, make_operands
+from xbackend.problems import Reference, check
+from xbackend.pytest_plugin import needs_backend
+from xbackend.results import load
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples" / "assignment"
+SEED = 20261125
+
+
+@pytest.fixture
+def student(tmp_path, monkeypatch):
+    """The example folders copied, and on the catalogue of this test alone."""
+    folder = tmp_path / "kernels"
+    shutil.copytree(EXAMPLES, folder)
+    monkeypatch.setenv(families.FAMILIES_ENV, "")
+    families.add_folders([folder])
+    return folder
+
+
+@pytest.fixture
+def opencl():
+    needs_backend("opencl")
+    backend = xbackend.get_backend("opencl")
+    yield backend
+    backend.close()
+
+
+def test_the_shipped_manifests_give_the_ladder_in_order():
+    table = families.variant_table("opencl", "work-item", "local")
+    assert list(table["mm"]) == [
+        "naive", "tiled", "reg1d", "reg2d", "reg2d_cf", "reg2d_g4",
+        "vec4", "vec4_db", "warp", "warp_db",
+    ]  # fmt: skip
+    assert list(table["rmm"]) == ["naive4", "naive", "tiled", "vec4_db", "warp_db"]
+    reg1d = table["mm"]["reg1d"]
+    assert reg1d.per_thread(64) == (8, 1) and reg1d.names_at(64)["THREADS"] == 512
+    assert "work-item" in table["mm"]["naive"].description
+
+
+def test_expressions_are_arithmetic_and_nothing_more():
+    assert evaluate("2 * BK * TILE", {"BK": 8, "TILE": 64}) == 1024
+    assert evaluate("THREADS % TILE == 0 and TM % 4 == 0", {"THREADS": 256, "TILE": 64, "TM": 8})
+    with pytest.raises(ExpressionError, match="not a whole number"):
+        evaluate("TILE / 3", {"TILE": 16})
+    for hostile in ("__import__('os')", "TILE.bit_length()", "[1][0]", "1.5", "'x'"):
+        with pytest.raises(ExpressionError):
+            evaluate(hostile, {"TILE": 16})
+
+
+def _family(tmp_path: Path, manifest: str, source: str | None = None) -> Path:
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "family.toml").write_text(manifest)
+    (folder / "mine.cl").write_text(source or (EXAMPLES / "student" / "student.cl").read_text())
+    return folder
+
+
+GOOD = """
+[family]
+build = { BLOCK_SIZE = "TILE" }
+arguments = { hA = "M", wA = "K", wB = "N" }
+tiles = [16]
+[[variant]]
+name = "mine"
+kernel = "matmul_naive"
+"""
+BROKEN = {
+    "toml": (GOOD + "this is = = not toml", "line"),
+    "unknown key": (GOOD + "tile = 16\n", "unknown key 'tile'"),
+    "no kernel": (GOOD.replace('"matmul_naive"', '"matmul"'), "declares no kernel 'matmul'"),
+    "unbound": (GOOD.replace('wA = "K", ', ""), "parameter 'wA' of matmul_naive"),
+    "wrong binding": (GOOD.replace('"K"', '"k"'), "arguments.wA = 'k'"),
+    "default tile": (
+        GOOD.replace("tiles = [16]", "tiles = [16]\ndefault_tile = 8"),
+        "default_tile 8",
+    ),
+    "bmm": (GOOD + 'ops = ["mm", "bmm"]\n', "takes no parameter bound to strideA"),
+    "expression": (GOOD + 'staged = "2 * TILES"\n', "uses TILES"),
+    "twice": (GOOD + GOOD[GOOD.index("[[variant]]") :], "declared twice"),
+    "shipped name": (GOOD.replace('name = "mine"', 'name = "tiled"'), "already declared"),
+}
+
+
+@pytest.mark.parametrize("case", BROKEN, ids=str)
+def test_a_wrong_manifest_is_one_line_naming_its_file(case, tmp_path, monkeypatch):
+    manifest, words = BROKEN[case]
+    folder = _family(tmp_path, manifest)
+    monkeypatch.setenv(families.FAMILIES_ENV, "")
+    with pytest.raises(ManifestError) as caught:
+        families.add_folders([folder])
+    message = str(caught.value)
+    assert str(folder) in message and words in message and "\n" not in message
+
+
+def test_the_good_manifest_loads(tmp_path):
+    family = load_family(_family(tmp_path, GOOD))
+    [(op, spec)] = family.variants
+    assert (op, spec.name, spec.takes("wA"), spec.takes("C")) == ("mm", "mine", "K", "C")
+
+
+def test_the_command_line_names_a_wrong_manifest_without_a_traceback(tmp_path):
+    from conftest import run_xbackend
+
+    folder = _family(tmp_path, BROKEN["unbound"][0])
+    done = run_xbackend("compare", "--kernels", str(folder), "--dry-run", "--backends", "cpu")
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr and f"{folder}/family.toml" in done.stderr
+
+
+def test_a_students_kernels_under_their_own_names_compute_the_product(student, opencl):
+    assert {"student_naive", "student_tiled", "edge_bug_tiled"} <= set(opencl.variants("mm"))
+    rng = np.random.default_rng(SEED)
+    A = rng.uniform(-1, 1, (45, 70)).astype(np.float32)
+    B = rng.uniform(-1, 1, (70, 33)).astype(np.float32)
+    for variant in ("student_naive", "student_tiled"):
+        for tile in (8, 16):
+            assert check(opencl.matmul(A, B, variant, tile), Reference.of(A, B)).equal
+    # A strided view reaches a kernel without leading dimensions as compact rows.
+    view = rng.uniform(-1, 1, (45, 140)).astype(np.float32)[:, ::2]
+    assert check(opencl.matmul(view, B, "student_tiled"), Reference.of(view, B)).equal
+    problem = opencl.variant_problem("student_naive", np.dtype(np.float64))
+    assert problem is not None and "float32 only" in problem
+
+
+def test_check_finds_the_edge_bug_where_it_is_and_nowhere_else(student, opencl):
+    """edge_bug_tiled leaves out K's last partial tile: wrong exactly where its tile (16)
+    does not divide K. The student's kernels are right everywhere."""
+    shapes = [*EDGE_SHAPES, *schedule(10)]
+    verdicts = list(check_variant("opencl", opencl, "edge_bug_tiled", shapes, SEED))
+    wrong = {v.shape for v in verdicts if v.equal is False}
+    assert wrong == {s for s in shapes if s.K % 16}
+    assert all(v.equal is True for v in verdicts if v.shape not in wrong)
+    for variant in ("student_naive", "student_tiled"):
+        found = list(check_variant("opencl", opencl, variant, shapes, SEED))
+        assert len(found) == len(shapes) and all(v.equal for v in found)
+
+
+def test_a_kernel_that_does_not_build_is_a_verdict_not_a_crash(tmp_path, opencl, monkeypatch):
+    source = (EXAMPLES / "student" / "student.cl").read_text().replace("sum += A", "sum +=+ A;!")
+    folder = _family(tmp_path, GOOD, source)
+    monkeypatch.setenv(families.FAMILIES_ENV, "")
+    families.add_folders([folder])
+    [verdict] = check_variant("opencl", opencl, "mine", [Shape(5, 6, 7)], SEED)
+    assert verdict.equal is None and "compile" in verdict.detail
+    A, B = make_operands(Shape(5, 6, 7), SEED)
+    with pytest.raises(xbackend.XBackendError, match=r"mine\.cl"):
+        opencl.matmul(A, B, "mine")
+
+
+@pytest.mark.slow
+def test_compare_runs_the_users_kernels_beside_the_shipped_ones(tmp_path):
+    from conftest import run_xbackend
+
+    needs_backend("opencl")
+    out = tmp_path / "run"
+    done = run_xbackend(
+        "compare", "--backends", "opencl", "--kernels", str(EXAMPLES / "student"),
+        "--steps", "3", "--no-plots", "--out", str(out),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    records = load([out])
+    variants = {p.variant for p in records.points}
+    assert {"naive", "tiled", "student_naive", "student_tiled"} <= variants
+    assert all(p.equal for p in records.points if p.variant.startswith("student"))
+    kernels = next(iter(records.runs.values())).environment["kernels"]
+    assert kernels["student"]["folder"] == str(EXAMPLES / "student")

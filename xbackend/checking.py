@@ -1,0 +1,131 @@
+"""``xbackend check``: a folder of kernels checked as a teacher would.
+
+Every kernel of the folder's families runs at held-out edge shapes (1×1, primes, sizes
+that are not multiples of the tile, K = 1, more tiles than fit one row of groups) and at
+the assignment's sizes, on fresh seeded operands into a NaN-poisoned output, against the
+float64 reference with its K-aware bound (``problems.check``). A kernel that does not
+build, or fails at a launch, is one verdict with the reason; it does not stop the rest.
+Beside the verdicts, each kernel's median time at the largest assignment size, with the
+shipped naive and tiled kernels' on the same device.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from xbackend import families
+from xbackend.errors import XBackendError
+from xbackend.operations import MM, Shape, make_operands
+from xbackend.problems import Reference, check
+from xbackend.sweep import DEFAULT_BASE, growth
+
+if TYPE_CHECKING:
+    from xbackend import Backend
+
+# Edge shapes (M, K, N) no tile divides: one element, primes, K = 1, a thin row and
+# column, and more column tiles than 16 groups of 16.
+EDGE_SHAPES = (
+    Shape(1, 1, 1), Shape(7, 13, 5), Shape(31, 17, 29), Shape(33, 20, 17), Shape(40, 1, 24),
+    Shape(1, 64, 97), Shape(97, 64, 1), Shape(129, 67, 271),
+)  # fmt: skip
+REFERENCE_VARIANTS = ("naive", "tiled")  # the shipped kernels a user's is timed beside
+TIMED_SAMPLES = 10
+
+
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    """One kernel at one shape: equal to the reference, wrong (and how), or not run."""
+
+    label: str  # the backend, as --backends names it
+    variant: str
+    shape: Shape | None  # None: the kernel did not get as far as a shape
+    equal: bool | None  # None: it did not run
+    detail: str  # the largest error in bounds, NaNs, or why it did not run
+
+    @property
+    def word(self) -> str:
+        return {True: "equal", False: "WRONG", None: "NOT RUN"}[self.equal]
+
+
+def folder_variants(folders: Sequence[str]) -> list[str]:
+    """The variants of the families in ``folders`` that compute the plain product, in
+    their order."""
+    wanted = [Path(folder).resolve() for folder in folders]
+    return [
+        spec.name
+        for each in families.catalogue()
+        if not each.shipped and any(each.folder.is_relative_to(w) for w in wanted)
+        for op, spec in each.variants
+        if op == MM.name
+    ]
+
+
+def check_variant(
+    label: str, backend: Backend, variant: str, shapes: Sequence[Shape], seed: int
+) -> Iterator[Verdict]:
+    """``variant`` at each of ``shapes``, at its default tile; a build error ends it."""
+    spec = backend.variant_spec(variant)
+    problem = backend.variant_problem(variant, np.dtype(np.float32))
+    if problem:
+        yield Verdict(label, variant, None, None, problem)
+        return
+    for shape in shapes:
+        A, B = make_operands(shape, seed)
+        try:
+            result = backend.matmul(A, B, variant, spec.default_tile)
+        except XBackendError as error:
+            first = str(error).splitlines()[0]
+            yield Verdict(label, variant, shape, None, first)
+            if "compile" in first:
+                return
+            continue
+        found = check(result, Reference.of(A, B))
+        detail = (
+            f"{found.nan_count} elements NaN or unwritten"
+            if found.nan_count
+            else f"largest error {found.bound_ratio:.2g}× its bound"
+        )
+        yield Verdict(label, variant, shape, found.equal, detail)
+
+
+def median_time_s(
+    backend: Backend, variant: str, shape: Shape, seed: int
+) -> tuple[float | None, str]:
+    """The median kernel time of ``variant`` at ``shape`` (its default tile), or None,
+    and the clock that timed it ("globaltimer": the device span; else the API's)."""
+    A, B = make_operands(shape, seed)
+    try:
+        measured = backend.measure(A, B, variant, samples=TIMED_SAMPLES, min_samples=5)
+    except XBackendError:
+        return None, ""
+    kept, _ = measured.kept
+    return (float(np.median(kept)) if kept else None), measured.clock
+
+
+def schedule(steps: int) -> list[Shape]:
+    """The assignment's sizes: A (16·i)×(14·i) · B (14·i)×(16·i), i = 1..steps."""
+    return growth(DEFAULT_BASE, steps)
+
+
+def check_folders(
+    opened: Sequence[tuple[str, Backend]],
+    variants: Sequence[str],
+    shapes: Sequence[Shape],
+    seed: int,
+    say: Callable[[Verdict], None] = lambda verdict: None,
+) -> list[Verdict]:
+    """Every variant on every opened backend that has it, at every shape."""
+    found = []
+    for label, backend in opened:
+        for variant in variants:
+            if variant not in backend.variants():
+                continue
+            for verdict in check_variant(label, backend, variant, shapes, seed):
+                say(verdict)
+                found.append(verdict)
+    return found
