@@ -5,6 +5,7 @@ a wrong manifest is one line naming its file; ``check`` finds an edge bug at the
 where it is wrong and nowhere else.
 """
 
+import re
 import shutil
 from pathlib import Path
 
@@ -184,3 +185,54 @@ def test_compare_runs_the_users_kernels_beside_the_shipped_ones(tmp_path):
     assert all(p.equal for p in records.points if p.variant.startswith("student"))
     kernels = next(iter(records.runs.values())).environment["kernels"]
     assert kernels["student"]["folder"] == str(EXAMPLES / "student")
+
+
+@pytest.mark.skipif(shutil.which("cpp") is None, reason="no C preprocessor (cpp)")
+@pytest.mark.parametrize("suffix", [".cl", ".cu"])
+def test_hooks_put_into_a_users_kernels_are_nothing_without_stamp(suffix, tmp_path):
+    """A user's kernels time themselves on the device clock like the shipped ones: the
+    hooks go in where they belong (after the last parameter, as the body opens, before
+    each return and as it closes), compile to nothing without STAMP, keep the file's
+    line numbers, and stamp every kernel with it."""
+
+    from test_stamps import _preprocessed
+
+    from xbackend.families.sources import kernels_of, with_hooks
+
+    path = EXAMPLES / "student" / f"student{suffix}"
+    text = path.read_text()
+    hooked = with_hooks(text)
+    assert with_hooks(hooked) == hooked  # a file with its hooks is left as it is
+    copy = tmp_path / path.name
+    copy.write_text(hooked)
+    bare = _preprocessed(text, path)
+    assert _preprocessed(hooked, copy) == bare
+    stamped = _preprocessed(hooked, copy, "-DSTAMP")
+    assert stamped.count("stamp_slot") >= 2 * len(kernels_of(text)) and stamped != bare
+    # Every line of the file stays on its line after "#line 1": a compiler's line
+    # numbers are the file's, and only hook words are added to a line.
+    head, lines = hooked.splitlines()[:2], hooked.splitlines()[2:]
+    assert head == ['#include "stamp.h"', "#line 1"] and len(lines) == len(text.splitlines())
+    for original, now in zip(text.splitlines(), lines, strict=True):
+        words = re.sub(r"STAMP_(?:PARAMETER|ENTER;|EXIT;)|\s", "", now)
+        assert words.replace("STAMP_RETURN", "return") == re.sub(r"\s", "", original)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+def test_a_stamped_build_of_a_users_cuda_kernels_reads_the_globaltimer(tmp_path):
+    import subprocess
+
+    from xbackend.families.sources import with_hooks
+
+    source = tmp_path / "student.cu"
+    source.write_text(with_hooks((EXAMPLES / "student" / "student.cu").read_text()))
+    ptx = tmp_path / "k.ptx"
+    subprocess.run(
+        ["nvcc", "-ptx", "-arch=sm_90", "-DSTAMP", "-DBLOCK_SIZE=16", "-I",
+         str(ROOT / "kernels" / "cuda"), str(source), "-o", str(ptx)],
+        capture_output=True, text=True, timeout=300, check=True,
+    )  # fmt: skip
+    code = ptx.read_text()
+    assert code.count("%globaltimer") >= 4  # entry and exit of both kernels
+    # Each kernel's exits: the naive one's early return, and both bodies' ends.
+    assert code.count("atom.global.min.u64") + code.count("red.global.min.u64") == 3

@@ -22,7 +22,7 @@ import numpy as np
 from xbackend.backends.compiled import CompiledBackend, index_environment
 from xbackend.backends.cublas import cublas_math_environment, cublas_math_note
 from xbackend.backends.execution import Device, Queued, Timer
-from xbackend.backends.kernels import extern_c, include_folders, read_kernel
+from xbackend.backends.kernels import STAMP, extern_c, include_folders, read_kernel
 from xbackend.backends.launch import Buffer, KernelLaunch, LibraryCall, Product, Step
 from xbackend.backends.specs import DeviceInfo
 from xbackend.backends.stamps import StampSlots
@@ -348,7 +348,7 @@ class CudaBackend(CompiledBackend):
             if (family, options) not in self._modules:
                 from pycuda.compiler import SourceModule
 
-                path, source = read_kernel(family, "cuda")
+                path, source = read_kernel(family, "cuda", STAMP in options)
                 try:
                     module = SourceModule(
                         source,
@@ -378,7 +378,7 @@ class CudaBackend(CompiledBackend):
             return
         from pycuda.compiler import compile as nvcc
 
-        _, source = read_kernel(family, "cuda")
+        _, source = read_kernel(family, "cuda", STAMP in options)
         nvcc(
             source,
             options=list(options),

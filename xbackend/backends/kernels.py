@@ -19,6 +19,7 @@ from xbackend.families.sources import (
     SUFFIXES,
     kernels_of,
     read_source,
+    with_hooks,
     without_stamps,
 )
 from xbackend.resources import kernel_file, kernels_path
@@ -110,14 +111,17 @@ def index_parameters(family: str, kernel: str) -> frozenset[str]:
     )
 
 
-def read_kernel(family: str, language: str) -> tuple[Path, str]:
-    """The path and text of a family's kernel file, e.g. ``read_kernel("mm", "opencl")``.
+def read_kernel(family: str, language: str, stamped: bool = False) -> tuple[Path, str]:
+    """The path and text of a family's kernel file, e.g. ``read_kernel("mm", "opencl")``;
+    ``stamped``: with the clock's hooks, put in where the file was written without them
+    (a user's kernels: ``sources.with_hooks``).
 
     A file that is not UTF-8 text (a folder, a binary, NUL bytes) is an
     ``XBackendError`` naming it, never a driver's confusion.
     """
     path = source_path(family, language)
-    return path, read_source(path)
+    text = read_source(path)
+    return path, with_hooks(text) if stamped else text
 
 
 def include_folders(family: str, language: str) -> list[Path]:
@@ -128,9 +132,16 @@ def include_folders(family: str, language: str) -> list[Path]:
 
 @functools.cache
 def has_stamps(family: str, language: str) -> bool:
-    """Whether a kernel file's kernels take the clock's hooks (kernels/*/stamp.h)."""
+    """Whether a kernel file's kernels take the clock's hooks (kernels/*/stamp.h): written
+    into it, or put in for a stamped build (a file whose kernels cannot be found whole,
+    a body not closed, keeps the API's clock)."""
     _, text = read_kernel(family, language)
-    return "STAMP_PARAMETER" in text
+    if families.find(family) is None:  # a support kernel (ceilings, hold) is not stamped
+        return "STAMP_PARAMETER" in text
+    try:
+        return "STAMP_PARAMETER" in with_hooks(text)
+    except ValueError:
+        return False
 
 
 def source_digest(family: str, language: str, options: Iterable[str] = ()) -> str:

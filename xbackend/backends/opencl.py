@@ -32,7 +32,7 @@ import numpy as np
 
 from xbackend.backends.compiled import CompiledBackend, index_environment
 from xbackend.backends.execution import Device
-from xbackend.backends.kernels import include_folders, read_kernel
+from xbackend.backends.kernels import STAMP, include_folders, read_kernel
 from xbackend.backends.launch import KernelLaunch, LibraryCall, Product
 from xbackend.backends.opencl_device import ClDevice
 from xbackend.backends.specs import DeviceInfo
@@ -376,7 +376,7 @@ class OpenCLBackend(CompiledBackend):
             self._programs[key] = self._build(family, list(key[1]), dtype)
 
     def _build(self, family: str, options: list[str], dtype: np.dtype) -> Any:
-        path, source = read_kernel(family, "opencl")
+        path, source = read_kernel(family, "opencl", STAMP in options)
         if dtype == np.float64:
             options.append("-DXB_FP64")
         for include in include_folders(family, "opencl"):

@@ -77,3 +77,44 @@ def without_stamps(text: str) -> str:
     """A kernel file's text without the clock's hooks (kernels/*/stamp.h): the code a
     build without ``STAMP`` compiles, since the hooks are then nothing."""
     return _HOOKS.sub("", text)
+
+
+_CODE_SKIPS = re.compile(
+    r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.DOTALL
+)
+_RETURN = re.compile(r"\breturn\s*;")
+
+
+def with_hooks(text: str) -> str:
+    """A kernel file written without the clock's hooks, with them: what a stamped build
+    of a user's kernels compiles. The include comes first with ``#line 1`` after it, and
+    each hook on the line it belongs to, so that a compiler's line numbers are the
+    file's. Each kernel takes ``STAMP_PARAMETER`` after its last parameter, enters as its
+    body opens, and exits at each ``return;`` (``STAMP_RETURN``) and as its body closes. A file with
+    the hooks already (the shipped ones) is returned as it is."""
+    if has_stamps(text):
+        return text
+    code = _CODE_SKIPS.sub(_blank, text)  # same offsets, no braces in comments or strings
+    edits: list[tuple[int, int, str]] = []  # (start, end, replacement), in order
+    for match in _DECLARATION.finditer(code):
+        close = match.end() - 1  # the parameter list's ")"
+        opening = code.index("{", close)
+        end = _matching_brace(code, opening)
+        edits.append((close, close, " STAMP_PARAMETER"))
+        edits.append((opening + 1, opening + 1, " STAMP_ENTER;"))
+        for ret in _RETURN.finditer(code, opening, end):
+            edits.append((ret.start(), ret.end(), "STAMP_RETURN;"))
+        edits.append((end, end, "STAMP_EXIT; "))
+    for start, stop, replacement in sorted(edits, reverse=True):
+        text = text[:start] + replacement + text[stop:]
+    return f'#include "stamp.h"\n#line 1\n{text}'
+
+
+def _matching_brace(code: str, opening: int) -> int:
+    """The offset of the ``}`` that closes the ``{`` at ``opening``."""
+    depth = 0
+    for offset in range(opening, len(code)):
+        depth += {"{": 1, "}": -1}.get(code[offset], 0)
+        if depth == 0:
+            return offset
+    raise ValueError("a kernel's body is not closed")
