@@ -1,7 +1,8 @@
 """The pytest plugin shipped with the package, as a third-party backend's repository uses
 it: ``pytest --pyargs xbackend.conformance --backend NAME`` in a subprocess, against the
 example backend of ``examples/numpy_backend`` registered through an entry point in a
-temporary dist-info (nothing is installed), and against broken copies of it.
+temporary dist-info (nothing is installed), and against broken copies of it; and as a
+student uses it, with ``--kernels DIR`` adding their kernels to the suite.
 """
 
 from __future__ import annotations
@@ -14,10 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from xbackend.pytest_plugin import REQUIRE_ENV, required, skip_or_fail
+from xbackend.families import FAMILIES_ENV
+from xbackend.pytest_plugin import REQUIRE_ENV, needs_backend, required, skip_or_fail
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "numpy_backend"
+ASSIGNMENT = ROOT / "examples" / "assignment"
 
 # Broken copies of the example: one wrong element, a poison that poisons nothing, a
 # backend that is never available, integers summed in float32 (exact only below 2**24),
@@ -132,16 +135,19 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-def _conformance(site: Path, backend: str, **env: str) -> subprocess.CompletedProcess[str]:
+def _conformance(
+    site: Path, backend: str, *options: str, **env: str
+) -> subprocess.CompletedProcess[str]:
     path = [str(site), str(EXAMPLE), str(ROOT), os.environ.get("PYTHONPATH", "")]
     environment = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, path)), **env}
-    if REQUIRE_ENV not in env:
-        environment.pop(REQUIRE_ENV, None)  # CI's requirements are not this run's
+    for name in (REQUIRE_ENV, FAMILIES_ENV):  # CI's requirements, a caller's kernels
+        if name not in env:
+            environment.pop(name, None)
     # -p loads the plugin where xbackend is not installed; installed, it is loaded already.
     command = [sys.executable, "-m", "pytest", "-rfEs", "-p", "no:cacheprovider"]
     command += ["-p", "xbackend.pytest_plugin", "--pyargs", "xbackend.conformance"]
     return subprocess.run(
-        [*command, "--backend", backend],
+        [*command, "--backend", backend, *options],
         capture_output=True,
         text=True,
         cwd=site,
@@ -209,6 +215,34 @@ def test_an_unavailable_backend_is_a_skip_unless_required(site):
     assert "absent is required here (XBACKEND_REQUIRE): absent unavailable: needs the moon" in (
         failed.stdout
     )
+
+
+@pytest.mark.slow
+def test_a_kernels_folder_joins_the_conformance_suite(site):
+    """``--kernels DIR`` adds the folder's variants to the backends before the suite is
+    collected: the suite's loops over each backend's variants run them beside the shipped
+    ones (the header names them), and a wrong one fails naming itself. The suite is cut
+    to the plain product in float32, at its three shapes, in this process (``-n 0``)."""
+    needs_backend("opencl")
+    chosen = ("-n", "0", "-k", "test_every_variant_equals_the_reference and opencl-mm- and float32")
+    student = ASSIGNMENT / "student"
+    done = _conformance(site, "opencl", "--kernels", str(student), *chosen)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "3 passed" in done.stdout and "failed" not in done.stdout
+    assert f"xbackend kernels student ({student}): student_naive, student_tiled" in done.stdout
+    # The student's tiled kernel with its last partial tile of K left out: no K of the
+    # suite's shapes (1, 5, 17) is a multiple of its tile.
+    wrong = _conformance(site, "opencl", "--kernels", str(ASSIGNMENT / "edge_bug"), *chosen)
+    assert wrong.returncode == 1, wrong.stdout + wrong.stderr
+    assert len(_failed_tests(wrong.stdout)) == 3, wrong.stdout
+    assert "opencl edge_bug_tiled mm" in wrong.stdout
+
+
+@pytest.mark.slow
+def test_a_folder_that_is_no_family_is_a_usage_error(site, tmp_path):
+    done = _conformance(site, "cpu", "--kernels", str(tmp_path), "-n", "0")
+    assert done.returncode == 4, done.stdout + done.stderr  # pytest's usage error
+    assert f"--kernels: {tmp_path}: holds no family.toml, nor do its sub-folders" in done.stderr
 
 
 @pytest.mark.slow

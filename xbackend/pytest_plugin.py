@@ -11,6 +11,10 @@ as ``NAME`` under the entry-point group ``xbackend.backends``.
 
 * ``--backend cpu,opencl`` runs only those backends (``NAME:DEVICE`` picks a device;
   default: every known backend);
+* ``--kernels DIR`` (repeatable) adds a folder of kernel families (docs/kernels.md) before
+  anything is collected: the conformance tests loop over each backend's runnable
+  variants inside a test (they are not parametrized by variant), so the folder's
+  variants run in those loops beside the shipped ones, and a failure names the variant;
 * ``XBACKEND_REQUIRE=opencl,cpu`` turns "unavailable" into a failure for those
   backends, so CI cannot pass by skipping; other names in it (``clblast``,
   ``oclgrind``) are requirements that tests ask about with ``required``.
@@ -28,6 +32,7 @@ from collections.abc import Iterator
 import pytest
 
 import xbackend
+from xbackend import families
 from xbackend.plan import Target
 
 REQUIRE_ENV = "XBACKEND_REQUIRE"
@@ -61,6 +66,27 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="comma-separated xbackend backends to test, NAME or NAME:DEVICE (default: all)",
     )
+    group.addoption(
+        "--kernels",
+        action="append",
+        default=None,
+        metavar="DIR",
+        help="a folder of your own kernel families (docs/kernels.md), whose variants the "
+        "backends then run beside the shipped ones; repeat for several folders",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Add the ``--kernels`` folders before any test is collected or backend opened, so
+    that every backend's variant table holds them (and the processes a test starts find
+    them too: ``XBACKEND_FAMILIES``). A folder that is not a family is a usage error of
+    one line naming the file."""
+    folders = config.getoption("--kernels", default=None)
+    if folders:
+        try:
+            families.add_folders(folders)
+        except families.ManifestError as error:
+            raise pytest.UsageError(f"--kernels: {error}") from None
 
 
 def targets(config: pytest.Config) -> list[Target]:
@@ -81,6 +107,21 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
             lines.append(f"xbackend {info.name}: {devices}")
         else:
             lines.append(f"xbackend {info.name}: unavailable: {info.reason}")
+    return lines + user_families()
+
+
+def user_families() -> list[str]:
+    """A header line per family not shipped with xbackend (``--kernels``,
+    ``XBACKEND_FAMILIES``, entry points): where it is and the variants it adds."""
+    try:
+        found = families.catalogue()
+    except families.ManifestError as error:  # XBACKEND_FAMILIES or an entry point
+        return [f"xbackend kernels: {error}"]
+    lines = []
+    for each in found:
+        if not each.shipped:
+            names = ", ".join(dict.fromkeys(spec.name for _, spec in each.variants))
+            lines.append(f"xbackend kernels {each.name} ({each.folder}): {names}")
     return lines
 
 
