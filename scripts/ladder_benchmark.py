@@ -147,7 +147,7 @@ def _configurations(backend, op: str, untuned: bool) -> list[tuple[str, int | No
 
 
 def _vendor_line(label: str, backend, op: str, dtype) -> Line | None:
-    if op in backend.VARIANTS and "vendor" in backend.runnable_variants(op, dtype):
+    if op in backend.variant_table() and "vendor" in backend.runnable_variants(op, dtype):
         return Line(label, backend, "vendor")
     return None
 
@@ -176,7 +176,7 @@ class Ladder:
         )
         beside: dict[str, list[list[float]]] = {}  # each vendor line's samples, per rung
         for label, backend in opened:
-            if self.op not in backend.VARIANTS:
+            if self.op not in backend.variant_table():
                 continue
             own = None if backend.name == "cuda" else _vendor_line(label, backend, self.op, A.dtype)
             if own is not None:

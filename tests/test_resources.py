@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -48,7 +49,9 @@ def test_thousands_of_products_do_not_grow_memory(backend):
     assert check(C, Reference.of(A, B)).equal
     print(f"{backend.name}: RSS grew {rss_growth / 2**20:.2f} MiB over {PRODUCTS} products")
     assert rss_growth < 8 * 2**20
-    if free_before is not None:
+    # The device's free memory is the whole device's: other pytest workers' products on
+    # it move it too, so it is compared only where this process has the device alone.
+    if free_before is not None and int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) < 2:
         free_after = _device_free_bytes(backend)
         assert free_after is not None
         assert abs(free_after - free_before) < 2**20

@@ -20,6 +20,12 @@
 //
 // The OpenCL twin, kernels/opencl/mm.cl, has the same kernels line for line.
 
+// The batch's index z is taken as an int before it scales the strides: NVIDIA's OpenCL
+// compiler, given get_group_id(2)'s 64-bit size_t, kept the k-step of A's pointer in
+// per-thread registers and ran the naive kernel 22% slower at 608x532 on an H200 (a
+// 32-bit z: the same time as CUDA's; docs/measurement.md). The offset z·stride fits an
+// int wherever the default build is used (backends/plans.py checks the reach).
+
 #include "stamp.h"
 #ifndef TILE
 #define TILE 16
@@ -50,9 +56,10 @@ void mm_naive(const REAL* __restrict__ A,
               const INDEX strideA, const INDEX strideB, const INDEX strideC STAMP_PARAMETER)
 {
     STAMP_ENTER;
-    A += blockIdx.z * strideA;
-    B += blockIdx.z * strideB;
-    C += blockIdx.z * strideC;
+    const int z = blockIdx.z;  // an int: see the note at the top
+    A += z * strideA;
+    B += z * strideB;
+    C += z * strideC;
     const int col = blockIdx.x * TILE + threadIdx.x;
     const int row = blockIdx.y * TILE + threadIdx.y;
     if (row >= M || col >= N)
@@ -80,9 +87,10 @@ void mm_tiled(const REAL* __restrict__ A,
     __shared__ REAL As[TILE][TILE];
     __shared__ REAL Bs[TILE][TILE];
 
-    A += blockIdx.z * strideA;
-    B += blockIdx.z * strideB;
-    C += blockIdx.z * strideC;
+    const int z = blockIdx.z;  // an int: see the note at the top
+    A += z * strideA;
+    B += z * strideB;
+    C += z * strideC;
     const int tx = threadIdx.x;
     const int ty = threadIdx.y;
     const int col = blockIdx.x * TILE + tx;

@@ -21,6 +21,12 @@
 // The CUDA twin, kernels/cuda/mm_reg.cu, has the same kernel line for line.
 // XB_FP64 is defined when REAL is double, to enable cl_khr_fp64.
 
+// The batch's index z is taken as an int before it scales the strides: NVIDIA's OpenCL
+// compiler, given get_group_id(2)'s 64-bit size_t, kept the k-step of A's pointer in
+// per-thread registers and ran the naive kernel 22% slower at 608x532 on an H200 (a
+// 32-bit z: the same time as CUDA's; docs/measurement.md). The offset z·stride fits an
+// int wherever the default build is used (backends/plans.py checks the reach).
+
 #include "stamp.h"
 #ifdef XB_FP64
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
@@ -79,9 +85,10 @@ void mm_reg(__global const REAL* restrict A,
     __local REAL As[BK][TILE];
     __local REAL Bs[BK][TILE];
 
-    A += get_group_id(2) * strideA;
-    B += get_group_id(2) * strideB;
-    C += get_group_id(2) * strideC;
+    const int z = get_group_id(2);  // an int: see the note at the top
+    A += z * strideA;
+    B += z * strideB;
+    C += z * strideC;
     const int tx = get_local_id(0);  // 0 .. TILE/TN - 1: which TN columns
     const int ty = get_local_id(1);  // 0 .. TILE/TM - 1: which TM rows
     const int thread = ty * (TILE / TN) + tx;

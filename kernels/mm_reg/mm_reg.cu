@@ -20,6 +20,12 @@
 // (float, double, int) and WIDE_INDEX (64-bit offsets, as in mm).
 // The OpenCL twin, kernels/opencl/mm_reg.cl, has the same kernel line for line.
 
+// The batch's index z is taken as an int before it scales the strides: NVIDIA's OpenCL
+// compiler, given get_group_id(2)'s 64-bit size_t, kept the k-step of A's pointer in
+// per-thread registers and ran the naive kernel 22% slower at 608x532 on an H200 (a
+// 32-bit z: the same time as CUDA's; docs/measurement.md). The offset z·stride fits an
+// int wherever the default build is used (backends/plans.py checks the reach).
+
 #include "stamp.h"
 #ifndef TILE
 #define TILE 64
@@ -75,9 +81,10 @@ void mm_reg(const REAL* __restrict__ A,
     __shared__ REAL As[BK][TILE];
     __shared__ REAL Bs[BK][TILE];
 
-    A += blockIdx.z * strideA;
-    B += blockIdx.z * strideB;
-    C += blockIdx.z * strideC;
+    const int z = blockIdx.z;  // an int: see the note at the top
+    A += z * strideA;
+    B += z * strideB;
+    C += z * strideC;
     const int tx = threadIdx.x;  // 0 .. TILE/TN - 1: which TN columns
     const int ty = threadIdx.y;  // 0 .. TILE/TM - 1: which TM rows
     const int thread = ty * (TILE / TN) + tx;

@@ -27,13 +27,13 @@
 
 #ifdef STAMP
 #pragma OPENCL EXTENSION cl_khr_int64_extended_atomics : enable
-inline ulong stamp_now(void)
+static inline ulong stamp_now(void)
 {
     ulong t;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
     return t;
 }
-inline uint stamp_now_lo(void)
+static inline uint stamp_now_lo(void)
 {
     uint t;
     asm volatile("mov.u32 %0, %%globaltimer_lo;" : "=r"(t));

@@ -16,6 +16,7 @@ from __future__ import annotations
 import abc
 import contextlib
 import os
+from pathlib import Path
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ClassVar
@@ -85,9 +86,20 @@ class CompiledBackend(Backend):
     # The vendor library's lines: its GEMM, and the reduced product through it.
     VENDOR_LINES: ClassVar[tuple[str, str]]
 
+    _tables: dict[tuple[Path, ...], VariantTable] | None = None
+
     def variant_table(self) -> VariantTable:
         """The variants of every kernel family with a source in this backend's language
-        (the shipped ones and the user's: ``xbackend.families``), and the vendor's lines."""
+        (the shipped ones and the user's: ``xbackend.families``), and the vendor's lines;
+        made once for each set of the user's folders."""
+        folders = families.user_folders()
+        if self._tables is None:
+            self._tables = {}
+        if folders not in self._tables:
+            self._tables[folders] = self._made_table()
+        return self._tables[folders]
+
+    def _made_table(self) -> VariantTable:
         workers, memory = self.GROUP_WORDS
         table = families.variant_table(self.LANGUAGE, workers.removesuffix("s"), memory)
         gemm, reduced = self.VENDOR_LINES

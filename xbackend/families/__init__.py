@@ -49,6 +49,13 @@ def user_folders() -> tuple[Path, ...]:
     """The user's folders: ``XBACKEND_FAMILIES``, then the installed entry points'."""
     named = os.environ.get(FAMILIES_ENV, "")
     folders = [Path(part) for part in named.split(os.pathsep) if part.strip()]
+    return (*folders, *_installed_folders())
+
+
+@functools.cache
+def _installed_folders() -> tuple[Path, ...]:
+    """The folders of the installed packages' entry points, looked up once a process."""
+    folders = []
     for entry in entry_points(group=ENTRY_POINTS):
         try:
             found = entry.load()
@@ -163,9 +170,18 @@ def user_variants(ops: Iterable[str]) -> list[str]:
 
 def variant_table(language: str, worker: str, memory: str) -> VariantTable:
     """The variants whose family has a ``language`` source, per operation, described in
-    one backend's words for a group's workers and the memory they share."""
+    one backend's words for a group's workers and the memory they share (a new table:
+    the caller may add to it)."""
+    made = _variant_table(language, worker, memory, user_folders())
+    return {op: dict(variants) for op, variants in made.items()}
+
+
+@functools.cache
+def _variant_table(
+    language: str, worker: str, memory: str, folders: tuple[Path, ...]
+) -> VariantTable:
     table: VariantTable = {}
-    for each in catalogue():
+    for each in _catalogue(folders):
         if language not in each.sources:
             continue
         for op, spec in each.variants:

@@ -23,6 +23,12 @@
 //
 // The CUDA twin, kernels/cuda/mm.cu, has the same kernels line for line.
 
+// The batch's index z is taken as an int before it scales the strides: NVIDIA's OpenCL
+// compiler, given get_group_id(2)'s 64-bit size_t, kept the k-step of A's pointer in
+// per-thread registers and ran the naive kernel 22% slower at 608x532 on an H200 (a
+// 32-bit z: the same time as CUDA's; docs/measurement.md). The offset z·stride fits an
+// int wherever the default build is used (backends/plans.py checks the reach).
+
 #include "stamp.h"
 #ifdef XB_FP64
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
@@ -56,9 +62,10 @@ void mm_naive(__global const REAL* restrict A,
               const INDEX strideA, const INDEX strideB, const INDEX strideC STAMP_PARAMETER)
 {
     STAMP_ENTER;
-    A += get_group_id(2) * strideA;
-    B += get_group_id(2) * strideB;
-    C += get_group_id(2) * strideC;
+    const int z = get_group_id(2);  // an int: see the note at the top
+    A += z * strideA;
+    B += z * strideB;
+    C += z * strideC;
     const int col = get_group_id(0) * TILE + get_local_id(0);
     const int row = get_group_id(1) * TILE + get_local_id(1);
     if (row >= M || col >= N)
@@ -86,9 +93,10 @@ void mm_tiled(__global const REAL* restrict A,
     __local REAL As[TILE][TILE];
     __local REAL Bs[TILE][TILE];
 
-    A += get_group_id(2) * strideA;
-    B += get_group_id(2) * strideB;
-    C += get_group_id(2) * strideC;
+    const int z = get_group_id(2);  // an int: see the note at the top
+    A += z * strideA;
+    B += z * strideB;
+    C += z * strideC;
     const int tx = get_local_id(0);
     const int ty = get_local_id(1);
     const int col = get_group_id(0) * TILE + tx;
