@@ -236,3 +236,30 @@ def test_a_stamped_build_of_a_users_cuda_kernels_reads_the_globaltimer(tmp_path)
     assert code.count("%globaltimer") >= 4  # entry and exit of both kernels
     # Each kernel's exits: the naive one's early return, and both bodies' ends.
     assert code.count("atom.global.min.u64") + code.count("red.global.min.u64") == 3
+
+
+def test_twins_that_disagree_on_their_parameters_are_refused(tmp_path, monkeypatch):
+    """A launch names its arguments once for both languages: a .cu declaring another
+    order than its .cl would get its arguments in the wrong order, unseen."""
+    folder = _family(tmp_path, GOOD)
+    cuda = (EXAMPLES / "student" / "student.cu").read_text()
+    (folder / "mine.cu").write_text(
+        cuda.replace("int hA, int wA, int wB", "int wA, int hA, int wB")
+    )
+    monkeypatch.setenv(families.FAMILIES_ENV, "")
+    with pytest.raises(ManifestError, match="the twins must agree"):
+        families.add_folders([folder])
+    (folder / "mine.cu").write_text(cuda)
+    families.add_folders([folder])  # the same order in both: accepted
+
+
+def test_a_kernel_declared_before_its_body_is_stamped_once(tmp_path):
+    from xbackend.families.sources import with_hooks
+
+    text = (EXAMPLES / "student" / "student.cl").read_text()
+    prototype = (
+        "__kernel void matmul_naive(__global float* C, __global const float* A,\n"
+        "    __global const float* B, int hA, int wA, int wB);\n\n"
+    )
+    hooked = with_hooks(prototype + text)
+    assert hooked.count("STAMP_ENTER") == 2 and "int wB);" in hooked

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from xbackend import families
-from xbackend.errors import XBackendError
+from xbackend.errors import KernelCompileError, XBackendError
 from xbackend.operations import MM, Shape, make_operands
 from xbackend.problems import Reference, check
 from xbackend.sweep import DEFAULT_BASE, growth
@@ -78,11 +78,13 @@ def check_variant(
         A, B = make_operands(shape, seed)
         try:
             result = backend.matmul(A, B, variant, spec.default_tile)
-        except XBackendError as error:
+        except KernelCompileError as error:  # the compiler's own words, not just "failed"
+            said = [line.strip() for line in error.log.splitlines() if "error" in line.lower()]
             first = str(error).splitlines()[0]
-            yield Verdict(label, variant, shape, None, first)
-            if "compile" in first:
-                return
+            yield Verdict(label, variant, shape, None, "; ".join([first, *said[:3]]))
+            return
+        except XBackendError as error:
+            yield Verdict(label, variant, shape, None, str(error).splitlines()[0])
             continue
         found = check(result, Reference.of(A, B))
         detail = (
@@ -108,8 +110,8 @@ def median_time_s(
 
 
 def schedule(steps: int) -> list[Shape]:
-    """The assignment's sizes: A (16·i)×(14·i) · B (14·i)×(16·i), i = 1..steps."""
-    return growth(DEFAULT_BASE, steps)
+    """The assignment's sizes: A (16·i)×(14·i) · B (14·i)×(16·i), i = 1..steps (none: 0)."""
+    return growth(DEFAULT_BASE, steps) if steps else []
 
 
 def check_folders(

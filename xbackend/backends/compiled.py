@@ -16,9 +16,9 @@ from __future__ import annotations
 import abc
 import contextlib
 import os
-from pathlib import Path
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np

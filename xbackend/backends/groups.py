@@ -43,7 +43,7 @@ def group_problem(
             return f"tile {tile}: {error}"
         if not holds:
             shown = ", ".join(f"{name} = {names[name]}" for name in sorted(expressions.names(rule)))
-            return f"the kernel needs {rule} ({shown})"
+            return f"its family's rule {rule} does not hold ({shown})"
     threads = names["THREADS"]
     limit = device.max_work_group_size or 0
     if threads > limit:

@@ -57,6 +57,8 @@ def source_path(family: str, language: str) -> Path:
     if language not in found.sources:
         raise XBackendError(f"the {family} family has no {language} source ({found.manifest})")
     path = found.sources[language]
+    if not found.shipped:  # XBACKEND_KERNELS replaces shipped files; a user's are their own
+        return path
     override = kernels_path() / language / path.name
     return override if override.exists() and override != path else path
 

@@ -33,7 +33,7 @@ from xbackend.operations import OPS, operation
 
 MANIFEST = "family.toml"
 DTYPES = ("float32", "float64", "int32")
-_FAMILY_KEYS = ("name", "description", "order", "sources")
+_FAMILY_KEYS = ("name", "order", "sources")  # and "description", of _SHARED_KEYS
 _SHARED_KEYS = (
     "ops", "tiles", "default_tile", "geometry", "patch", "switches", "build", "constants",
     "requires", "staged", "arguments", "dtypes", "x", "layout", "description",
@@ -99,13 +99,15 @@ class _Reader:
         entries = data.get("variant")
         if not isinstance(entries, list) or not entries:
             raise self.fail("no [[variant]]: a family declares at least one")
-        defaults = {key: head[key] for key in _SHARED_KEYS if key in head}
+        # The family's description is its own, not its variants' (each says what it is).
+        defaults = {key: head[key] for key in _SHARED_KEYS if key in head and key != "description"}
         variants: list[tuple[str, VariantSpec]] = []
         for entry in entries:
             variants += self._variant(name, {**defaults, **self._table(entry, "[[variant]]")})
         for language, kernels in declared.items():
             for op, spec in variants:
                 self._bound(op, spec, sources[language], kernels)
+        self._twins(declared, sources)
         seen = [(op, spec.name) for op, spec in variants]
         twice = {pair for pair in seen if seen.count(pair) > 1}
         if twice:
@@ -114,6 +116,23 @@ class _Reader:
         description = head.get("description", "")
         folder = self.path.parent
         return Family(name, folder, str(description), sources, tuple(variants), order, self.shipped)
+
+    def _twins(
+        self, declared: dict[str, dict[str, tuple[Parameters, int]]], sources: dict[str, Path]
+    ) -> None:
+        """A kernel of both sources takes the same parameters in the same order in each:
+        a launch names its arguments once, for both languages."""
+        if len(declared) < 2:
+            return
+        (first, kernels), (second, others) = declared.items()
+        for name in kernels.keys() & others.keys():
+            one = [p for p, _ in kernels[name][0]]
+            two = [p for p, _ in others[name][0]]
+            if one != two:
+                raise self.fail(
+                    f"{name} takes ({', '.join(one)}) in {sources[first].name} but "
+                    f"({', '.join(two)}) in {sources[second].name}: the twins must agree"
+                )
 
     def _known(self, table: dict[str, Any], keys: tuple[str, ...], where: str) -> None:
         unknown = sorted(set(table) - set(keys))

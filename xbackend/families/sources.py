@@ -98,6 +98,8 @@ def with_hooks(text: str) -> str:
     edits: list[tuple[int, int, str]] = []  # (start, end, replacement), in order
     for match in _DECLARATION.finditer(code):
         close = match.end() - 1  # the parameter list's ")"
+        if code[close + 1 :].lstrip().startswith(";"):
+            continue  # a declaration without a body: nothing to stamp
         opening = code.index("{", close)
         end = _matching_brace(code, opening)
         edits.append((close, close, " STAMP_PARAMETER"))
