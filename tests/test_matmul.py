@@ -95,7 +95,7 @@ def test_device_is_described(backend: xbackend.Backend):
     assert set(device.to_dict()) >= {"name", "driver_version", "global_mem_bytes"}
 
 
-# Tuned variants (kernels/*/mm_warp) with explicit parameters: every layout, a split
+# Tuned variants (kernels/mm_warp) with explicit parameters: every layout, a split
 # along K into ranges that end inside a slab and past K, unaligned and aligned rows,
 # and edge tiles whose overhanging rows and 4-column pieces load unchecked from
 # clamped addresses (N a multiple of 4: 131×68, and 64×132 below).

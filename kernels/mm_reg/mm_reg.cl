@@ -18,7 +18,7 @@
 //
 // Compile-time parameters (-D options): TILE, TM, TN, BK, STRIDED or GROUPS4, REAL
 // (float, double, int) and WIDE_INDEX (64-bit offsets, as in mm).
-// The CUDA twin, kernels/cuda/mm_reg.cu, has the same kernel line for line.
+// The CUDA twin, kernels/mm_reg/mm_reg.cu, has the same kernel line for line.
 // XB_FP64 is defined when REAL is double, to enable cl_khr_fp64.
 
 // The batch's index z is taken as an int before it scales the strides: NVIDIA's OpenCL

@@ -18,7 +18,7 @@
 //
 // Compile-time parameters (-D options): TILE, TM, TN, BK, STRIDED or GROUPS4, REAL
 // (float, double, int) and WIDE_INDEX (64-bit offsets, as in mm).
-// The OpenCL twin, kernels/opencl/mm_reg.cl, has the same kernel line for line.
+// The OpenCL twin, kernels/mm_reg/mm_reg.cl, has the same kernel line for line.
 
 // The batch's index z is taken as an int before it scales the strides: NVIDIA's OpenCL
 // compiler, given get_group_id(2)'s 64-bit size_t, kept the k-step of A's pointer in

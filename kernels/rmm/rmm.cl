@@ -11,7 +11,7 @@
 //               (−inf·0.75 + −inf·(−0.25)) where the pair sums give −inf·0.5 = −inf
 //   rmm_naive   K multiplications: the two rows and the two columns are added first
 //   rmm_tiled   as rmm_naive, with the pair sums made while loading local tiles
-// The ladder's top rung computes rmm too: kernels/*/mm_warp built with -DREDUCED.
+// The ladder's top rung computes rmm too: kernels/mm_warp built with -DREDUCED.
 //
 // Compile-time parameters (-D options): TILE, the edge of the square work-group
 // and of the local tiles; REAL, the element type (float, double or int); SUM_BLOCK,
@@ -19,7 +19,7 @@
 // cl_khr_fp64; WIDE_INDEX, 64-bit offsets (as in mm). Python passes each (the
 // defaults let the file compile on its own).
 //
-// The CUDA twin, kernels/cuda/rmm.cu, has the same kernels line for line.
+// The CUDA twin, kernels/rmm/rmm.cu, has the same kernels line for line.
 
 #include "stamp.h"
 #ifdef XB_FP64

@@ -11,14 +11,14 @@
 //               (−inf·0.75 + −inf·(−0.25)) where the pair sums give −inf·0.5 = −inf
 //   rmm_naive   K multiplications: the two rows and the two columns are added first
 //   rmm_tiled   as rmm_naive, with the pair sums made while loading shared tiles
-// The ladder's top rung computes rmm too: kernels/*/mm_warp built with -DREDUCED.
+// The ladder's top rung computes rmm too: kernels/mm_warp built with -DREDUCED.
 //
 // Compile-time parameters (-D options): TILE, the edge of the square thread block
 // and of the shared tiles; REAL, the element type (float, double or int); SUM_BLOCK,
 // the block of rmm_pair_sums; WIDE_INDEX, 64-bit offsets (as in mm). Python passes
 // each (the defaults let the file compile on its own).
 //
-// The OpenCL twin, kernels/opencl/rmm.cl, has the same kernels line for line.
+// The OpenCL twin, kernels/rmm/rmm.cl, has the same kernels line for line.
 
 #include "stamp.h"
 #ifndef TILE

@@ -1,6 +1,6 @@
 """How a backend is handed the tuner's choices, without knowing the tuner.
 
-A tuned variant (kernels/*/mm_warp) asks its backend's ``Choices``, if it holds
+A tuned variant (kernels/mm_warp) asks its backend's ``Choices``, if it holds
 any, for the configuration to use on a product; ``xbackend.tuning`` provides the
 one that reads ``xbackend tune``'s cache (``tuning.cached_choices``), and
 ``Backend.use_choices`` hands it over. Without choices a tuned variant runs the

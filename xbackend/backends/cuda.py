@@ -1,4 +1,4 @@
-"""The CUDA backend: kernels from ``kernels/cuda/`` through PyCUDA.
+"""The CUDA backend: the kernel families' .cu files through PyCUDA.
 
 The backend owns an explicit context on the chosen GPU (``pycuda.autoinit`` is
 never used): it is made current only while the backend works, and detached by
@@ -265,7 +265,7 @@ class _EventTimer:
 
 class CudaBackend(CompiledBackend):
     name = "cuda"
-    description = "PyCUDA kernels from kernels/cuda on an NVIDIA GPU"
+    description = "the kernel families' CUDA files through PyCUDA, on an NVIDIA GPU"
     VENDOR_LINES = (
         "cuBLAS (S/DGEMM, no TF32) on the same device buffers, through its C library",
         "the pair sums by a kernel, then cuBLAS on the half-size product",

@@ -1,4 +1,4 @@
-"""The OpenCL backend: kernels from ``kernels/opencl/`` through PyOpenCL, on any OpenCL device.
+"""The OpenCL backend: the kernel families' .cl files through PyOpenCL, on any OpenCL device.
 
 Devices are chosen by a selector: an index into the list of every device of
 every platform (``xbackend devices`` prints it), or a case-insensitive piece of
@@ -258,7 +258,7 @@ def select_device(selector: str | int | None, pairs: list[tuple[Any, Any]]) -> t
 
 class OpenCLBackend(CompiledBackend):
     name = "opencl"
-    description = "PyOpenCL kernels from kernels/opencl on any OpenCL device"
+    description = "the kernel families' OpenCL files through PyOpenCL, on any OpenCL device"
     VENDOR_LINES = (
         "CLBlast's GEMM (through pyclblast) on the same buffers, timed on the device "
         "between two markers",

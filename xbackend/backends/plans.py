@@ -1,6 +1,6 @@
 """The products of the kernel files, planned: which launches, on which buffers.
 
-``plan_tiled`` serves the fixed-tile families (kernels/*/mm, mm_reg, rmm);
+``plan_tiled`` serves the fixed-tile families (kernels/mm, mm_reg, rmm);
 ``plan_warp`` the tuned one (mm_warp), with the sum of a split along K as a second
 launch; ``plan_vendor`` the vendor's GEMM, after rmm's pair sums where reduced.
 
@@ -92,7 +92,7 @@ class Layout:
 
 
 def tiled_reach(layout: Layout, tile: int, reduced: bool) -> int:
-    """The farthest element offset a fixed-tile kernel (kernels/*/mm, mm_reg, rmm) forms:
+    """The farthest element offset a fixed-tile kernel (kernels/mm, mm_reg, rmm) forms:
     the last element of A, B and C; for the reduced product also rmm_tiled's 2·row·lda
     of the threads below the last row (the naive kernels, which return first, are held
     to the same bound)."""
@@ -107,7 +107,7 @@ def tiled_reach(layout: Layout, tile: int, reduced: bool) -> int:
 
 
 def warp_reach(layout: Layout, config: warp.WarpConfig, k_slice: int, strideC: int) -> int:
-    """The farthest element offset kernels/*/mm_warp forms (with ``config.slices`` K
+    """The farthest element offset kernels/mm_warp forms (with ``config.slices`` K
     ranges ``k_slice`` long, partial products ``strideC`` apart): A to a slab past its
     rows' ends and B a slab below its last row (the pointers of the unchecked loads, and
     their step BK·ldb), C to the edge tiles' last row and column (their stores'
@@ -199,7 +199,7 @@ def plan_warp(
     B_: Array,
     wide: bool = False,
 ) -> Product:
-    """kernels/*/mm_warp for ``op``, and the sum of the slices where K is split; 64-bit
+    """kernels/mm_warp for ``op``, and the sum of the slices where K is split; 64-bit
     offsets where the product needs them, or ``wide`` asks for them.
 
     For rmm the kernel is built with -DREDUCED: M and N are then those of the
@@ -255,7 +255,7 @@ def _sum_slices(family: str, options: tuple[str, ...], M: int, N: int, slices: i
 
 def plan_vendor(op: str | Operation, A_: Array, B_: Array, wide: bool = False) -> Product:
     """The vendor's GEMM on the operands as they lie; for rmm, on their pair sums,
-    which kernels/*/rmm's rmm_pair_sums first writes into matrices of their own (with
+    which kernels/rmm's rmm_pair_sums first writes into matrices of their own (with
     64-bit offsets where the product needs them, or ``wide`` asks for them). The
     library's own limits are the backend's to check (``_check_product``)."""
     op = operation(op)

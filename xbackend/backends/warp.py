@@ -1,4 +1,4 @@
-"""The parameters of kernels/*/mm_warp: defaults, limits, the tuner's search space, launches.
+"""The parameters of kernels/mm_warp: defaults, limits, the tuner's search space, launches.
 
 A configuration names the block tile (BM×BN, BK deep), the group tile (WM×WN) and the
 patch per thread (TM×TN), which reach the kernel as ``-D`` options, and the number of
@@ -38,7 +38,7 @@ MAX_SLICES = 16
 
 @dataclasses.dataclass(frozen=True)
 class WarpConfig:
-    """One configuration of the mm_warp kernel (see kernels/cuda/mm_warp.cu)."""
+    """One configuration of the mm_warp kernel (see kernels/mm_warp/mm_warp.cu)."""
 
     BM: int
     BN: int

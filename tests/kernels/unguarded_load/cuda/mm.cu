@@ -20,7 +20,7 @@
 //         path. Python defines it only for a product whose offsets pass 2^31 - 1
 //         (backends/plans.py), or where told to (XBACKEND_INDEX=wide).
 //
-// The OpenCL twin, kernels/opencl/mm.cl, has the same kernels line for line.
+// The OpenCL twin, kernels/mm/mm.cl, has the same kernels line for line.
 
 // The batch's index z is taken as an int before it scales the strides: NVIDIA's OpenCL
 // compiler, given get_group_id(2)'s 64-bit size_t, kept the k-step of A's pointer in

@@ -21,7 +21,7 @@
 //         (backends/plans.py), or where told to (XBACKEND_INDEX=wide).
 //   XB_FP64  defined when REAL is double, to enable cl_khr_fp64
 //
-// The CUDA twin, kernels/cuda/mm.cu, has the same kernels line for line.
+// The CUDA twin, kernels/mm/mm.cu, has the same kernels line for line.
 
 // The batch's index z is taken as an int before it scales the strides: NVIDIA's OpenCL
 // compiler, given get_group_id(2)'s 64-bit size_t, kept the k-step of A's pointer in
