@@ -253,3 +253,24 @@ def test_every_package_ships():
         for init in PACKAGE.rglob("__init__.py")
     }
     assert found - listed == set()
+
+
+# The tuned family's configuration is its planner's and the tuner's business alone: the
+# rest of the backends hand it parameters (names and ints), as the records keep them.
+WARP_CONFIG_KNOWN_BY = {
+    "xbackend/backends/warp.py",
+    "xbackend/backends/block_tiles.py",
+    "xbackend/tuning.py",
+    "xbackend/tune_search.py",
+    "xbackend/tune_cache.py",
+}
+
+
+def test_warp_config_is_known_only_by_its_family_and_the_tuner():
+    named = {
+        str(path.relative_to(PACKAGE.parent))
+        for path in PACKAGE.rglob("*.py")
+        if re.search(r"\bWarpConfig\b", path.read_text())
+    }
+    assert named - WARP_CONFIG_KNOWN_BY == set()
+    assert "xbackend/backends/block_tiles.py" in named  # the check sees the files it checks

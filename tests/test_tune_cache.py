@@ -228,7 +228,7 @@ def test_finite_random_products_through_a_good_entry(backend, tmp_path, monkeypa
     """The validation keeps what the tuner writes: a good entry is used as it is."""
     variant = _tuned_backend(backend)
     config = warp.WarpConfig(64, 64, 8, 64, 64, 8, 4)
-    if backend.tile_problem(variant, 64, 4, "mm", config):
+    if backend.tile_problem(variant, 64, 4, "mm", config.to_dict()):
         pytest.skip("this device cannot run the entry")
     shape = Shape(66, 40, 70)
     A, B = make_operands(shape, SEED)
@@ -250,7 +250,7 @@ def test_a_choice_for_another_build_is_stale(backend, tmp_path, monkeypatch):
     with a warning; the same entry for this build is used."""
     variant = _tuned_backend(backend)
     config = CHOSEN  # no device's untuned default: a change of choice shows
-    if backend.tile_problem(variant, 64, 4, "mm", config):
+    if backend.tile_problem(variant, 64, 4, "mm", config.to_dict()):
         pytest.skip("this device cannot run the entry")
     shape = Shape(66, 40, 70)
     A, B = make_operands(shape, SEED)
@@ -295,7 +295,7 @@ def test_cached_choices_read_the_file_once_and_again_when_it_changes(tmp_path, m
     assert choices.choice(request) is None
     first, second = warp.WarpConfig(128, 128, 8, 128, 128, 8, 8), warp.default_config("block", 64)
     tuning.save_entries({"cuda|GPU|vec4|mm|float32|large": {"params": first.to_dict()}})
-    assert choices.choice(request) == first
+    assert choices.choice(request) == first.to_dict()
     reads = []
 
     def load_entries(p):
@@ -303,15 +303,16 @@ def test_cached_choices_read_the_file_once_and_again_when_it_changes(tmp_path, m
         return {}
 
     monkeypatch.setattr(tune_cache, "load_entries", load_entries)
-    assert choices.choice(request) == first and reads == []  # unchanged: not read again
+    assert choices.choice(request) == first.to_dict() and reads == []  # unchanged: not read again
     monkeypatch.undo()
     monkeypatch.setenv(tuning.CACHE_ENV, str(path))
     tuning.save_entries({"cuda|GPU|vec4|mm|float32|large": {"params": second.to_dict()}})
-    assert choices.choice(request) == second
+    assert choices.choice(request) == second.to_dict()
 
 
 class _Always:
-    """A stand-in for the tune cache: one configuration for every product."""
+    """A stand-in for the tune cache: one configuration for every product, handed over
+    as the backends take it (its parameters by name)."""
 
     def __init__(self, config: warp.WarpConfig):
         self.config = config
@@ -319,7 +320,7 @@ class _Always:
 
     def choice(self, request):
         self.requests.append(request)
-        return self.config
+        return self.config.to_dict()
 
 
 def test_a_backend_takes_the_choices_it_is_handed_and_no_others(backend):

@@ -107,8 +107,8 @@ def test_the_database_serves_a_product_the_cache_has_no_entry_for(files):
     """Guards the database's place after the cache: with no cache file, its choice."""
     cache, db = files
     _write(db, {KEY: _db_entry(DB_CONFIG)})
-    assert CachedChoices(cache).choice(_request()) == DB_CONFIG
-    assert CachedChoices().choice(_request()) == DB_CONFIG  # XBACKEND_TUNE_CACHE's file
+    assert CachedChoices(cache).choice(_request()) == DB_CONFIG.to_dict()
+    assert CachedChoices().choice(_request()) == DB_CONFIG.to_dict()  # XBACKEND_TUNE_CACHE's file
 
 
 def test_the_users_cache_wins_over_the_database(files):
@@ -116,7 +116,7 @@ def test_the_users_cache_wins_over_the_database(files):
     cache, db = files
     _write(db, {KEY: _db_entry(DB_CONFIG)})
     _write(cache, {KEY: _cache_entry(CACHE_CONFIG)})
-    assert CachedChoices(cache).choice(_request()) == CACHE_CONFIG
+    assert CachedChoices(cache).choice(_request()) == CACHE_CONFIG.to_dict()
 
 
 def test_a_tie_in_the_users_cache_keeps_the_default_not_the_database(files):
@@ -126,7 +126,7 @@ def test_a_tie_in_the_users_cache_keeps_the_default_not_the_database(files):
     _write(cache, {KEY: _cache_entry(CACHE_CONFIG, tie=True)})
     assert CachedChoices(cache).choice(_request()) is None
     _write(cache, {KEY: _cache_entry(CACHE_CONFIG, tie=False)})
-    assert CachedChoices(cache).choice(_request()) == CACHE_CONFIG  # the tie decided it
+    assert CachedChoices(cache).choice(_request()) == CACHE_CONFIG.to_dict()  # the tie decided it
 
 
 def test_the_database_holds_on_any_driver_the_cache_only_on_its_own(files):
@@ -135,10 +135,10 @@ def test_the_database_holds_on_any_driver_the_cache_only_on_its_own(files):
     naming the cache) and the database's choice is used instead."""
     cache, db = files
     _write(db, {KEY: _db_entry(DB_CONFIG)})
-    assert CachedChoices(cache).choice(_request(driver="d9")) == DB_CONFIG
+    assert CachedChoices(cache).choice(_request(driver="d9")) == DB_CONFIG.to_dict()
     _write(cache, {KEY: _cache_entry(CACHE_CONFIG, driver="d0")})
     with pytest.warns(TuneCacheWarning, match=re.escape(str(cache))):
-        assert CachedChoices(cache).choice(_request(driver="d1")) == DB_CONFIG
+        assert CachedChoices(cache).choice(_request(driver="d1")) == DB_CONFIG.to_dict()
 
 
 def test_a_database_entry_for_another_kernel_is_ignored_with_a_warning(files):
@@ -147,14 +147,14 @@ def test_a_database_entry_for_another_kernel_is_ignored_with_a_warning(files):
     _write(db, {KEY: _db_entry(DB_CONFIG, kernel="fedcba9876543210")})
     with pytest.warns(TuneCacheWarning, match=re.escape(str(db))):
         assert CachedChoices(cache).choice(_request()) is None
-    assert CachedChoices(cache).choice(_request(kernel="fedcba9876543210")) == DB_CONFIG
+    assert CachedChoices(cache).choice(_request(kernel="fedcba9876543210")) == DB_CONFIG.to_dict()
 
 
 def test_the_database_can_be_hidden(files, monkeypatch):
     """Guards XBACKEND_TUNING_DB=off (the untuned measurements) and database=False."""
     cache, db = files
     _write(db, {KEY: _db_entry(DB_CONFIG)})
-    assert CachedChoices(cache).choice(_request()) == DB_CONFIG
+    assert CachedChoices(cache).choice(_request()) == DB_CONFIG.to_dict()
     assert CachedChoices(cache, database=False).choice(_request()) is None
     monkeypatch.setenv(tuning_db.DB_ENV, "off")
     assert tuning_db.db_path() is None

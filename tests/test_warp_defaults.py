@@ -223,7 +223,7 @@ def test_prebuild_builds_each_configuration_once_for_the_runs_after_it(opencl):
     unplannable = Config(96, 64, 8, 64, 64, 8, 4)  # 64-row groups cannot tile 96 rows
     assert unplannable.problem() is not None
     before = len(opencl._programs)
-    opencl.prebuild("vec4", "mm", A, B, [unplannable, *configs])
+    opencl.prebuild("vec4", "mm", A, B, [c.to_dict() for c in (unplannable, *configs)])
     assert len(opencl._programs) == before + 2
     expected = A.astype(np.float64) @ B.astype(np.float64)
     for config in configs:

@@ -398,7 +398,7 @@ def find(
             blocks = entry.get("blocks", 0)
             if request.size is not None and config.slices > 1 and blocks > 0:
                 config = warp.refit_slices(config, blocks, *request.size)
-            problem = request.check(config) if request.check else None
+            problem = request.check(config.to_dict()) if request.check else None
             if problem:
                 _warn_once(path, key, f"{path}: ignoring the entry {key!r}: {_shorten(problem)}")
                 continue
@@ -413,7 +413,7 @@ def lookup(
     shape_class: str,
     op: str = "mm",
     size: tuple[int, int, int] | None = None,
-    check: Callable[[warp.WarpConfig], str | None] | None = None,
+    check: Callable[[Mapping[str, int]], str | None] | None = None,
 ) -> warp.WarpConfig | None:
     """The cached configuration for a product on ``backend``'s device, or None: the
     file as it is now, read through ``choose``. ``backend`` needs a ``name`` and a
@@ -476,13 +476,13 @@ class CachedChoices:
             described["tuning_db_entries"] = sum(key.startswith(prefix) for key in database[1])
         return described
 
-    def choice(self, request: ChoiceRequest) -> warp.WarpConfig | None:
+    def choice(self, request: ChoiceRequest) -> dict[str, int] | None:
         path, entries = self.entries()
         found, config = find(entries, request, path)
         database = None if found else self.database()
         if database is not None:
             config = find(database[1], request, database[0], shipped=True)[1]
-        return config
+        return None if config is None else config.to_dict()
 
 
 _cached = CachedChoices()

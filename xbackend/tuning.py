@@ -248,7 +248,7 @@ def search_space(
     small = warp.shape_class(*output_size(op, shape), units) == "small"
     configs = []
     for config in warp.candidates(spec.layout):
-        if backend.tile_problem(variant, config.BM, itemsize, op, config):
+        if backend.tile_problem(variant, config.BM, itemsize, op, config.to_dict()):
             continue
         for slices in SPLITS if small else (1,):
             if slices == 1 or shape.K // slices >= warp.MIN_K_SLICE:
@@ -336,7 +336,8 @@ def _search(
     def time_batch(batch: Sequence[warp.WarpConfig]) -> list[Trial]:
         nonlocal count
         # Build the batch's kernels together first, in parallel where the backend can.
-        backend.prebuild(variant, product.op, product.A, product.B, batch)
+        configurations = [config.to_dict() for config in batch]
+        backend.prebuild(variant, product.op, product.A, product.B, configurations)
         timed = []
         for config in batch:
             count += 1

@@ -13,7 +13,6 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
-from xbackend.backends import warp
 from xbackend.operations import Operation
 
 
@@ -26,18 +25,18 @@ class ChoiceRequest:
     variant: str
     op: Operation
     dtype: str  # the dtype's name, "float32"
-    shape_class: str  # see warp.shape_class
+    shape_class: str  # see warp.shape_class: small, medium, large
     size: tuple[int, int, int] | None  # the output's M and N, and K: a split is refitted
     # What the kernel is built from: driver version and a digest of the kernel file and
     # its fixed options (Backend.kernel_build); a choice made for another is stale.
     build: Mapping[str, str] = dataclasses.field(default_factory=dict)
     # Why this device cannot run a configuration (Backend.tile_problem), or None.
-    check: Callable[[warp.WarpConfig], str | None] | None = None
+    check: Callable[[Mapping[str, int]], str | None] | None = None
 
 
 class Choices(Protocol):
     """A source of tuned configurations: the tune cache, or a test's stand-in."""
 
-    def choice(self, request: ChoiceRequest) -> warp.WarpConfig | None:
-        """The configuration to use for ``request``'s product, or None for the default."""
+    def choice(self, request: ChoiceRequest) -> Mapping[str, int] | None:
+        """The parameters to use for ``request``'s product, or None for the default."""
         ...

@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from xbackend import families
-from xbackend.backends import warp
+from xbackend.backends import block_tiles, warp
 from xbackend.backends.ceilings import (
     FLOAT_DTYPES,
     Ceilings,
@@ -33,7 +33,6 @@ from xbackend.backends.ceilings import (
     extended,
     fma_ceiling,
 )
-from xbackend.backends.choices import ChoiceRequest
 from xbackend.backends.execution import Device, LaunchExecution
 from xbackend.backends.groups import group_problem
 from xbackend.backends.interface import Backend, Execution
@@ -41,10 +40,9 @@ from xbackend.backends.kernels import SUM_BLOCK, WIDE_INDEX, has_stamps, source_
 from xbackend.backends.launch import KernelLaunch, Product
 from xbackend.backends.monitor import DeviceMonitor, monitor_for
 from xbackend.backends.operands import check_operands, dimension_problem
-from xbackend.backends.plans import plan_tiled, plan_vendor, plan_warp
+from xbackend.backends.plans import plan_tiled, plan_vendor
 from xbackend.backends.specs import VariantSpec, VariantTable
 from xbackend.errors import UnsupportedParameter, XBackendError
-from xbackend.operations import Operation, operation
 
 Array = np.ndarray[Any, Any]
 # "wide": every product's kernels get 64-bit offsets; "auto" (or unset): only those of a
@@ -113,14 +111,14 @@ class CompiledBackend(Backend):
         tile: int,
         itemsize: int = 4,
         op: str = "mm",
-        config: warp.WarpConfig | None = None,
+        params: Mapping[str, int] | None = None,
     ) -> str | None:
-        problem = super().tile_problem(variant, tile, itemsize, op, config)
+        problem = super().tile_problem(variant, tile, itemsize, op, params)
         if problem is not None:
             return problem
         workers, memory = self.GROUP_WORDS
         spec = self.variant_spec(variant, op)
-        return group_problem(self.device, spec, tile, itemsize, workers, memory, config)
+        return group_problem(self.device, spec, tile, itemsize, workers, memory, params)
 
     def variant_problem(self, variant: str, dtype: np.dtype[Any], op: str = "mm") -> str | None:
         """Why ``variant`` cannot compute in ``dtype``: its family says which types its
@@ -213,7 +211,7 @@ class CompiledBackend(Backend):
         op: str,
         A: Array,
         B: Array,
-        configurations: Iterable[warp.WarpConfig],
+        configurations: Iterable[Mapping[str, int]],
     ) -> None:
         """Build each configuration's kernels in threads, PREBUILD_THREADS at once:
         compilers run as processes of their own (nvcc) or release the interpreter
@@ -222,7 +220,7 @@ class CompiledBackend(Backend):
         builds: dict[tuple[str, tuple[str, ...]], np.dtype[Any]] = {}
         for config in configurations:
             try:
-                product = self._plan(op, variant, None, A, B, config.to_dict())
+                product = self._plan(op, variant, None, A, B, config)
             except XBackendError:
                 continue  # its run says why
             for launch in self._as_built(product).launches:  # as its run builds it
@@ -331,72 +329,4 @@ class CompiledBackend(Backend):
         if not spec.tuned:
             assert tile is not None
             return plan_tiled(op, spec, A, B, tile, wide)
-        config = self._warp_config(operation(op), spec, tile, A, B, params)
-        problem = config.problem() or self.tile_problem(variant, config.BM, A.itemsize, op, config)
-        if problem:
-            raise UnsupportedParameter(f"{self.name} {variant}: {problem}")
-        return plan_warp(op, spec, config, A, B, wide)
-
-    def _warp_config(
-        self,
-        op: Operation,
-        spec: VariantSpec,
-        tile: int | None,
-        A: Array,
-        B: Array,
-        params: Mapping[str, int] | None,
-    ) -> warp.WarpConfig:
-        """Explicit parameters, else the tuned ones, else the size-aware default."""
-        if params is not None:
-            try:
-                return warp.WarpConfig.from_dict(
-                    {**self._default_config(spec, 128).to_dict(), **params}
-                )
-            except ValueError as error:
-                raise UnsupportedParameter(str(error)) from error
-        M, N = op.output_shape(A, B)[-2:]
-        K = A.shape[-1]
-        units = self.device.compute_units or 0
-        tuned = self._tuned_config(op, spec, A.dtype, (M, N, K))
-        if tuned is not None and tile in (None, tuned.BM):
-            return tuned
-        registers, double = self.device.registers, spec.double_buffered
-        size = None if op.batched else (M, N, K)  # a batch is z already: no split along K
-        if tile is None:
-            lanes = (self.device.vector_width or 1) if self.device.kind == "cpu" else None
-            return warp.untuned_config(spec.layout, registers, double, size, units, lanes)
-        config = self._default_config(spec, tile)
-        if size is not None:
-            resident = warp.resident_blocks(config, registers, double)
-            config = config.with_slices(warp.auto_slices(config, *size, units, resident))
-        return config
-
-    def _default_config(self, spec: VariantSpec, tile: int) -> warp.WarpConfig:
-        """A tuned variant's configuration at ``tile`` before any tuning: derived from
-        this device's registers where it says them (see warp.default_config)."""
-        registers, double = self.device.registers, spec.double_buffered
-        return warp.default_config(spec.layout, tile, registers, double_buffered=double)
-
-    def _tuned_config(
-        self, op: Operation, spec: VariantSpec, dtype: np.dtype[Any], size: tuple[int, int, int]
-    ) -> warp.WarpConfig | None:
-        """The choice of this backend's ``choices`` for the product, if it has one."""
-        if self.choices is None or not op.tuned_as:
-            return None
-
-        def device_problem(config: warp.WarpConfig) -> str | None:
-            return self.tile_problem(spec.name, config.BM, dtype.itemsize, op.name, config)
-
-        M, N, _ = size
-        request = ChoiceRequest(
-            backend=self.name,
-            device=self.device.name,
-            variant=spec.name,
-            op=op,
-            dtype=dtype.name,
-            shape_class=warp.shape_class(M, N, self.device.compute_units or 0),
-            size=size,
-            build=self.kernel_build(spec.name, op.name),
-            check=device_problem,
-        )
-        return self.choices.choice(request)
+        return block_tiles.plan(self, op, spec, tile, A, B, params, wide)

@@ -8,7 +8,9 @@ are checked here too, before any compiler sees the options.
 
 from __future__ import annotations
 
-from xbackend.backends import warp
+from collections.abc import Mapping
+
+from xbackend.backends import block_tiles
 from xbackend.backends.specs import DeviceInfo, VariantSpec
 from xbackend.families import expressions
 from xbackend.families.expressions import ExpressionError, evaluate
@@ -21,14 +23,12 @@ def group_problem(
     itemsize: int,
     workers: str,
     memory: str,
-    config: warp.WarpConfig | None = None,
+    params: Mapping[str, int] | None = None,
 ) -> str | None:
-    """Why a group of ``spec`` at ``tile`` (or in ``config``) cannot run on ``device``."""
+    """Why a group of ``spec`` at ``tile`` (or, block tiles, in ``params``) cannot run on
+    ``device``."""
     if spec.tuned:
-        config = config or warp.default_config(
-            spec.layout, tile, device.registers, double_buffered=spec.double_buffered
-        )
-        return _warp_problem(device, spec, config, itemsize, workers, memory)
+        return block_tiles.group_problem(device, spec, tile, itemsize, workers, memory, params)
     try:
         rows, columns = spec.per_thread(tile)
     except ExpressionError as error:
@@ -55,25 +55,4 @@ def group_problem(
             f"the tiles of {staged} {itemsize}-byte elements exceed "
             f"{local} bytes of {memory} memory"
         )
-    return None
-
-
-def _warp_problem(
-    device: DeviceInfo,
-    spec: VariantSpec,
-    config: warp.WarpConfig,
-    itemsize: int,
-    workers: str,
-    memory: str,
-) -> str | None:
-    problem = config.problem()
-    if problem:
-        return problem
-    limit = device.max_work_group_size or 0
-    if config.threads > limit:
-        return f"{config.threads} {workers} exceed the limit of {limit} per group"
-    staged = config.staged_bytes(itemsize, spec.double_buffered)
-    if staged > (device.local_mem_bytes or 0):
-        available = device.local_mem_bytes
-        return f"the slabs' {staged} bytes exceed {available} bytes of {memory} memory"
     return None

@@ -25,7 +25,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from xbackend.backends import warp
 from xbackend.backends.ceilings import Ceilings
 from xbackend.backends.choices import Choices
 from xbackend.backends.operands import check_operands, uploaded_nbytes
@@ -178,9 +177,10 @@ class Backend(abc.ABC):
         tile: int,
         itemsize: int = 4,
         op: str = "mm",
-        config: warp.WarpConfig | None = None,
+        params: Mapping[str, int] | None = None,
     ) -> str | None:
-        """Why ``tile`` (or, for tuned variants, ``config``) cannot run on this device."""
+        """Why ``tile`` (or, for tuned variants, the configuration ``params``) cannot run
+        on this device."""
         if tile < 1:
             return f"tile must be a positive integer, not {tile}"
         return None
@@ -199,7 +199,7 @@ class Backend(abc.ABC):
         op: str,
         A: Array,
         B: Array,
-        configurations: Iterable[warp.WarpConfig],
+        configurations: Iterable[Mapping[str, int]],
     ) -> None:
         """Build the kernels of ``variant`` in each configuration for A and B ahead of
         their first run, together (the tuner's batches; see ``CompiledBackend``). A
@@ -232,7 +232,7 @@ class Backend(abc.ABC):
             tile = int(tile)
         if tile is None:
             if spec.tuned:
-                return None  # chosen per product: see CompiledBackend._warp_config
+                return None  # chosen per product: see block_tiles.configure
             tile = spec.default_tile or spec.tiles[0]
         problem = self.tile_problem(variant, tile, itemsize, op)
         if problem is not None:

@@ -1,7 +1,7 @@
 """The products of the kernel files, planned: which launches, on which buffers.
 
-``plan_tiled`` serves the fixed-tile families (kernels/mm, mm_reg, rmm);
-``plan_warp`` the tuned one (mm_warp), with the sum of a split along K as a second
+``plan_tiled`` serves the "element" families (kernels/mm, mm_reg, rmm and a user's);
+``block_tiles.py`` the tuned one (mm_warp), with the sum of a split along K as a second
 launch; ``plan_vendor`` the vendor's GEMM, after rmm's pair sums where reduced.
 
 Each planner also says how wide the kernels' element offsets are. The default build
@@ -19,7 +19,6 @@ from typing import Any
 
 import numpy as np
 
-from xbackend.backends import warp
 from xbackend.backends.kernels import (
     C_TYPES,
     STAMP_PARAMETERS,
@@ -106,27 +105,6 @@ def tiled_reach(layout: Layout, tile: int, reduced: bool) -> int:
     return reach
 
 
-def warp_reach(layout: Layout, config: warp.WarpConfig, k_slice: int, strideC: int) -> int:
-    """The farthest element offset kernels/mm_warp forms (with ``config.slices`` K
-    ranges ``k_slice`` long, partial products ``strideC`` apart): A to a slab past its
-    rows' ends and B a slab below its last row (the pointers of the unchecked loads, and
-    their step BK·ldb), C to the edge tiles' last row and column (their stores'
-    pointers), the sum of the slices, and K + k_slice (the number of ranges)."""
-    s, (rows, columns) = layout.sizes, layout.output
-    z = layout.batch * config.slices
-    padded = (_blocks(rows, config.BM) * config.BM, _blocks(columns, config.BN) * config.BN)
-    reach = max(
-        layout.operand_reach(config.BK, config.BK),
-        _last(padded[0], s["ldc"], padded[1], z, strideC),
-        s["K"] + k_slice,
-    )
-    if config.slices > 1:  # mm_sum_slices: its threads in whole blocks, each reading W
-        outputs = rows * columns
-        threads = _blocks(outputs, SUM_BLOCK) * SUM_BLOCK
-        reach = max(reach, config.slices * outputs - 1, threads - 1)
-    return reach
-
-
 def pair_sums_reach(layout: Layout) -> int:
     """The farthest element offset rmm_pair_sums forms: the operands' last elements, the
     number of pair sums and its threads (in whole blocks)."""
@@ -189,68 +167,6 @@ def plan_tiled(
         {param: given[spec.takes(param)] for param in declared},
     )
     return Product(layout.inputs, shape, A_.dtype, (launch,), tile=tile)
-
-
-def plan_warp(
-    op: str | Operation,
-    spec: VariantSpec,
-    config: warp.WarpConfig,
-    A_: Array,
-    B_: Array,
-    wide: bool = False,
-) -> Product:
-    """kernels/mm_warp for ``op``, and the sum of the slices where K is split; 64-bit
-    offsets where the product needs them, or ``wide`` asks for them.
-
-    For rmm the kernel is built with -DREDUCED: M and N are then those of the
-    (M/2)×(N/2) output, and the kernel sums the pairs of rows of A and of columns
-    of B as it loads its slabs.
-    """
-    op = operation(op)
-    layout = Layout.of(op, A_, B_)
-    shape = op.output_shape(A_, B_)
-    M, N = shape[-2:]
-    K, lda, ldb = (layout.sizes[name] for name in ("K", "lda", "ldb"))
-    if op.batched:  # z is the batch: no split
-        config = config.with_slices(1)
-        strides = tuple(layout.sizes[name] for name in ("strideA", "strideB", "strideC"))
-    else:  # z is the K range of a split: strideC apart in the workspace
-        strides = (0, 0, M * N)
-    k_slice = warp.k_slice(config, K)
-    slices = _blocks(K, k_slice)
-    config = config.with_slices(slices)
-    vec4 = warp.vec4_ok(A_.itemsize, lda, ldb, N, *strides, k_slice)
-    options = [*warp.defines(config, A_.dtype, vec4, spec.double_buffered)]
-    options.append(f"-DREAL={C_TYPES[A_.dtype.name]}")
-    if op.reduced:
-        options.append("-DREDUCED")
-    options += index_options(warp_reach(layout, config, k_slice, strides[2]), wide)
-    split = slices > 1
-    product = KernelLaunch.of(
-        spec.kernel, spec.family, tuple(options),
-        grid=(_blocks(N, config.BN), _blocks(M, config.BM), layout.batch * slices),
-        block=(config.threads, 1, 1),
-        A=A, B=B, C=Buffer("W") if split else C, M=M, N=N, K=K, lda=lda, ldb=ldb, ldc=N,
-        **dict(zip(("strideA", "strideB", "strideC"), strides, strict=True)), k_slice=k_slice,
-    )  # fmt: skip
-    if not split:
-        return Product(layout.inputs, shape, A_.dtype, (product,), tile=config.BM,
-                       params=config.to_dict())  # fmt: skip
-    # The partial products go to a workspace, and a second launch adds them into C.
-    workspaces = {"W": M * N * slices * A_.itemsize}
-    steps = (product, _sum_slices(spec.family, tuple(options), M, N, slices))
-    return Product(
-        layout.inputs, shape, A_.dtype, steps, workspaces, tile=config.BM, params=config.to_dict()
-    )
-
-
-def _sum_slices(family: str, options: tuple[str, ...], M: int, N: int, slices: int) -> KernelLaunch:
-    """The launch of mm_sum_slices: C = the sum of the ``slices`` partial products in W."""
-    return KernelLaunch.of(
-        warp.SUM_KERNEL, family, options,
-        grid=(_blocks(M * N, SUM_BLOCK), 1, 1), block=(SUM_BLOCK, 1, 1), dims=1,
-        W=Buffer("W"), C=C, M=M, N=N, ldc=N, slices=slices,
-    )  # fmt: skip
 
 
 def plan_vendor(op: str | Operation, A_: Array, B_: Array, wide: bool = False) -> Product:

@@ -1,0 +1,250 @@
+"""The block-tiles geometry (kernels/mm_warp): a product's configuration chosen (the call's
+parameters, else the tune cache's or the shipped database's choice, else the default the
+device's registers give), checked against the device, and planned as launches: mm_warp,
+and the sum of the slices where K is split.
+
+The one module of the backends that knows ``warp.WarpConfig``: the others hand it
+parameters as names and ints, as the records keep them (tests/test_structure.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from xbackend.backends import warp
+from xbackend.backends.choices import ChoiceRequest
+from xbackend.backends.kernels import C_TYPES, SUM_BLOCK
+from xbackend.backends.launch import Buffer, KernelLaunch, Product
+from xbackend.backends.plans import C, Layout, _blocks, _last, index_options
+from xbackend.backends.specs import DeviceInfo, VariantSpec
+from xbackend.errors import UnsupportedParameter
+from xbackend.operations import Operation, operation
+
+if TYPE_CHECKING:
+    from xbackend.backends.compiled import CompiledBackend
+
+Array = np.ndarray[Any, Any]
+A, B = Buffer("A"), Buffer("B")
+
+
+def plan(
+    backend: CompiledBackend,
+    op: str,
+    spec: VariantSpec,
+    tile: int | None,
+    A_: Array,
+    B_: Array,
+    params: Mapping[str, int] | None,
+    wide: bool,
+) -> Product:
+    """The launches of one product of a block-tiles variant on ``backend``'s device."""
+    config = configure(backend, operation(op), spec, tile, A_, B_, params)
+    problem = config.problem() or backend.tile_problem(
+        spec.name, config.BM, A_.itemsize, op, config.to_dict()
+    )
+    if problem:
+        raise UnsupportedParameter(f"{backend.name} {spec.name}: {problem}")
+    return plan_warp(op, spec, config, A_, B_, wide)
+
+
+def group_problem(
+    device: DeviceInfo,
+    spec: VariantSpec,
+    tile: int,
+    itemsize: int,
+    workers: str,
+    memory: str,
+    params: Mapping[str, int] | None = None,
+) -> str | None:
+    """Why a group of ``spec`` in the configuration ``params`` (None: its default at
+    ``tile``) cannot run on ``device``."""
+    if params is None:
+        config = warp.default_config(
+            spec.layout, tile, device.registers, double_buffered=spec.double_buffered
+        )
+    else:
+        try:
+            config = warp.WarpConfig.from_dict(params)
+        except (TypeError, ValueError) as error:
+            return str(error)
+    return _warp_problem(device, spec, config, itemsize, workers, memory)
+
+
+def configure(
+    backend: CompiledBackend,
+    op: Operation,
+    spec: VariantSpec,
+    tile: int | None,
+    A: Array,
+    B: Array,
+    params: Mapping[str, int] | None,
+) -> warp.WarpConfig:
+    """Explicit parameters, else the tuned ones, else the size-aware default."""
+    if params is not None:
+        try:
+            return warp.WarpConfig.from_dict(
+                {**_default_config(backend, spec, 128).to_dict(), **params}
+            )
+        except ValueError as error:
+            raise UnsupportedParameter(str(error)) from error
+    M, N = op.output_shape(A, B)[-2:]
+    K = A.shape[-1]
+    units = backend.device.compute_units or 0
+    tuned = _tuned_config(backend, op, spec, A.dtype, (M, N, K))
+    if tuned is not None and tile in (None, tuned.BM):
+        return tuned
+    registers, double = backend.device.registers, spec.double_buffered
+    size = None if op.batched else (M, N, K)  # a batch is z already: no split along K
+    if tile is None:
+        lanes = (backend.device.vector_width or 1) if backend.device.kind == "cpu" else None
+        return warp.untuned_config(spec.layout, registers, double, size, units, lanes)
+    config = _default_config(backend, spec, tile)
+    if size is not None:
+        resident = warp.resident_blocks(config, registers, double)
+        config = config.with_slices(warp.auto_slices(config, *size, units, resident))
+    return config
+
+
+def _default_config(backend: CompiledBackend, spec: VariantSpec, tile: int) -> warp.WarpConfig:
+    """A tuned variant's configuration at ``tile`` before any tuning: derived from
+    this device's registers where it says them (see warp.default_config)."""
+    registers, double = backend.device.registers, spec.double_buffered
+    return warp.default_config(spec.layout, tile, registers, double_buffered=double)
+
+
+def _tuned_config(
+    backend: CompiledBackend,
+    op: Operation,
+    spec: VariantSpec,
+    dtype: np.dtype[Any],
+    size: tuple[int, int, int],
+) -> warp.WarpConfig | None:
+    """The choice of this backend's ``choices`` for the product, if it has one."""
+    if backend.choices is None or not op.tuned_as:
+        return None
+
+    def device_problem(params: Mapping[str, int]) -> str | None:
+        block = params.get("BM", 0)
+        return backend.tile_problem(spec.name, block, dtype.itemsize, op.name, params)
+
+    M, N, _ = size
+    request = ChoiceRequest(
+        backend=backend.name,
+        device=backend.device.name,
+        variant=spec.name,
+        op=op,
+        dtype=dtype.name,
+        shape_class=warp.shape_class(M, N, backend.device.compute_units or 0),
+        size=size,
+        build=backend.kernel_build(spec.name, op.name),
+        check=device_problem,
+    )
+    chosen = backend.choices.choice(request)
+    return None if chosen is None else warp.WarpConfig.from_dict(chosen)
+
+
+def warp_reach(layout: Layout, config: warp.WarpConfig, k_slice: int, strideC: int) -> int:
+    """The farthest element offset kernels/mm_warp forms (with ``config.slices`` K
+    ranges ``k_slice`` long, partial products ``strideC`` apart): A to a slab past its
+    rows' ends and B a slab below its last row (the pointers of the unchecked loads, and
+    their step BK·ldb), C to the edge tiles' last row and column (their stores'
+    pointers), the sum of the slices, and K + k_slice (the number of ranges)."""
+    s, (rows, columns) = layout.sizes, layout.output
+    z = layout.batch * config.slices
+    padded = (_blocks(rows, config.BM) * config.BM, _blocks(columns, config.BN) * config.BN)
+    reach = max(
+        layout.operand_reach(config.BK, config.BK),
+        _last(padded[0], s["ldc"], padded[1], z, strideC),
+        s["K"] + k_slice,
+    )
+    if config.slices > 1:  # mm_sum_slices: its threads in whole blocks, each reading W
+        outputs = rows * columns
+        threads = _blocks(outputs, SUM_BLOCK) * SUM_BLOCK
+        reach = max(reach, config.slices * outputs - 1, threads - 1)
+    return reach
+
+
+def plan_warp(
+    op: str | Operation,
+    spec: VariantSpec,
+    config: warp.WarpConfig,
+    A_: Array,
+    B_: Array,
+    wide: bool = False,
+) -> Product:
+    """kernels/mm_warp for ``op``, and the sum of the slices where K is split; 64-bit
+    offsets where the product needs them, or ``wide`` asks for them.
+
+    For rmm the kernel is built with -DREDUCED: M and N are then those of the
+    (M/2)×(N/2) output, and the kernel sums the pairs of rows of A and of columns
+    of B as it loads its slabs.
+    """
+    op = operation(op)
+    layout = Layout.of(op, A_, B_)
+    shape = op.output_shape(A_, B_)
+    M, N = shape[-2:]
+    K, lda, ldb = (layout.sizes[name] for name in ("K", "lda", "ldb"))
+    if op.batched:  # z is the batch: no split
+        config = config.with_slices(1)
+        strides = tuple(layout.sizes[name] for name in ("strideA", "strideB", "strideC"))
+    else:  # z is the K range of a split: strideC apart in the workspace
+        strides = (0, 0, M * N)
+    k_slice = warp.k_slice(config, K)
+    slices = _blocks(K, k_slice)
+    config = config.with_slices(slices)
+    vec4 = warp.vec4_ok(A_.itemsize, lda, ldb, N, *strides, k_slice)
+    options = [*warp.defines(config, A_.dtype, vec4, spec.double_buffered)]
+    options.append(f"-DREAL={C_TYPES[A_.dtype.name]}")
+    if op.reduced:
+        options.append("-DREDUCED")
+    options += index_options(warp_reach(layout, config, k_slice, strides[2]), wide)
+    split = slices > 1
+    product = KernelLaunch.of(
+        spec.kernel, spec.family, tuple(options),
+        grid=(_blocks(N, config.BN), _blocks(M, config.BM), layout.batch * slices),
+        block=(config.threads, 1, 1),
+        A=A, B=B, C=Buffer("W") if split else C, M=M, N=N, K=K, lda=lda, ldb=ldb, ldc=N,
+        **dict(zip(("strideA", "strideB", "strideC"), strides, strict=True)), k_slice=k_slice,
+    )  # fmt: skip
+    if not split:
+        return Product(layout.inputs, shape, A_.dtype, (product,), tile=config.BM,
+                       params=config.to_dict())  # fmt: skip
+    # The partial products go to a workspace, and a second launch adds them into C.
+    workspaces = {"W": M * N * slices * A_.itemsize}
+    steps = (product, _sum_slices(spec.family, tuple(options), M, N, slices))
+    return Product(
+        layout.inputs, shape, A_.dtype, steps, workspaces, tile=config.BM, params=config.to_dict()
+    )
+
+
+def _sum_slices(family: str, options: tuple[str, ...], M: int, N: int, slices: int) -> KernelLaunch:
+    """The launch of mm_sum_slices: C = the sum of the ``slices`` partial products in W."""
+    return KernelLaunch.of(
+        warp.SUM_KERNEL, family, options,
+        grid=(_blocks(M * N, SUM_BLOCK), 1, 1), block=(SUM_BLOCK, 1, 1), dims=1,
+        W=Buffer("W"), C=C, M=M, N=N, ldc=N, slices=slices,
+    )  # fmt: skip
+
+
+def _warp_problem(
+    device: DeviceInfo,
+    spec: VariantSpec,
+    config: warp.WarpConfig,
+    itemsize: int,
+    workers: str,
+    memory: str,
+) -> str | None:
+    problem = config.problem()
+    if problem:
+        return problem
+    limit = device.max_work_group_size or 0
+    if config.threads > limit:
+        return f"{config.threads} {workers} exceed the limit of {limit} per group"
+    staged = config.staged_bytes(itemsize, spec.double_buffered)
+    if staged > (device.local_mem_bytes or 0):
+        available = device.local_mem_bytes
+        return f"the slabs' {staged} bytes exceed {available} bytes of {memory} memory"
+    return None
