@@ -163,3 +163,14 @@ def test_a_cache_mode_other_than_warm_is_named_in_the_title():
     assert "cache modes: hot, warm" in drawn(mixed)["gflops"].get_suptitle()
     one_size = [dataclasses.replace(p, cache="cold") for p in run(sizes=(64,))]
     assert "cache: cold" in drawn(one_size)["runtime_by_backend"].get_suptitle()
+
+
+@pytest.mark.slow
+def test_a_users_kernels_are_drawn_beside_naive_and_tiled():
+    """A user's variants (--kernels) are lines of the assignment's figures, not rungs of
+    the ladder; the shipped rungs keep the ladder."""
+    figures = drawn(run(variants=("naive", "tiled", "mine_naive", "mine_tiled", "reg2d")))
+    wanted = {"naive", "tiled", "mine_naive", "mine_tiled"}
+    assert set(kernel_colours(figures["runtime_by_backend"])) == wanted
+    assert set(kernel_colours(figures["runtime_all"])) == wanted
+    assert set(kernel_colours(figures["ladder"])) == {*wanted, "reg2d"}

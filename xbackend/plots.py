@@ -50,6 +50,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from xbackend import families
 from xbackend.clocks import has_overhead
 from xbackend.figures import bars
 from xbackend.figures.overhead import NAME as OVERHEAD
@@ -423,7 +424,14 @@ def _size_figures(
     measured points left out of them, for the legend's count."""
     if all(len({x_of(p) for p in line}) == 1 for line in lines.values()):
         return bars.figures(lines, palette)
-    core = {line: pts for line, pts in lines.items() if line.key.variant in CORE_VARIANTS}
+    # The assignment's lines, and a user's own kernels (--kernels) beside them; the shipped
+    # rungs above tiled have the ladder figure.
+    shipped = families.shipped_variants()
+    core = {
+        line: pts
+        for line, pts in lines.items()
+        if line.key.variant in CORE_VARIANTS or line.key.variant not in shipped
+    }
     ladder = len(core) < len(lines)
     core = core or lines
     heading = "Naive against tiled" if ladder or len(core) > 1 else "Runtime"

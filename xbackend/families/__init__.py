@@ -36,6 +36,7 @@ __all__ = [
     "family",
     "find",
     "provenance",
+    "shipped_variants",
     "user_folders",
     "user_variants",
     "variant_table",
@@ -153,6 +154,16 @@ def provenance() -> dict[str, dict[str, str]]:
         where = "shipped" if each.shipped else str(each.folder)
         found[each.name] = {"folder": where, "digest": digest.hexdigest()[:16]}
     return found
+
+
+@functools.cache
+def shipped_variants() -> frozenset[str]:
+    """The names of the variants xbackend ships (a figure tells a user's lines by them)."""
+    return frozenset(
+        spec.name
+        for each in _families_in(shipped_kernels_path(), shipped=True)
+        for _, spec in each.variants
+    )
 
 
 def user_variants(ops: Iterable[str]) -> list[str]:
