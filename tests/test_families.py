@@ -263,3 +263,39 @@ def test_a_kernel_declared_before_its_body_is_stamped_once(tmp_path):
     )
     hooked = with_hooks(prototype + text)
     assert hooked.count("STAMP_ENTER") == 2 and "int wB);" in hooked
+
+
+def test_a_tile_choice_is_a_cache_entry_of_its_own():
+    from xbackend.tune_entries import entry_problem
+
+    entry = {"params": {"TILE": 32}, "blocks": 64, "tflops": 0.05, "shape": "256×224"}
+    assert entry_problem(entry) is None
+    assert "TILE" in (entry_problem({**entry, "params": {"TILE": 0}}) or "")
+    assert entry_problem({**entry, "params": {"TILE": 16, "BM": 64}}) is not None
+
+
+@pytest.mark.slow
+def test_tune_races_a_users_tiles_and_compare_takes_the_winner(student, opencl, tmp_path,
+                                                                monkeypatch):  # fmt: skip
+    """A user's family declares its tiles: tune races them (the statistical race of the
+    block tiles), caches the winner under the kernel's digest, and a run without --tile
+    takes it; a tie keeps the family's default."""
+    from xbackend import tuning
+    from xbackend.tune_cache import load_entries
+
+    cache = tmp_path / "tuned.json"
+    monkeypatch.setenv(tuning.CACHE_ENV, str(cache))
+    opencl.use_choices(tuning.CachedChoices(cache, database=False))
+    said: list[str] = []
+    results = tuning.tune(
+        opencl, ["student_tiled"], [Shape(96, 84, 96)], np.dtype(np.float32),
+        samples=3, finalist_time_s=0.5, progress=said.append,
+    )  # fmt: skip
+    assert [r.variant for r in results] == ["student_tiled"]
+    assert {t.config.label for t in results[0].trials} == {"T=8", "T=16", "T=32"}
+    assert not any("coarse to fine" in line for line in said)
+    ((key, entry),) = load_entries(cache).items()
+    assert key.split("|")[2] == "student_tiled" and set(entry["params"]) == {"TILE"}
+    assert entry["build"]["kernel"] == opencl.kernel_build("student_tiled")["kernel"]
+    expected = None if entry.get("tie") else entry["params"]["TILE"]
+    assert opencl.preferred_tile("student_tiled", "mm", np.dtype(np.float32)) == expected

@@ -263,6 +263,7 @@ WARP_CONFIG_KNOWN_BY = {
     "xbackend/tuning.py",
     "xbackend/tune_search.py",
     "xbackend/tune_cache.py",
+    "xbackend/tune_entries.py",
 }
 
 

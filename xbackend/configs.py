@@ -119,7 +119,8 @@ def configs(plan: Plan, opened: Sequence[tuple[str, Backend]]) -> list[Config]:
                 spec = backend.variant_spec(variant, op)
                 tiles: list[int | None] = [None]
                 if spec.takes_tile and (plan.tiles or not spec.tuned):
-                    tiles = list(plan.tiles or [spec.default_tile or spec.tiles[0]])
+                    tuned = backend.preferred_tile(variant, op, dtype_named(plan.dtypes[0]))
+                    tiles = list(plan.tiles or [tuned or spec.default_tile or spec.tiles[0]])
                 for tile in tiles:
                     for dtype in plan.dtypes:
                         problem = _problem(backend, op, variant, tile, dtype_named(dtype))

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import fcntl
 import json
-import math
 import os
 import stat
 import threading
@@ -63,11 +62,13 @@ from xbackend.safeio import (
     read_small_text,
     refuse_link,
 )
+from xbackend.tune_entries import KEY_FIELDS, _shorten, candidate
+from xbackend.tune_entries import entry_problem as entry_problem  # the tuner's name for it
+from xbackend.tune_entries import key_fields as key_fields
+from xbackend.tune_search import Candidate
 
 CACHE_ENV = "XBACKEND_TUNE_CACHE"
 FORMAT = 3  # 2: keys name the operation, entries count their blocks; 3: and their build
-MAX_COUNT = 2**53  # blocks and samples: counts a float holds exactly
-KEY_FIELDS = ("backend", "device", "variant", "operation", "dtype", "shape class")
 
 
 def cache_path() -> Path:
@@ -92,92 +93,6 @@ def _warn_once(path: Path, what: str, message: str) -> None:
         warnings.warn(message, TuneCacheWarning, stacklevel=3)
 
 
-def _shorten(text: object, limit: int = 120) -> str:
-    text = str(text)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def entry_problem(entry: Any) -> str | None:
-    """Why a cache entry cannot be used, or None: its ``params`` must be a configuration
-    the launch planner accepts on any device (``WarpConfig.problem``; the device's own
-    limits are checked at lookup), ``blocks`` a count, ``tflops`` and ``shape`` what
-    ``tune`` writes (``tune --show`` prints them)."""
-    if not isinstance(entry, dict):
-        return "not an object"
-    params = entry.get("params")
-    if not isinstance(params, dict):
-        return "no params object"
-    try:
-        config = warp.WarpConfig.from_dict(params)
-    except (TypeError, ValueError) as error:
-        return str(error)
-    problem = config.problem()
-    if problem:
-        return problem
-    if config.slices > warp.MAX_SLICES:
-        return f"{config.slices} K ranges; at most {warp.MAX_SLICES}"
-    if not _is_count(entry.get("blocks", 0)):
-        return f"blocks must be a count, not {_shorten(entry['blocks'])!r}"
-    tflops = entry.get("tflops")
-    if tflops is not None and not _is_number(tflops):
-        return f"tflops must be a number, not {_shorten(tflops)!r}"
-    if not isinstance(entry.get("shape", ""), str):
-        return f"shape must be text, not {entry['shape']!r}"
-    build = entry.get("build", {})
-    if not isinstance(build, dict) or not all(isinstance(v, str) for v in build.values()):
-        return f"build must be an object of texts, not {_shorten(build)!r}"
-    return _race_problem(entry)
-
-
-def _is_number(value: object) -> bool:
-    """Whether ``value`` is a finite number a float holds (JSON's 1e400 reads as inf, and
-    a 400-digit integer overflows the float of every use: the rate, the margin, a refit)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return False
-    try:
-        return math.isfinite(value)
-    except OverflowError:
-        return False
-
-
-def _is_count(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT
-
-
-def key_fields(key: str) -> tuple[str, ...] | None:
-    """The fields of an entry's key (``KEY_FIELDS``, see ``entry_key``), or None where
-    one is missing or empty. A device's name may hold a ``|``: the device is what lies
-    between the backend and the last four."""
-    parts = key.split("|")
-    if len(parts) < len(KEY_FIELDS):
-        return None
-    fields = (parts[0], "|".join(parts[1:-4]), *parts[-4:])
-    return fields if all(fields) else None
-
-
-def _race_problem(entry: dict[str, Any]) -> str | None:
-    """Why the race's fields of an entry are malformed, or None (each is optional)."""
-    for name in ("tie", "separated"):
-        if not isinstance(entry.get(name, False), bool):
-            return f"{name} must be true or false, not {_shorten(entry[name])!r}"
-    for name in ("margin", "race_seconds"):
-        if not _is_number(entry.get(name, 0.0)):
-            return f"{name} must be a number, not {_shorten(entry[name])!r}"
-    if not _is_count(entry.get("race_samples", 0)):
-        return f"race_samples must be a count, not {_shorten(entry['race_samples'])!r}"
-    for name in ("interval_s", "runner_up_interval_s"):
-        interval = entry.get(name, [0.0, 0.0])
-        if not (
-            isinstance(interval, list)
-            and len(interval) == 2
-            and all(_is_number(value) for value in interval)
-            and 0 <= interval[0] <= interval[1]
-        ):
-            return f"{name} must be [low, high] seconds, not {_shorten(interval)!r}"
-    return None
-
-
-# The shape class whose choice serves a class that was not tuned (see lookup).
 NEIGHBOUR = {"medium": "large", "large": "medium"}
 
 
@@ -355,16 +270,14 @@ def _stale(entry: Mapping[str, Any], request: ChoiceRequest, shipped: bool) -> s
     return ", ".join(changed) or None
 
 
-def choose(
-    entries: Mapping[str, Any], request: ChoiceRequest, path: Path
-) -> warp.WarpConfig | None:
+def choose(entries: Mapping[str, Any], request: ChoiceRequest, path: Path) -> Candidate | None:
     """The cached configuration for ``request``'s product, or None (see ``find``)."""
     return find(entries, request, path)[1]
 
 
 def find(
     entries: Mapping[str, Any], request: ChoiceRequest, path: Path, *, shipped: bool = False
-) -> tuple[bool, warp.WarpConfig | None]:
+) -> tuple[bool, Candidate | None]:
     """Whether ``entries`` hold a choice for ``request``'s product, and its
     configuration (None: the default, where the entry is a tie).
 
@@ -394,9 +307,11 @@ def find(
                 continue
             if entry.get("tie"):
                 return True, None
-            config = warp.WarpConfig.from_dict(entry["params"])  # checked by load_entries
+            config = candidate(entry["params"])  # checked by load_entries
             blocks = entry.get("blocks", 0)
-            if request.size is not None and config.slices > 1 and blocks > 0:
+            split = isinstance(config, warp.WarpConfig) and config.slices > 1
+            if split and request.size is not None and blocks > 0:
+                assert isinstance(config, warp.WarpConfig)
                 config = warp.refit_slices(config, blocks, *request.size)
             problem = request.check(config.to_dict()) if request.check else None
             if problem:
@@ -414,7 +329,7 @@ def lookup(
     op: str = "mm",
     size: tuple[int, int, int] | None = None,
     check: Callable[[Mapping[str, int]], str | None] | None = None,
-) -> warp.WarpConfig | None:
+) -> Candidate | None:
     """The cached configuration for a product on ``backend``'s device, or None: the
     file as it is now, read through ``choose``. ``backend`` needs a ``name`` and a
     ``device.name``; a ``Backend`` also gives the build its choices must match."""

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from xbackend.backends import warp
 
@@ -44,25 +44,60 @@ Key = TypeVar("Key")
 FINALIST_TIME_S = 3.0  # the finalists' race's time cap (tuning.race), per search
 
 
+@dataclasses.dataclass(frozen=True)
+class TileChoice:
+    """A candidate of a fixed-tile variant (a family of the "element" geometry, a user's
+    too): its tile, the one parameter it takes (``-D...=TILE`` in its manifest)."""
+
+    TILE: int
+    slices: int = 1  # no split along K: what a cache entry of a split reads
+
+    @property
+    def label(self) -> str:
+        return f"T={self.TILE}"
+
+    def to_dict(self) -> dict[str, int]:
+        return {"TILE": self.TILE}
+
+    def output_tiles(self, M: int, N: int) -> int:
+        """The groups of a launch over an M×N output."""
+        return -(-M // self.TILE) * -(-N // self.TILE) if self.TILE > 0 else 0
+
+
+class Candidate(Protocol):
+    """What the search and the race time: a configuration with a label, its parameters by
+    name (``to_dict``), and its K ranges (``slices``; 1 for a tile)."""
+
+    @property
+    def slices(self) -> int: ...
+
+    @property
+    def label(self) -> str: ...
+
+    def to_dict(self) -> dict[str, int]: ...
+
+
 @dataclasses.dataclass
 class Trial:
-    config: warp.WarpConfig
+    config: Candidate
     tflops: float | None  # None: not timed (wrong result or error)
     status: str  # "ok", "wrong", or the error
 
 
 # Times a batch of configurations, one trial each, in their order.
-Timer = Callable[[Sequence[warp.WarpConfig]], list[Trial]]
+Timer = Callable[[Sequence[Any]], list[Trial]]
 
 
-def search(space: Sequence[warp.WarpConfig], time: Timer, how: str = "coarse") -> list[Trial]:
+def search(space: Sequence[Candidate], time: Timer, how: str = "coarse") -> list[Trial]:
     """The trials of a search of ``space``: all of it (``exhaustive``) or coarse to
-    fine (``coarse``)."""
+    fine (``coarse``, for block tiles; the few tiles of a fixed-tile variant are all
+    timed)."""
     if how not in SEARCHES:
         raise ValueError(f"search {how!r}: expected one of {', '.join(SEARCHES)}")
-    if how == "exhaustive":
+    configs = [c for c in space if isinstance(c, warp.WarpConfig)]
+    if how == "exhaustive" or len(configs) < len(space):
         return time(list(space))
-    return _coarse_to_fine(space, time)
+    return _coarse_to_fine(configs, time)
 
 
 def _unsplit(config: warp.WarpConfig) -> warp.WarpConfig:
@@ -74,6 +109,7 @@ def _speed(trial: Trial) -> float:
 
 
 def _coarse_to_fine(space: Sequence[warp.WarpConfig], time: Timer) -> list[Trial]:
+    """The two stages of the module's docstring, on a space of block tiles."""
     splits: dict[warp.WarpConfig, list[int]] = {}
     for config in space:
         splits.setdefault(_unsplit(config), []).append(config.slices)
@@ -85,16 +121,23 @@ def _coarse_to_fine(space: Sequence[warp.WarpConfig], time: Timer) -> list[Trial
     def run(batch: list[warp.WarpConfig]) -> None:
         """Time each configuration of ``batch`` not yet timed, at every K split: a split
         is an argument of the launch, so it costs no build of its own."""
-        timed = {trial.config for trial in trials}
+        timed: set[Candidate] = {trial.config for trial in trials}
         fresh = [c.with_slices(s) for c in dict.fromkeys(batch) for s in splits[c]]
         trials.extend(time([config for config in fresh if config not in timed]))
 
     # 1. coarse: one per block tile, its largest patch at the shallowest slab.
     run([min(group, key=_coarse_rank) for group in tiles.values()])
     # 2. fine: the rest of the best block tiles.
-    best_tiles = _best(trials, lambda trial: (trial.config.BM, trial.config.BN), COARSE_KEEP)
+    best_tiles = _best(trials, _block_tile, COARSE_KEEP)
     run([config for tile in best_tiles for config in tiles[tile]])
     return trials
+
+
+def _block_tile(trial: Trial) -> tuple[int, int]:
+    """The block tile (BM, BN) of a trial of the coarse search."""
+    config = trial.config
+    assert isinstance(config, warp.WarpConfig)
+    return config.BM, config.BN
 
 
 def _coarse_rank(config: warp.WarpConfig) -> tuple[int, int, int]:
@@ -116,8 +159,23 @@ def _best(trials: list[Trial], key: Callable[[Trial], Key], count: int) -> list[
 
 
 def tuned_variants(backend: Backend, op: str) -> list[str]:
-    """The variants of ``op`` on ``backend`` whose parameters ``tune`` searches."""
-    return [v for v in backend.variants(op) if backend.variant_spec(v, op).tuned]
+    """The variants of ``op`` on ``backend`` whose parameters ``tune`` searches unasked:
+    the block tiles (mm_warp), and a user's fixed-tile variants that declare several
+    tiles (their family's search space); a shipped fixed-tile variant only when named
+    (``searchable``)."""
+    found = []
+    for variant in backend.variants(op):
+        spec = backend.variant_spec(variant, op)
+        if spec.tuned or (spec.user and searchable(backend, variant, op)):
+            found.append(variant)
+    return found
+
+
+def searchable(backend: Backend, variant: str, op: str) -> bool:
+    """Whether ``tune`` can search ``variant``: its block tiles, or the several tiles its
+    family declares."""
+    spec = backend.variant_spec(variant, op)
+    return spec.tuned or (bool(spec.kernel) and len(spec.tiles) > 1)
 
 
 def _names(variants: Sequence[str]) -> str:
@@ -137,6 +195,9 @@ def tunable(
     for op in ops:
         tuned = tuned_variants(backend, op)
         asked = tuned if wanted is None else wanted
+        if wanted is not None:  # a fixed-tile variant named is searched over its tiles
+            known = backend.variants(op)
+            tuned = [v for v in known if v in tuned or (v in asked and searchable(backend, v, op))]
         untuned = [variant for variant in asked if variant not in tuned]
         if untuned:
             notes.append(f"{_names(untuned)} nothing to tune for {op} (the variants of {op} "

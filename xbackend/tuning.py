@@ -1,4 +1,5 @@
-"""``xbackend tune``: search the mm_warp parameters on this device and cache the best.
+"""``xbackend tune``: search a variant's parameters on this device and cache the best: the
+block tiles of mm_warp, or the tiles a fixed-tile family declares (a user's too).
 
 Every candidate is verified against the float64 check before its time counts; a
 wrong one is reported and never chosen. The search (coarse to fine, or every
@@ -29,7 +30,7 @@ from xbackend.backends import warp
 from xbackend.backends.interface import Backend
 from xbackend.operations import OPERATIONS, operation
 from xbackend.problems import Reference, Shape, check, flops, make_operands, output_size
-from xbackend.timing import Sampling, bootstrap_median_interval
+from xbackend.timing import Sampling
 from xbackend.tune_cache import (
     CACHE_ENV,
     FORMAT,
@@ -49,18 +50,44 @@ from xbackend.tune_cache import (
     save_entries,
     update_entries,
 )
-from xbackend.tune_search import FINALIST_TIME_S, SEARCHES, Trial, search, tunable
+from xbackend.tune_race import (
+    FINALIST_WITHIN,
+    FINALISTS,
+    MAX_RACE_SAMPLES,
+    MIN_RACE_SAMPLES,
+    TURN_SAMPLES,
+    Finalist,
+    Race,
+    Sampler,
+    race,
+    verdict,
+)
+from xbackend.tune_search import (
+    FINALIST_TIME_S,
+    SEARCHES,
+    Candidate,
+    TileChoice,
+    Trial,
+    search,
+    tunable,
+)
 
 __all__ = [
     "CACHE_ENV",
+    "FINALISTS",
+    "FINALIST_WITHIN",
     "FORMAT",
+    "MAX_RACE_SAMPLES",
+    "MIN_RACE_SAMPLES",
     "NEIGHBOUR",
     "OPS",
     "SEARCHES",
     "SPLITS",
+    "TURN_SAMPLES",
     "CachedChoices",
     "Finalist",
     "Race",
+    "Sampler",
     "Trial",
     "TuneCacheWarning",
     "TuneResult",
@@ -81,62 +108,18 @@ __all__ = [
     "search_space",
     "tune",
     "update_entries",
+    "verdict",
 ]
 
 SPLITS = (1, 2, 3, 4, 6)  # K ranges tried where the output is small
 # The operations tuned: those that take a cached choice of their own (bmm takes none).
 OPS = tuple(name for name, op in OPERATIONS.items() if name in op.tuned_as)
 
-# The race of the finalists (see ``race``). The finalists: the search's best two, and
-# the others within FINALIST_WITHIN of the best, FINALISTS in all at most; the default
-# configuration besides.
-FINALISTS = 3
-FINALIST_WITHIN = 0.05
-TURN_SAMPLES = 5  # samples of one finalist's turn
-MIN_RACE_SAMPLES = 10  # samples of each finalist before it may drop out of the race
-MAX_RACE_SAMPLES = 400  # samples of each finalist at most, whatever the time cap
-
 # How the search and the race sample a configuration: each sample a batch of launches
 # back to back, about BATCH_S of them (one launch where it is longer), so that the
 # uploads and the download of each sample cost little beside the kernels they time.
 BATCH_S = 0.01
 SAMPLING = Sampling(short_kernel_s=math.inf, batch_target_s=BATCH_S)
-
-# Timed samples (kernel seconds) of a configuration: ``sampler(config, count)``.
-Sampler = Callable[[warp.WarpConfig, int], Sequence[float]]
-
-
-@dataclasses.dataclass
-class Finalist:
-    """A configuration in the race, with the samples of its turns and their summary."""
-
-    config: warp.WarpConfig
-    default: bool = False  # the configuration the variant runs without a cache
-    samples_s: list[float] = dataclasses.field(default_factory=list)
-    median_s: float = float("nan")
-    interval_s: tuple[float, float] = (float("nan"), float("nan"))  # 95%, of the median
-
-    def summarise(self) -> None:
-        self.median_s = statistics.median(self.samples_s)
-        self.interval_s = bootstrap_median_interval(self.samples_s)
-
-    def below(self, other: Finalist) -> bool:
-        """Whether this one's interval lies entirely below ``other``'s: faster, and told apart."""
-        return self.interval_s[1] < other.interval_s[0]
-
-
-@dataclasses.dataclass
-class Race:
-    """The finalists' race: who won, by how much, and how sure that is."""
-
-    finalists: list[Finalist]
-    winner: Finalist
-    runner_up: Finalist | None  # the fastest of the others
-    margin: float | None  # the runner-up's median over the winner's, minus 1
-    separated: bool  # the winner's interval lies below every other finalist's
-    tie: bool  # the fastest did not separate from the default: the default won
-    rounds: int = 0
-    seconds: float = 0.0
 
 
 @dataclasses.dataclass
@@ -193,60 +176,17 @@ def finalists(result: TuneResult) -> list[Finalist]:
     return chosen
 
 
-def race(
-    racers: list[Finalist],
-    sampler: Sampler,
-    time_cap_s: float,
-    *,
-    turn_samples: int = TURN_SAMPLES,
-    clock: Callable[[], float] = time.perf_counter,
-) -> Race:
-    """Time the finalists in turns, round-robin (a turn of ``turn_samples`` each, again
-    and again), so that a drift of the device's clock or temperature falls on all of
-    them alike. Once each has MIN_RACE_SAMPLES, a finalist whose 95% interval lies
-    above the fastest's drops out; the race ends when one is left, at ``time_cap_s``,
-    or at MAX_RACE_SAMPLES each. See ``verdict`` for who wins."""
-    started = clock()
-    active = list(racers)
-    rounds = 0
-    while True:
-        for finalist in active:
-            finalist.samples_s.extend(sampler(finalist.config, turn_samples))
-        rounds += 1
-        for finalist in active:
-            finalist.summarise()
-        if min(len(finalist.samples_s) for finalist in active) >= MIN_RACE_SAMPLES:
-            fastest = min(racers, key=lambda finalist: finalist.median_s)
-            active = [f for f in active if f is fastest or not fastest.below(f)]
-        exhausted = max(len(finalist.samples_s) for finalist in active) >= MAX_RACE_SAMPLES
-        if len(active) <= 1 or exhausted or clock() - started >= time_cap_s:
-            break
-    return verdict(racers, rounds, clock() - started)
-
-
-def verdict(racers: list[Finalist], rounds: int = 0, seconds: float = 0.0) -> Race:
-    """Who won: the fastest median, unless its interval does not lie below the default's
-    (a tie: the default is kept, not worth a cache entry of its own)."""
-    ranked = sorted(racers, key=lambda finalist: finalist.median_s)
-    default = next((finalist for finalist in racers if finalist.default), None)
-    tie = default is not None and ranked[0] is not default and not ranked[0].below(default)
-    winner = default if tie and default is not None else ranked[0]
-    others = [finalist for finalist in ranked if finalist is not winner]
-    runner_up = others[0] if others else None
-    margin = runner_up.median_s / winner.median_s - 1 if runner_up else None
-    separated = all(winner.below(other) for other in others)
-    return Race(racers, winner, runner_up, margin, separated, tie, rounds, round(seconds, 2))
-
-
 def search_space(
     backend: Backend, variant: str, shape: Shape, itemsize: int, op: str = "mm"
-) -> list[warp.WarpConfig]:
-    """The candidates of ``variant`` that this device can run, with K splits for
-    outputs too small to fill it."""
+) -> list[Candidate]:
+    """The candidates of ``variant`` that this device can run: a fixed-tile variant's
+    tiles; block tiles with K splits for outputs too small to fill it."""
     spec = backend.variant_spec(variant, op)
+    if not spec.tuned:
+        return [TileChoice(tile) for tile in backend.tiles(variant, op, itemsize)]
     units = backend.device.compute_units or 0
     small = warp.shape_class(*output_size(op, shape), units) == "small"
-    configs = []
+    configs: list[Candidate] = []
     for config in warp.candidates(spec.layout):
         if backend.tile_problem(variant, config.BM, itemsize, op, config.to_dict()):
             continue
@@ -329,14 +269,15 @@ def _search(
     reference let fall (16.9 TFLOP/s, against 21.0 in the race after, on an H200)."""
     shape_class = warp.shape_class(*product.output, backend.device.compute_units or 0)
     space = search_space(backend, variant, product.shape, product.A.itemsize, product.op)
+    spec = backend.variant_spec(variant, product.op)
     progress(f"{product.shape} ({shape_class}) {product.op} {variant}: {len(space)} candidates"
-             f"{' (coarse to fine)' if how == 'coarse' else ''}")  # fmt: skip
+             f"{' (coarse to fine)' if how == 'coarse' and spec.tuned else ''}")  # fmt: skip
     count = 0
 
-    def time_batch(batch: Sequence[warp.WarpConfig]) -> list[Trial]:
+    def time_batch(batch: Sequence[Candidate]) -> list[Trial]:
         nonlocal count
-        # Build the batch's kernels together first, in parallel where the backend can.
-        configurations = [config.to_dict() for config in batch]
+        # Build the batch's block tiles together first, in parallel where the backend can.
+        configurations = [c.to_dict() for c in batch if isinstance(c, warp.WarpConfig)]
         backend.prebuild(variant, product.op, product.A, product.B, configurations)
         timed = []
         for config in batch:
@@ -380,7 +321,7 @@ def _race(
 ) -> Race:
     """Race ``result``'s finalists on the device (see ``race``), and say who won."""
 
-    def sampler(config: warp.WarpConfig, count: int) -> list[float]:
+    def sampler(config: Candidate, count: int) -> list[float]:
         measured = backend.measure(
             product.A, product.B, result.variant, op=product.op, params=config.to_dict(),
             sampling=SAMPLING, warmup=1, samples=count, min_samples=count,
@@ -408,10 +349,15 @@ def cache_entry(result: TuneResult, build: dict[str, str]) -> dict[str, Any]:
     verdict where it ran."""
     chosen = result.chosen
     assert chosen is not None and chosen.tflops is not None
-    output = output_size(result.op, result.shape)
+    output, config = output_size(result.op, result.shape), chosen.config
+    if isinstance(config, warp.WarpConfig):
+        blocks = warp.output_tiles(config, *output) * config.slices
+    else:
+        assert isinstance(config, TileChoice)
+        blocks = config.output_tiles(*output)
     entry: dict[str, Any] = {
-        "params": chosen.config.to_dict(),
-        "blocks": warp.output_tiles(chosen.config, *output) * chosen.config.slices,
+        "params": config.to_dict(),
+        "blocks": blocks,
         "tflops": _digits(chosen.tflops),  # 4 significant digits, however small
         "shape": str(result.shape),
         "tuned_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -462,10 +408,11 @@ def _time(
     backend: Backend,
     product: _Product,
     variant: str,
-    config: warp.WarpConfig | None,
+    config: Candidate | None,
     samples: int,
 ) -> Trial:
     params = None if config is None else config.to_dict()
+    fixed = not backend.variant_spec(variant, product.op).tuned
     try:
         measured = backend.measure(
             product.A,
@@ -479,8 +426,14 @@ def _time(
             min_samples=samples,
         )
     except Exception as error:  # a candidate that fails to build or launch is skipped
-        return Trial(config or warp.WarpConfig(0, 0, 0, 0, 0, 0, 0), None, str(error)[:200])
-    chosen = config or warp.WarpConfig.from_dict(measured.params or {})
+        blank: Candidate = TileChoice(0) if fixed else warp.WarpConfig(0, 0, 0, 0, 0, 0, 0)
+        return Trial(config or blank, None, str(error)[:200])
+    if config is not None:
+        chosen = config
+    elif fixed:
+        chosen = TileChoice(measured.tile or 0)
+    else:
+        chosen = warp.WarpConfig.from_dict(measured.params or {})
     if not all(
         check(out, product.reference).equal for out in (measured.result, measured.last_result)
     ):

@@ -33,6 +33,7 @@ from xbackend.backends.ceilings import (
     extended,
     fma_ceiling,
 )
+from xbackend.backends.choices import ChoiceRequest
 from xbackend.backends.execution import Device, LaunchExecution
 from xbackend.backends.groups import group_problem
 from xbackend.backends.interface import Backend, Execution
@@ -43,6 +44,7 @@ from xbackend.backends.operands import check_operands, dimension_problem
 from xbackend.backends.plans import plan_tiled, plan_vendor
 from xbackend.backends.specs import VariantSpec, VariantTable
 from xbackend.errors import UnsupportedParameter, XBackendError
+from xbackend.operations import operation
 
 Array = np.ndarray[Any, Any]
 # "wide": every product's kernels get 64-bit offsets; "auto" (or unset): only those of a
@@ -126,6 +128,26 @@ class CompiledBackend(Backend):
         spec = self.variant_spec(variant, op)
         if spec.dtypes and np.dtype(dtype).name not in spec.dtypes:
             return f"its kernels compute in {', '.join(spec.dtypes)} only ({spec.source})"
+        return None
+
+    def preferred_tile(self, variant: str, op: str, dtype: np.dtype[Any]) -> int | None:
+        """The tile ``xbackend tune`` chose for a fixed-tile variant on this device (the
+        largest shape class it tuned), or None: its family's default is used."""
+        spec = self.variant_spec(variant, op)
+        if self.choices is None or spec.tuned or not spec.kernel:
+            return None
+
+        def device_problem(params: Mapping[str, int]) -> str | None:
+            return self.tile_problem(variant, params.get("TILE", 0), dtype.itemsize, op)
+
+        for shape_class in ("large", "medium", "small"):
+            request = ChoiceRequest(
+                self.name, self.device.name, variant, operation(op), dtype.name, shape_class,
+                None, self.kernel_build(variant, op), device_problem,
+            )  # fmt: skip
+            chosen = self.choices.choice(request)
+            if chosen is not None and set(chosen) == {"TILE"}:
+                return chosen["TILE"]
         return None
 
     _index: str | None = None  # use_index's mode; None: XBACKEND_INDEX's

@@ -185,6 +185,10 @@ class Backend(abc.ABC):
             return f"tile must be a positive integer, not {tile}"
         return None
 
+    def preferred_tile(self, variant: str, op: str, dtype: np.dtype[Any]) -> int | None:
+        """A tile ``xbackend tune`` chose for ``variant`` here, or None (the default)."""
+        return None
+
     def dtype_problem(self, dtype: np.dtype[Any]) -> str | None:
         """Why this device cannot compute in ``dtype``, or None if it can."""
         return None
@@ -361,8 +365,11 @@ class Backend(abc.ABC):
             raise XBackendError(f"the {self.name} backend is closed")
         A, B = check_operands(A, B, op)
         spec = self.variant_spec(variant, op)
-        if params is not None and not spec.tuned:
-            raise UnsupportedParameter(f"{self.name} {variant} takes no launch parameters")
+        if params is not None and not spec.tuned:  # a fixed-tile variant takes its tile
+            if set(params) != {"TILE"} or tile not in (None, params["TILE"]):
+                raise UnsupportedParameter(f"{self.name} {variant} takes no launch parameters "
+                                           "but its tile ({'TILE': n})")  # fmt: skip
+            tile = params["TILE"]
         problem = self.dtype_problem(A.dtype)
         if problem:
             raise UnsupportedParameter(f"{self.name} cannot compute in {A.dtype}: {problem}")

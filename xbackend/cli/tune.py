@@ -56,8 +56,15 @@ def add_parser(commands: Any) -> None:
     tune.add_argument("--backend", dest="backends", **hidden)
     tune.add_argument("--ops", dest="op", **hidden)
     tune.add_argument(
-        "--variants", default=None, help="tuned variants to search (default: all of them)"
-    )
+        "--variants", default=None,
+        help="variants to search (default: the tuned ones, and the variants of --kernels "
+        "that declare several tiles); a fixed-tile variant named is raced over its tiles",
+    )  # fmt: skip
+    tune.add_argument(
+        "--kernels", action="append", default=None, metavar="DIR",
+        help="a folder of your own kernels (docs/kernels.md): its variants that declare "
+        "several tiles are tuned over them. Repeat for several folders",
+    )  # fmt: skip
     tune.add_argument(
         "--sizes", type=parse_shapes, default=None,
         help="products to tune on, MxKxN list; each stands for its shape class "

@@ -1,0 +1,117 @@
+"""What a tune cache entry may hold, checked: its key's fields, its parameters (a
+fixed-tile variant's tile, or block tiles the planner accepts), its counts and its race;
+and its parameters as the tuner's candidate (``candidate``)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from xbackend.backends import warp
+from xbackend.tune_search import Candidate, TileChoice
+
+MAX_COUNT = 2**53  # blocks and samples: counts a float holds exactly
+KEY_FIELDS = ("backend", "device", "variant", "operation", "dtype", "shape class")
+
+
+def _shorten(text: object, limit: int = 120) -> str:
+    text = str(text)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _params_problem(params: dict[str, Any]) -> str | None:
+    """Why a choice's parameters are no configuration: a fixed-tile variant's tile, or
+    block tiles the planner accepts on any device."""
+    if set(params) == {"TILE"}:
+        tile = params["TILE"]
+        return None if _is_count(tile) and tile > 0 else f"TILE must be a count, not {tile!r}"
+    try:
+        config = warp.WarpConfig.from_dict(params)
+    except (TypeError, ValueError) as error:
+        return str(error)
+    if config.slices > warp.MAX_SLICES:
+        return f"{config.slices} K ranges; at most {warp.MAX_SLICES}"
+    return config.problem()
+
+
+def entry_problem(entry: Any) -> str | None:
+    """Why a cache entry cannot be used, or None: its ``params`` must be a configuration
+    the launch planner accepts on any device (``WarpConfig.problem``; the device's own
+    limits are checked at lookup), ``blocks`` a count, ``tflops`` and ``shape`` what
+    ``tune`` writes (``tune --show`` prints them)."""
+    if not isinstance(entry, dict):
+        return "not an object"
+    params = entry.get("params")
+    if not isinstance(params, dict):
+        return "no params object"
+    problem = _params_problem(params)
+    if problem:
+        return problem
+    if not _is_count(entry.get("blocks", 0)):
+        return f"blocks must be a count, not {_shorten(entry['blocks'])!r}"
+    tflops = entry.get("tflops")
+    if tflops is not None and not _is_number(tflops):
+        return f"tflops must be a number, not {_shorten(tflops)!r}"
+    if not isinstance(entry.get("shape", ""), str):
+        return f"shape must be text, not {entry['shape']!r}"
+    build = entry.get("build", {})
+    if not isinstance(build, dict) or not all(isinstance(v, str) for v in build.values()):
+        return f"build must be an object of texts, not {_shorten(build)!r}"
+    return _race_problem(entry)
+
+
+def _is_number(value: object) -> bool:
+    """Whether ``value`` is a finite number a float holds (JSON's 1e400 reads as inf, and
+    a 400-digit integer overflows the float of every use: the rate, the margin, a refit)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
+def _is_count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT
+
+
+def key_fields(key: str) -> tuple[str, ...] | None:
+    """The fields of an entry's key (``KEY_FIELDS``, see ``entry_key``), or None where
+    one is missing or empty. A device's name may hold a ``|``: the device is what lies
+    between the backend and the last four."""
+    parts = key.split("|")
+    if len(parts) < len(KEY_FIELDS):
+        return None
+    fields = (parts[0], "|".join(parts[1:-4]), *parts[-4:])
+    return fields if all(fields) else None
+
+
+def _race_problem(entry: dict[str, Any]) -> str | None:
+    """Why the race's fields of an entry are malformed, or None (each is optional)."""
+    for name in ("tie", "separated"):
+        if not isinstance(entry.get(name, False), bool):
+            return f"{name} must be true or false, not {_shorten(entry[name])!r}"
+    for name in ("margin", "race_seconds"):
+        if not _is_number(entry.get(name, 0.0)):
+            return f"{name} must be a number, not {_shorten(entry[name])!r}"
+    if not _is_count(entry.get("race_samples", 0)):
+        return f"race_samples must be a count, not {_shorten(entry['race_samples'])!r}"
+    for name in ("interval_s", "runner_up_interval_s"):
+        interval = entry.get(name, [0.0, 0.0])
+        if not (
+            isinstance(interval, list)
+            and len(interval) == 2
+            and all(_is_number(value) for value in interval)
+            and 0 <= interval[0] <= interval[1]
+        ):
+            return f"{name} must be [low, high] seconds, not {_shorten(interval)!r}"
+    return None
+
+
+# The shape class whose choice serves a class that was not tuned (see lookup).
+def candidate(params: Mapping[str, int]) -> Candidate:
+    """A cache entry's parameters as the tuner's candidate."""
+    if set(params) == {"TILE"}:
+        return TileChoice(int(params["TILE"]))
+    return warp.WarpConfig.from_dict(params)
