@@ -18,8 +18,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+import xbackend.families.expressions as expressions
 from xbackend.errors import XBackendError
-from xbackend.families import expressions
 from xbackend.families.sources import (
     LANGUAGES,
     STAMP_PARAMETERS,

@@ -12,7 +12,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from xbackend.families import expressions
+import xbackend.families.expressions as expressions
 
 # How a variant's kernels are launched (plans.py plans each):
 # "element": one worker per element of C, or per TM×TN patch, in TILE×TILE-element groups;
