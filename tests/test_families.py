@@ -299,3 +299,52 @@ def test_tune_races_a_users_tiles_and_compare_takes_the_winner(student, opencl, 
     assert entry["build"]["kernel"] == opencl.kernel_build("student_tiled")["kernel"]
     expected = None if entry.get("tie") else entry["params"]["TILE"]
     assert opencl.preferred_tile("student_tiled", "mm", np.dtype(np.float32)) == expected
+
+
+OCLGRIND_LOG = """Invalid read of size 4 at global memory address 0x3000000000114
+\tKernel: matmul_unguarded
+\tEntity: Global(9,0,0) Local(9,0,0) Group(0,0,0)
+\t  %11 = load float, float addrspace(1)* %arrayidx7, align 4, !dbg !44
+\tAt line 10 (column 34) of input.cl:
+\t  sum += A[row * wA + k] * B[k * wB + col];
+
+Invalid write of size 4 at global memory address 0x4000000000024
+\tKernel: matmul_unguarded
+\tEntity: Global(9,0,0) Local(9,0,0) Group(0,0,0)
+\t  store float %15, float addrspace(1)* %arrayidx12, align 4, !dbg !63
+\tAt line 11 (column 23) of input.cl:
+\t  C[row * wB + col] = sum;
+
+Write-write data race at local memory address 0x1000000000000
+\tKernel: matmul_racy
+\tEntity: Global(1,0,0) Local(1,0,0) Group(0,0,0)
+\tAt line 7 (column 9) of input.cl:
+\t  (source not available)
+"""
+
+
+def test_oclgrinds_reports_are_read_kernel_by_kernel():
+    from xbackend.checking import sanitizer_findings
+
+    found = sanitizer_findings(OCLGRIND_LOG)
+    assert set(found) == {"matmul_unguarded", "matmul_racy"}
+    first = found["matmul_unguarded"]
+    assert (first.what, first.line) == ("Invalid read of size 4 (global)", 10)
+    assert first.writes_out_of_bounds and not found["matmul_racy"].writes_out_of_bounds
+    assert found["matmul_racy"].code == "" and found["matmul_racy"].line == 7
+
+
+@pytest.mark.slow
+def test_check_runs_oclgrind_first_and_never_runs_a_kernel_that_writes_out_of_bounds(oclgrind):
+    from conftest import run_xbackend
+
+    needs_backend("opencl")
+    unguarded = ROOT / "tests" / "kernels" / "unguarded_family"
+    done = run_xbackend("check", str(EXAMPLES / "student"), str(unguarded), "--backends",
+                        "opencl", "--steps", "2", "--no-times", "--sanitize", "on")  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "oclgrind unguarded_naive: WRONG (Invalid" in done.stdout
+    assert "unguarded.cl line 1" in done.stdout  # its line 10 or 11: the file's own numbers
+    assert "opencl unguarded_naive: NOT RUN" in done.stdout
+    assert "opencl student_tiled: equal at all 10 shapes" in done.stdout
+    assert "oclgrind student" not in done.stdout  # the clean kernels have no report

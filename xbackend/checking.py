@@ -12,6 +12,10 @@ shipped naive and tiled kernels' on the same device.
 from __future__ import annotations
 
 import dataclasses
+import os
+import re
+import subprocess
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -131,3 +135,62 @@ def check_folders(
                 say(verdict)
                 found.append(verdict)
     return found
+
+
+# oclgrind's report of one access: what it was, the kernel, and the line of the source.
+_SANITIZER = re.compile(
+    r"^(?P<what>(?:Invalid|Uninitialized|Possible|[\w-]+ data race)[^\n]*)\n"
+    r"\tKernel: (?P<kernel>\w+)\n(?:\t[^\n]*\n)*?"
+    r"\tAt line (?P<line>\d+) \(column \d+\) of input\.cl:\n\t  (?P<code>[^\n]*)",
+    re.MULTILINE,
+)
+SANITIZED_SHAPES = (Shape(7, 13, 5), Shape(33, 20, 17))  # every edge guard, K past a tile
+
+
+@dataclasses.dataclass(frozen=True)
+class Finding:
+    """oclgrind's first report of a kernel (what it was, at which line of its file), and
+    whether any of its reports was a write out of bounds."""
+
+    kernel: str
+    what: str  # "Invalid read of size 4 (global)"
+    line: int
+    code: str  # the line's source, "" where oclgrind had none
+    writes_out_of_bounds: bool = False
+
+
+def sanitizer_findings(log: str) -> dict[str, Finding]:
+    """Each kernel's first report in oclgrind's output."""
+    found: dict[str, Finding] = {}
+    writes: set[str] = set()
+    for match in _SANITIZER.finditer(log):
+        what = re.sub(r" at (global|local|private) memory address 0x[0-9a-f]+", r" (\1)",
+                      match["what"])  # fmt: skip
+        kernel, code = match["kernel"], match["code"].strip()
+        code = "" if code == "(source not available)" else code
+        found.setdefault(kernel, Finding(kernel, what, int(match["line"]), code))
+        if what.startswith("Invalid write"):
+            writes.add(kernel)
+    return {
+        kernel: dataclasses.replace(finding, writes_out_of_bounds=kernel in writes)
+        for kernel, finding in found.items()
+    }
+
+
+def sanitize(folders: Sequence[str], oclgrind: str, seed: int) -> tuple[dict[str, Finding], str]:
+    """Run the folders' kernels under oclgrind (a simulated OpenCL device that reports
+    out-of-bounds accesses, data races and reads of uninitialized memory) at
+    SANITIZED_SHAPES; each kernel's first report, and oclgrind's last words where it
+    failed without one. Unoptimized builds: oclgrind 21.10 reads every access of them."""
+    env = {**os.environ, "XBACKEND_OPENCL_OPTIONS": "-cl-opt-disable", "XBACKEND_NO_SANITIZE": "1"}
+    sizes = ",".join(f"{s.M}x{s.K}x{s.N}" for s in SANITIZED_SHAPES)
+    command = [oclgrind, "--data-races", "--uninitialized", sys.executable, "-m", "xbackend",
+               "check", *folders, "--backends", "opencl", "--steps", "0", "--shapes", sizes,
+               "--seed", str(seed), "--no-times"]  # fmt: skip
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
+    except subprocess.TimeoutExpired:
+        return {}, "oclgrind took more than 10 minutes"
+    findings = sanitizer_findings(done.stderr)
+    failed = "" if findings or "checking" in done.stdout else done.stderr.strip()[-300:]
+    return findings, failed

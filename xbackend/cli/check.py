@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 import csv
+import os
+import shutil
 from collections import defaultdict
 from typing import Any
 
@@ -13,10 +15,12 @@ from xbackend import families
 from xbackend.checking import (
     EDGE_SHAPES,
     REFERENCE_VARIANTS,
+    SANITIZED_SHAPES,
     Verdict,
     check_folders,
     folder_variants,
     median_time_s,
+    sanitize,
     schedule,
 )
 from xbackend.cli.compare import open_backends
@@ -50,6 +54,17 @@ def add_parser(commands: Any) -> None:
         "--steps", type=arguments.bounded_int(0, 1000), default=38,
         help="assignment sizes to check, i = 1..STEPS (default 38: up to 608×532)",
     )  # fmt: skip
+    parser.add_argument(
+        "--shapes", type=arguments.shapes, default=None, metavar="LIST",
+        help="MxKxN sizes to check instead of the edge shapes, comma-separated",
+    )  # fmt: skip
+    parser.add_argument(
+        "--sanitize", choices=("auto", "on", "off"), default="auto",
+        help="first run the OpenCL kernels under oclgrind at two small edge shapes (out-of-"
+        "bounds accesses, data races, uninitialized reads); a kernel that writes out of "
+        "bounds there is not run natively. auto (default): where oclgrind is installed",
+    )  # fmt: skip
+    parser.add_argument("--no-times", action="store_true", help="leave out the timed runs")
     parser.add_argument("--seed", type=arguments.bounded_int(0, arguments.MAX_SEED), default=0)
     parser.add_argument("--out", default=None, metavar="DIR", help="also write check.csv here")
     parser.set_defaults(func=run)
@@ -68,23 +83,60 @@ def run(args: argparse.Namespace) -> int:
     if not opened:
         print("xbackend: error: no CUDA or OpenCL backend here to run kernels on")
         return EXIT_USAGE
-    shapes = [*EDGE_SHAPES, *schedule(args.steps)]
+    shapes = list(args.shapes) if args.shapes else [*EDGE_SHAPES, *schedule(args.steps)]
     labels = ", ".join(label for label, _ in opened)
-    print(
-        f"checking {', '.join(variants)} on {labels}: "
-        f"{len(EDGE_SHAPES)} edge shapes and {args.steps} assignment sizes"
-    )
+    print(f"checking {', '.join(variants)} on {labels}: {len(shapes)} shapes")
     try:
-        verdicts = check_folders(opened, variants, shapes, args.seed, _say)
+        found = _sanitized(args, opened, variants)
+        unsafe = {v.variant for v in found if v.equal is None}
+        verdicts = found + check_folders(opened, [v for v in variants if v not in unsafe],
+                                         shapes, args.seed, _say)  # fmt: skip
         _summary(verdicts)
-        if args.steps:
-            _times(opened, variants, schedule(args.steps)[-1], args.seed)
+        if args.steps and not args.no_times:
+            _times(opened, [v for v in variants if v not in unsafe], schedule(args.steps)[-1],
+                   args.seed)  # fmt: skip
     finally:
         for _, backend in opened:
             backend.close()
     if args.out:
         _write(output_folder(args.out) / "check.csv", verdicts)
     return EXIT_WRONG if any(v.equal is not True for v in verdicts) else 0
+
+
+def _sanitized(args: argparse.Namespace, opened: list[Any], variants: list[str]) -> list[Verdict]:
+    """oclgrind's verdicts, where it runs (``--sanitize``): a report is a wrong kernel;
+    one that writes out of bounds is also not run natively (it could corrupt this
+    process's memory), said as a verdict of its own."""
+    path = shutil.which("oclgrind")
+    wanted = args.sanitize == "on" or (
+        args.sanitize == "auto" and path and not os.environ.get("XBACKEND_NO_SANITIZE")
+    )
+    opencl = next((backend for _, backend in opened if backend.name == "opencl"), None)
+    if not wanted or opencl is None:
+        return []
+    if path is None:
+        raise XBackendError("--sanitize on needs oclgrind (apt-get install oclgrind)")
+    print(f"oclgrind: the OpenCL kernels at {len(SANITIZED_SHAPES)} small edge shapes first")
+    findings, failed = sanitize(args.folders, path, args.seed)
+    if failed:
+        print(f"  oclgrind could not run them: {failed}")
+    verdicts = []
+    for variant in variants:
+        if variant not in opencl.variants():
+            continue
+        spec = opencl.variant_spec(variant)
+        finding = findings.get(spec.kernel)
+        if finding is None:
+            continue
+        source = families.family(spec.family).sources["opencl"].name
+        code = f": {finding.code}" if finding.code else ""
+        detail = f"{finding.what}: {source} line {finding.line}{code}"
+        print(f"  oclgrind {variant}: WRONG ({detail})")
+        verdicts.append(Verdict("oclgrind", variant, None, False, detail))
+        if finding.writes_out_of_bounds:
+            verdicts.append(Verdict("opencl", variant, None, None, "not run: it writes out of "
+                                    "bounds under oclgrind (fix that first)"))  # fmt: skip
+    return verdicts
 
 
 def _say(verdict: Verdict) -> None:
@@ -106,6 +158,9 @@ def _summary(verdicts: list[Verdict]) -> None:
     print()
     for (label, variant), found in by_kernel.items():
         bad = [v for v in found if v.equal is not True]
+        if all(v.shape is None for v in found):  # oclgrind's, or a kernel not run
+            print(f"{label} {variant}: {found[0].word} ({found[0].detail})")
+            continue
         if not bad:
             print(f"{label} {variant}: equal at all {len(found)} shapes")
             continue
