@@ -8,7 +8,7 @@ span with the driver's own choice, then preferring L1 (carveout 0) and shared me
 (Loading OpenCL's PTX into CUDA to time it there does not work: NVIDIA's OpenCL reads a
 group's offsets from %envreg0-2, which CUDA does not set.)
 
-    python scripts/naive_twins.py [--sizes 128x112,608x532,4096] [--rounds 5]
+    python scripts/naive_twins.py [--variant naive|tiled] [--sizes 128x112,608x532] [--rounds 5]
 """
 
 from __future__ import annotations
@@ -23,22 +23,27 @@ import numpy as np
 import xbackend
 from xbackend.timing import Sampling
 
-SIZES = {"128x112": (128, 112, 128), "608x532": (608, 532, 608), "4096": (4096, 4096, 4096)}
+SIZES = {
+    "128x112": (128, 112, 128),
+    "304x266": (304, 266, 304),
+    "608x532": (608, 532, 608),
+    "4096": (4096, 4096, 4096),
+}
 SAMPLING = Sampling(min_samples=10, max_samples=60, max_noise=0.01, timeout_s=3.0)
 
 
-def _span(backend: Any, A: np.ndarray, B: np.ndarray) -> float:
-    kernel, _ = backend.measure(A, B, "naive", sampling=SAMPLING).kept
+def _span(backend: Any, A: np.ndarray, B: np.ndarray, variant: str) -> float:
+    kernel, _ = backend.measure(A, B, variant, sampling=SAMPLING).kept
     return float(statistics.median(kernel))
 
 
-def _carveout(cuda: Any, percent: int | None) -> None:
-    """Every compiled mm_naive of the CUDA backend prefers ``percent`` of shared memory
-    (None: the driver's choice, -1)."""
+def _carveout(cuda: Any, percent: int | None, kernel_name: str) -> None:
+    """Every compiled ``kernel_name`` of the CUDA backend prefers ``percent`` of shared
+    memory (None: the driver's choice, -1)."""
     import pycuda.driver as drv
 
     for (_, _, kernel), function in cuda._functions.items():
-        if kernel == "mm_naive":
+        if kernel == kernel_name:
             function.set_attribute(
                 drv.function_attribute.PREFERRED_SHARED_MEMORY_CARVEOUT,
                 -1 if percent is None else percent,
@@ -49,21 +54,24 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default=",".join(SIZES))
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--variant", choices=("naive", "tiled"), default="naive")
+    parser.add_argument("--carveouts", default="0,100", help="shared-memory percentages")
     args = parser.parse_args()
     cuda, opencl = xbackend.get_backend("cuda"), xbackend.get_backend("opencl", "nvidia")
-    cases = {"cuda": None, "cuda L1 (0)": 0, "cuda shared (100)": 100}
+    cases: dict[str, int | None] = {"cuda": None}
+    cases.update({f"cuda {p}%": int(p) for p in args.carveouts.split(",")})
     for size in args.sizes.split(","):
         M, K, N = SIZES[size]
         rng = np.random.default_rng(3)
         A, B = rng.standard_normal((M, K), np.float32), rng.standard_normal((K, N), np.float32)
-        _span(cuda, A, B)  # compiles it
+        _span(cuda, A, B, args.variant)  # compiles it
         found: dict[str, list[float]] = {name: [] for name in [*cases, "opencl"]}
         for _ in range(args.rounds):
             for name, percent in cases.items():
                 with cuda._active():
-                    _carveout(cuda, percent)
-                found[name].append(_span(cuda, A, B))
-            found["opencl"].append(_span(opencl, A, B))
+                    _carveout(cuda, percent, f"mm_{args.variant}")
+                found[name].append(_span(cuda, A, B, args.variant))
+            found["opencl"].append(_span(opencl, A, B, args.variant))
         line = "  ".join(f"{n} {statistics.median(v) * 1e6:9.2f}" for n, v in found.items())
         print(f"{size:8} span µs (median of {args.rounds} rounds): {line}", flush=True)
     return 0
