@@ -21,25 +21,33 @@ TUNE_SIZES_GPU = "4096x4096x4096,1000x3001x1000"  # a large output and a small o
 TUNE_SIZES_CPU = "512x512x512,96x1001x96"
 
 
+DESCRIPTION = (
+    "Search the configurations of the tuned variants (vec4, vec4_db, warp, "
+    "warp_db: tile shapes, group tiles, patches per thread, K splits) on one device, for "
+    "mm and for the reduced product rmm, and check each result: coarse to fine by "
+    "default (one configuration per block tile, then every one of the best two tiles, "
+    "each at every K split), or every one (--search exhaustive). The best few and the "
+    "variant's default configuration then race: timed again in turns, "
+    "round-robin, until the 95% interval of the fastest's median lies below every "
+    "other's, or --finalist-time. The winner is cached per device, variant, operation, "
+    "dtype and shape class, with its margin over the runner-up; a best that does not "
+    "beat the default is a tie, and the default is kept. Those variants then use the "
+    "cached choice for every product (an rmm with no choice of its own takes mm's). "
+    "Without a tune they take the choice of the tuning database shipped with xbackend "
+    "(XBACKEND_TUNING_DB=off hides it), and on a device it does not hold, a default "
+    "derived from the device's registers and the product's shape."
+    " A fixed-tile variant (a family of --kernels that declares several tiles, or one named "
+    "in --variants) is raced over its tiles the same way; a compare without --tile then "
+    "runs it at the tile cached."
+)
+
+
 def add_parser(commands: Any) -> None:
     tune = commands.add_parser(
         "tune",
         help="search the tuned variants' parameters on one device and cache the best",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Search the configurations of the tuned variants (vec4, vec4_db, warp, "
-        "warp_db: tile shapes, group tiles, patches per thread, K splits) on one device, for "
-        "mm and for the reduced product rmm, and check each result: coarse to fine by "
-        "default (one configuration per block tile, then every one of the best two tiles, "
-        "each at every K split), or every one (--search exhaustive). The best few and the "
-        "variant's default configuration then race: timed again in turns, "
-        "round-robin, until the 95% interval of the fastest's median lies below every "
-        "other's, or --finalist-time. The winner is cached per device, variant, operation, "
-        "dtype and shape class, with its margin over the runner-up; a best that does not "
-        "beat the default is a tie, and the default is kept. Those variants then use the "
-        "cached choice for every product (an rmm with no choice of its own takes mm's). "
-        "Without a tune they take the choice of the tuning database shipped with xbackend "
-        "(XBACKEND_TUNING_DB=off hides it), and on a device it does not hold, a default "
-        "derived from the device's registers and the product's shape.",
+        description=DESCRIPTION,
         epilog="examples:\n"
         "  xbackend tune --backends cuda\n"
         "  xbackend tune --backends opencl:nvidia --variants warp_db --sizes 4096x4096x4096\n"
@@ -59,11 +67,6 @@ def add_parser(commands: Any) -> None:
         "--variants", default=None,
         help="variants to search (default: the tuned ones, and the variants of --kernels "
         "that declare several tiles); a fixed-tile variant named is raced over its tiles",
-    )  # fmt: skip
-    tune.add_argument(
-        "--kernels", action="append", default=None, metavar="DIR",
-        help="a folder of your own kernels (docs/kernels.md): its variants that declare "
-        "several tiles are tuned over them. Repeat for several folders",
     )  # fmt: skip
     tune.add_argument(
         "--sizes", type=parse_shapes, default=None,
@@ -90,7 +93,8 @@ def add_parser(commands: Any) -> None:
 
 
 def _add_search_options(tune: Any) -> None:
-    """--search and --finalist-time: how candidates are searched and raced."""
+    """--search and --finalist-time: how candidates are searched and raced; --kernels:
+    the user's families whose tiles are searched."""
     tune.add_argument(
         "--search", choices=SEARCHES, default="coarse",
         help="coarse to fine (default), or every candidate: slower, for checking the coarse "
@@ -101,6 +105,11 @@ def _add_search_options(tune: Any) -> None:
         metavar="SECONDS",
         help="the finalists' race, at most, per variant, operation and size "
         f"(default {FINALIST_TIME_S:g}; 0: no race, the search's best is cached)",
+    )  # fmt: skip
+    tune.add_argument(
+        "--kernels", action="append", default=None, metavar="DIR",
+        help="a folder of your own kernels (docs/kernels.md): its variants that declare "
+        "several tiles are tuned over them. Repeat for several folders",
     )  # fmt: skip
 
 

@@ -354,7 +354,9 @@ def _local_cluster(names: Sequence[str]) -> Any:
             workers={name: {"cls": Nanny, "options": options} for name in names},
             scheduler={
                 "cls": Scheduler,
-                "options": {"dashboard_address": None, "host": "127.0.0.1"},
+                # Its HTTP server on a free port: Dask's default, 8787, is taken by any
+                # other cluster on the host (a warning on stderr, then another port).
+                "options": {"dashboard_address": "127.0.0.1:0", "host": "127.0.0.1"},
             },
             **quiet,
         )
