@@ -348,3 +348,11 @@ def test_check_runs_oclgrind_first_and_never_runs_a_kernel_that_writes_out_of_bo
     assert "opencl unguarded_naive: NOT RUN" in done.stdout
     assert "opencl student_tiled: equal at all 10 shapes" in done.stdout
     assert "oclgrind student" not in done.stdout  # the clean kernels have no report
+
+
+def test_a_patch_is_made_of_the_tile_and_the_constants_alone(tmp_path, monkeypatch):
+    """TM and TN are what a patch gives: a patch written in TM would define it by itself."""
+    folder = _family(tmp_path, GOOD + 'patch = ["TM", 1]\n')
+    monkeypatch.setenv(families.FAMILIES_ENV, "")
+    with pytest.raises(ManifestError, match="uses TM"):
+        families.add_folders([folder])

@@ -286,17 +286,24 @@ class _Reader:
                 raise self.fail(f"{where}: constant {name} = {number!r}: a new name and an integer")
         return dict(table)
 
-    def _size(self, value: Any, constants: dict[str, int], where: str) -> str | int:
+    def _size(
+        self,
+        value: Any,
+        constants: dict[str, int],
+        where: str,
+        sizes: tuple[str, ...] = _SIZE_NAMES,
+    ) -> str | int:
+        """An integer, or an expression of ``sizes`` (the launch's names) and the constants."""
         if type(value) is int:
             return value
         if not isinstance(value, str):
             raise self.fail(f"{where} must be an integer or an expression, not {value!r}")
         try:
-            unknown = expressions.names(value) - {*_SIZE_NAMES, *constants}
+            unknown = expressions.names(value) - {*sizes, *constants}
         except expressions.ExpressionError as error:
             raise self.fail(f"{where}: {error}") from None
         if unknown:
-            known = ", ".join((*_SIZE_NAMES, *constants))
+            known = ", ".join((*sizes, *constants))
             raise self.fail(
                 f"{where}: {value!r} uses {', '.join(sorted(unknown))} (known: {known})"
             )
@@ -316,8 +323,8 @@ class _Reader:
         sizes = self._list(value, f"{where}: patch")
         if len(sizes) != 2:
             raise self.fail(f"{where}: patch is [rows, columns] per worker, not {sizes!r}")
-        names = {"TILE", *constants}
-        rows, columns = (self._size(s, {c: 0 for c in names}, f"{where}: patch") for s in sizes)
+        # A patch is what TM and TN are: it may use the tile and the constants alone.
+        rows, columns = (self._size(s, constants, f"{where}: patch", ("TILE",)) for s in sizes)
         return rows, columns
 
     def _build(
