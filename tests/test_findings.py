@@ -87,16 +87,33 @@ def _median(points: list[dict[str, Any]], label: str, variant: str, shape: Any) 
     return float(found["kernel_s"]["median"])
 
 
+def _end_to_end(points: list[dict[str, Any]], label: str, variant: str, shape: Any) -> float:
+    (found,) = [
+        p for p in points
+        if (p["label"], p["variant"], (p["M"], p["K"], p["N"])) == (label, variant, shape)
+    ]  # fmt: skip
+    return float(found["end_to_end_s"]["median"])
+
+
 def _report_findings(tmp_path: Path, points: list[dict[str, Any]]) -> list[str]:
-    """The findings as report.md shows them, written by the report itself."""
+    """The findings as report.md shows them, written by the report itself: its sentences,
+    then each row of its table of backends against each other as one line."""
     folder = _results(tmp_path / "run", points)
     write_report([folder], tmp_path / "out")
     markdown = (tmp_path / "out" / "report.md").read_text()
     assert markdown.index("## Findings") < markdown.index("## Assignment")  # they open it
+    assert markdown.index("## Findings") < markdown.index("![")  # before any figure
     section = markdown.split("## Findings", 1)[1].split("\n## ", 1)[0]
-    _, intro, *sentences = section.split("\n\n")  # a paragraph each, after the intro
+    _, intro, *parts = section.split("\n\n")  # a paragraph each, after the intro
     assert intro.startswith("Computed from the results below.")
-    return [sentence.strip().replace("\\", "") for sentence in sentences if sentence.strip()]
+    sentences = [part.strip().replace("\\", "") for part in parts if part.strip()]
+    tables = [part for part in sentences if part.startswith("|")]
+    rows = [line for table in tables for line in table.splitlines()[2:]]
+    return [part for part in sentences if part not in tables] + rows
+
+
+def _cells(row: str) -> list[str]:
+    return [cell.strip() for cell in row.strip("|").split("|")]
 
 
 def _one(sentences: list[str], pattern: str) -> re.Match[str]:
@@ -117,13 +134,23 @@ def test_the_report_opens_with_true_findings(tmp_path):
     assert match.group(1) == three_digits(ratio) and 3.6 < ratio < 4.4
     cpu = _median(points, "cpu", "naive", largest) / _median(points, "cpu", "tiled", largest)
     _one(sentences, rf"^On cpu \(CPU device\), tiled T=64 is {three_digits(cpu)}× faster")
-    # Backend against backend, tiled: opencl's kernels on the GPU's clock, cpu's on the host's.
-    tiled = _one(sentences, r"^The tiled kernels at 64×56·56×64")
+    # Backend against backend, one table row per variant: opencl's kernels on the GPU's
+    # clock, cpu's on the host's; the faster and by how much, then the same end-to-end.
+    intro = _one(sentences, r"^Backend against backend, per variant at the largest size")
+    assert "then end-to-end with transfers" in intro.string
+    tiled = _cells(_one(sentences, r"^\| tiled \| 64×56·56×64 \|").string)
     opencl, host = (_median(points, label, "tiled", largest) for label in ("opencl", "cpu"))
-    assert f"opencl {format_seconds(opencl)} (GPU clock inside the kernels)" in tiled.string
-    assert f"cpu {format_seconds(host)} (host clock)" in tiled.string
-    assert f"opencl is {three_digits(host / opencl)}× faster than cpu." in tiled.string
-    assert "End-to-end, with transfers: opencl" in tiled.string
+    assert tiled[2:5] == [f"{format_seconds(opencl)} (GPU clock inside the kernels)",
+                          f"{format_seconds(host)} (host clock)",
+                          f"opencl {three_digits(host / opencl)}×"]  # fmt: skip
+    assert tiled[5:7] == [format_seconds(_end_to_end(points, "opencl", "tiled", largest)),
+                          format_seconds(_end_to_end(points, "cpu", "tiled", largest))]  # fmt: skip
+    assert tiled[7].startswith("opencl ")
+    vendor = _cells(_one(sentences, r"^\| vendor \(library\) \| 64×56·56×64 \|").string)
+    faster = _median(points, "opencl", "vendor", largest) / _median(
+        points, "cpu", "vendor", largest
+    )
+    assert vendor[4] == f"cpu {three_digits(faster)}×"
     # The launch overhead: 7 µs planted on every opencl kernel launch.
     _one(sentences, r"^A launch on opencl costs 7\.0\d µs beyond its kernel \(median of 8 points")
     library = three_digits(_median(points, "cpu", "tiled", largest) / _median(

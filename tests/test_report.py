@@ -17,6 +17,7 @@ import pytest
 
 from xbackend.plan import Plan
 from xbackend.report import FIGURES_DIR, experiment_of, write_report
+from xbackend.report.document import APPENDIX
 from xbackend.results import PointRecord, RunHeader
 from xbackend.timing import format_seconds
 
@@ -235,10 +236,24 @@ def _table(markdown: str, *header: str) -> list[list[str]]:
 
 
 def _section(markdown: str, title_start: str) -> str:
-    """A level-2 section of the Markdown, up to the next level-2 heading."""
+    """A level-2 section of the Markdown, up to the next level-2 heading, followed by the
+    parts of the appendix its folds point to (Markdown cannot fold: they come last)."""
     start = markdown.index(f"\n## {title_start}")
     end = markdown.find("\n## ", start + 1)
-    return markdown[start : end if end > 0 else None]
+    section = markdown[start : end if end > 0 else None]
+    return section + "".join(_folded(markdown, section))
+
+
+_POINTER = ": in the appendix, at the end."
+
+
+def _folded(markdown: str, section: str) -> list[str]:
+    """The appendix's parts that the lines of ``section`` point to, in their order."""
+    assert markdown.count(f"\n## {APPENDIX}\n") == (_POINTER in markdown)
+    appendix = markdown.split(f"\n## {APPENDIX}\n", 1)[-1]
+    parts = {part.split("\n", 1)[0]: part for part in ("\n" + appendix).split("\n### ")[1:]}
+    pointed = [line[: -len(_POINTER)] for line in section.splitlines() if line.endswith(_POINTER)]
+    return ["\n### " + parts[summary] for summary in pointed]
 
 
 @pytest.mark.slow

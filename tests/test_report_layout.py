@@ -155,8 +155,12 @@ def test_the_report_says_which_ceilings_and_marks_shares_above_100(report):
     markdown = report["md"]
     roofline = markdown.split("## Roofline", 1)[1].split("\n## ", 1)[0]
     assert "EPYC on vm, for cpu, opencl: 300 GFLOP/s float32 (measured by opencl)" in roofline
-    # Every share of the roof is of the one set: the cpu's rows too, at 300 GFLOP/s.
-    shares = [line for line in roofline.splitlines() if line.startswith("| cpu | mm |")]
+    # Every share of the roof is of the one set: the cpu's rows too, at 300 GFLOP/s; the
+    # table is folded on the page, in the appendix of the Markdown.
+    summary = "Each configuration's share of its roof at its largest size (3 rows)"
+    assert f"{summary}: in the appendix, at the end." in roofline
+    folded = markdown.split(f"\n### {summary}\n", 1)[1].split("\n### ", 1)[0]
+    shares = [line for line in folded.splitlines() if line.startswith("| cpu | mm |")]
     assert shares and all("| 300 |" in line for line in shares)
     # The opencl point at the smallest size beat its DRAM slope (a warm cache): marked.
     key = markdown.split("The key sizes", 1)[1]
@@ -166,3 +170,40 @@ def test_the_report_says_which_ceilings_and_marks_shares_above_100(report):
     # In the key sizes' table (without its columns of one value), then in the whole one.
     assert len(smallest) == 2 and all(re.search(r"\| \d+%↑ \|$", line) for line in smallest)
     assert "↑: above 100%" in markdown
+
+
+def test_the_page_opens_with_findings_then_figures_then_tables_then_provenance(report):
+    """The structure a teacher reads, not its height in pixels: the findings open the page,
+    before any figure or table of sizes; the whole table, the roofline's shares and
+    ceilings and each run's machine are folded away (``<details>``)."""
+    page = report["html"]
+    findings = page.index('<h2 id="findings">')
+    assert findings < page.index("<figure") < page.index("The key sizes")
+    assert page.index("The key sizes") < page.index('<h2 id="roofline">')
+    assert page.index('<h2 id="roofline">') < page.index('<h2 id="machines">')
+    assert '<ul class="findings">' in page[findings : page.index("<figure")]
+    outside = _outside_details(page)
+    assert len(_size_cells(outside)) == 3 * len(CONFIGS)  # only the key sizes unfolded
+    for folded in ("The whole table: 27 rows", "share of its roof at its largest size",
+                   "The ceilings each backend measured", "the command, kernel sources",
+                   "How to read the table"):  # fmt: skip
+        assert folded not in outside and folded in page, folded
+    assert "<th>setting</th>" not in outside and "<th>FLOP/byte</th>" not in outside
+
+
+def test_the_markdown_keeps_the_order_and_puts_the_full_tables_last(report):
+    markdown = report["md"]
+    headings = [line for line in markdown.splitlines() if line.startswith("## ")]
+    assert headings[0] == "## Findings"
+    assert headings[-1] == "## Appendix: the folded sections"
+    assert headings.index("## Roofline") < headings.index("## Machines") < len(headings) - 1
+    body, appendix = markdown.split("\n## Appendix: the folded sections\n")
+    # Before the appendix, the key sizes only; each fold is a line that points to it.
+    assert len(set(_size_cells_md(body))) == 3
+    assert "The whole table: 27 rows, every size: in the appendix, at the end." in body
+    assert "### The whole table: 27 rows, every size" in appendix
+    assert len(_size_cells_md(appendix)) == len(SHAPES) * len(CONFIGS)
+
+
+def _size_cells_md(markdown: str) -> list[str]:
+    return re.findall(r"^\| (\d+×\d+·\d+×\d+) \|", markdown, re.M)

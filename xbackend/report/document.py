@@ -53,11 +53,20 @@ class Image:
     data: bytes  # what was written there, for the page (never read back)
     caption: str
     half: bool = False  # on the page, half the width: two such figures side by side
+    side: bool = False  # on the page, half the width at the right, the text beside it
 
 
 @dataclasses.dataclass
 class Items:
     items: list[Cell]
+
+
+@dataclasses.dataclass
+class Sentences:
+    """Sentences the report wrote (the findings): a tight list on the page, paragraphs in
+    the Markdown, where a list item is a flagged line of the log."""
+
+    sentences: list[str]
 
 
 @dataclasses.dataclass
@@ -69,13 +78,15 @@ class Log:
 @dataclasses.dataclass
 class Fold:
     """Blocks folded away under a one-line summary: the page's ``<details>``, which a
-    reader opens; the Markdown shows the summary, then the blocks."""
+    reader opens; the Markdown, which cannot fold, says the summary where the fold stands
+    and shows the blocks in its appendix, after everything else."""
 
     summary: str
     blocks: list[Block]
+    in_place: bool = False  # in the Markdown, shown where it stands (the end already)
 
 
-Block = Heading | Paragraph | Table | Image | Items | Log | Fold
+Block = Heading | Paragraph | Table | Image | Items | Sentences | Log | Fold
 
 
 _LINE_BREAKS = re.compile(r"[\r\n\v\f\x1c-\x1e\x85\u2028\u2029]+")
@@ -93,13 +104,18 @@ _CSS = """
 body { font-family: system-ui, sans-serif; max-width: 1100px; margin: 2em auto;
        padding: 0 1em; line-height: 1.45; color: #222; }
 h1, h2 { border-bottom: 1px solid #ddd; padding-bottom: .2em; }
-table { border-collapse: collapse; margin: .5em 0 1.5em; font-size: .9em; }
-th, td { border: 1px solid #ccc; padding: .25em .6em; text-align: left; }
+h2, h3 { clear: both; }
+table { border-collapse: collapse; margin: .5em 0 1.2em; font-size: .85em; line-height: 1.3; }
+th, td { border: 1px solid #ccc; padding: .15em .5em; text-align: left; }
+td { white-space: nowrap; }
 table.numeric td:not(:first-child), table.numeric th:not(:first-child) { text-align: right; }
 th { background: #f3f3f3; }
 figure { margin: 1em 0 2em; }
 figure img { max-width: 100%; max-height: 600px; }
 figure.half { display: inline-block; width: 49%; vertical-align: top; margin: .5em 0 1em; }
+figure.side { float: right; width: 52%; margin: 0 0 1em 1.5em; }
+ul.findings { padding-left: 1.2em; }
+ul.findings li { margin: .2em 0; }
 figcaption { font-size: .85em; color: #555; }
 pre { font-size: .8em; background: #f8f8f8; padding: .6em; overflow-x: auto; }
 .wrong, .error { color: #b00; font-weight: bold; }
@@ -146,7 +162,7 @@ def _html_block(block: Block) -> str:
     if isinstance(block, Image):
         data = base64.b64encode(block.data).decode("ascii")
         caption = html.escape(block.caption)
-        css = ' class="half"' if block.half else ""
+        css = ' class="half"' if block.half else ' class="side"' if block.side else ""
         return (
             f'<figure{css}><img src="data:image/png;base64,{data}" alt="{caption}">'
             f"<figcaption>{caption}</figcaption></figure>"
@@ -154,6 +170,9 @@ def _html_block(block: Block) -> str:
     if isinstance(block, Items):
         items = "\n".join(_html_cell(cell, "li") for cell in block.items)
         return f"<ul>\n{items}\n</ul>"
+    if isinstance(block, Sentences):
+        items = "\n".join(f"<li>{html.escape(text)}</li>" for text in block.sentences)
+        return f'<ul class="findings">\n{items}\n</ul>'
     if isinstance(block, Fold):
         inner = "\n".join(_html_block(part) for part in block.blocks)
         return f"<details><summary>{html.escape(block.summary)}</summary>\n{inner}\n</details>"
@@ -207,7 +226,9 @@ def _md_fence(lines: list[str]) -> str:
     return "`" * max(3, longest + 1)
 
 
-def _md_block(block: Block, out: Path) -> str:
+def _md_block(block: Block, out: Path, appendix: list[str] | None = None) -> str:
+    """One block as Markdown; a fold or a log, where ``appendix`` is given, as a line
+    that points to it there (its blocks appended to ``appendix``)."""
     if isinstance(block, Heading):
         return f"{'#' * block.level} {_md_text(block.text)}"
     if isinstance(block, Paragraph):
@@ -221,13 +242,33 @@ def _md_block(block: Block, out: Path) -> str:
         return f"![{_md_text(block.caption)}]({Path(os.path.relpath(block.png, out)).as_posix()})"
     if isinstance(block, Items):
         return "\n".join(f"- {_md_line(_md_cell(cell))}" for cell in block.items)
+    if isinstance(block, Sentences):
+        return "\n\n".join(_md_line(_md_text(text)) for text in block.sentences)
+    in_place = isinstance(block, Fold) and block.in_place
+    if isinstance(block, Fold | Log) and appendix is not None and not in_place:
+        # Its own heading there; a fold within it shows in place (appendix None).
+        inside = block.blocks if isinstance(block, Fold) else [Log("", block.lines)]
+        parts = [_md_block(part, out) for part in inside]
+        appendix.append("\n\n".join([f"### {_md_text(block.summary)}", *parts]))
+        return _md_line(_md_text(f"{block.summary}: in the appendix, at the end."))
     if isinstance(block, Fold):
-        inner = [_md_block(part, out) for part in block.blocks]
+        inner = [_md_block(part, out, appendix) for part in block.blocks]
         return "\n\n".join([f"{_md_line(_md_text(block.summary))}:", *inner])
     lines = [one_line(_log_text(cell)) for cell in block.lines]
     fence = _md_fence(lines)
-    return f"{_md_line(_md_text(block.summary))}:\n\n{fence}\n" + "\n".join(lines) + f"\n{fence}"
+    said = f"{_md_line(_md_text(block.summary))}:\n\n" if block.summary else ""
+    return f"{said}{fence}\n" + "\n".join(lines) + f"\n{fence}"
+
+
+APPENDIX = "Appendix: the folded sections"
 
 
 def render_markdown(blocks: list[Block], out: Path) -> str:
-    return "\n\n".join(_md_block(block, out) for block in blocks) + "\n"
+    """The Markdown twin of the page: the same blocks in the same order, where each fold
+    (the whole tables, the logs, the machines) is one line, its blocks in an appendix at
+    the end: Markdown cannot fold, and the page's first screens stay the first lines."""
+    appendix: list[str] = []
+    body = [_md_block(block, out, appendix) for block in blocks]
+    if appendix:
+        body += [f"## {APPENDIX}", *appendix]
+    return "\n\n".join(body) + "\n"

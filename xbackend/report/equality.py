@@ -183,7 +183,10 @@ def machines(runs: dict[str, RunHeader], points: list[PointRecord]) -> list[Bloc
             f"{env.get('host') or 'host unknown'}, {env.get('cpu') or 'CPU unknown'}: the "
             "command, kernel sources, packages, settings and devices"
         )
-        blocks += [Heading(f"Run {run_id}, {run.timestamp}", 3), Fold(summary, folded)]
+        blocks += [
+            Heading(f"Run {run_id}, {run.timestamp}", 3),
+            Fold(summary, folded, in_place=True),
+        ]
     orphans = sum(p.run_id not in runs for p in points)
     if orphans:
         blocks.append(Paragraph(f"{orphans} points come from runs without a run header."))

@@ -6,7 +6,8 @@ did not time themselves no launch overhead):
 
 * per backend, tiled against naive at the largest size both measured;
 * per variant, the backends against each other at the largest size they all measured,
-  on the kernel time (naming the clock that timed each) and end-to-end;
+  on the kernel time (naming the clock that timed each) and end-to-end: one table, a row
+  per variant (``comparison_table``; ``findings`` says them as sentences);
 * per backend whose kernels timed themselves, the median launch overhead;
 * per backend, its vendor's library against its best own kernel;
 * code equality in one line, and how many points were noisy, throttled or untrusted.
@@ -21,7 +22,7 @@ import statistics
 from collections.abc import Callable, Iterable, Sequence
 
 from xbackend.clocks import clock_name
-from xbackend.report.document import Block, Heading, Paragraph
+from xbackend.report.document import Block, Cell, Heading, Paragraph, Sentences, Table
 from xbackend.report.points import ambiguous_labels, group, size_text, three_digits
 from xbackend.results import PointRecord
 from xbackend.results.records import PROFILER_CLOCK
@@ -194,6 +195,12 @@ def _backends_sentence(sides: list[PointRecord], names: _Names) -> str:
 
 
 def backend_against_backend(points: Sequence[PointRecord], names: _Names) -> list[str]:
+    """Per variant and group measured by several backends: the sentence that compares them
+    (:func:`comparisons`)."""
+    return [_backends_sentence(sides, names) for sides in comparisons(points)]
+
+
+def comparisons(points: Sequence[PointRecord]) -> list[list[PointRecord]]:
     """Per variant and group measured by several backends: each backend's fastest tile
     of it at the largest size they all measured (a backend that shares no size with the
     others is left out, the one with the fewest sizes first)."""
@@ -206,7 +213,7 @@ def backend_against_backend(points: Sequence[PointRecord], names: _Names) -> lis
             sides.pop()
         size = _largest_common(sides) if len(sides) > 1 else None
         if size is not None:
-            found.append(_backends_sentence([_fastest(_at(s, size)) for s in sides], names))
+            found.append([_fastest(_at(s, size)) for s in sides])
     return found
 
 
@@ -298,10 +305,82 @@ def findings(points: Sequence[PointRecord]) -> list[str]:
     ]
 
 
-def findings_section(points: Sequence[PointRecord]) -> list[Block]:
-    """The report's opening section: the findings as a list; nothing where there are none."""
-    found = findings(points)
+def _ratio_cell(
+    sides: list[PointRecord], names: _Names, time: Callable[[PointRecord], float]
+) -> str:
+    """ "cuda 1.23×": the fastest and its time's ratio to the other's; with several others,
+    each named ("opencl 25.8× cpu, 1.02× cuda")."""
+    ordered = sorted(sides, key=time)
+    first, others = ordered[0], ordered[1:]
+    if len(others) == 1:
+        return f"{names.backend(first)} {three_digits(time(others[0]) / time(first))}×"
+    ratios = [f"{three_digits(time(o) / time(first))}× {names.backend(o)}" for o in others]
+    return f"{names.backend(first)} {', '.join(ratios)}"
+
+
+def _kernel_cell(point: PointRecord, clock: bool) -> str:
+    """ "291 µs", with the clock that timed it where ``clock`` (the row's clocks differ)."""
+    return format_seconds(_kernel_s(point)) + (f" ({_clock(point)})" if clock else "")
+
+
+def comparison_table(points: Sequence[PointRecord]) -> list[Block]:
+    """Backend against backend, one row per variant (the sentences of
+    :func:`backend_against_backend` as a table): the size, each backend's median kernel
+    time and which is faster by how much, then the same end-to-end, with transfers."""
+    kept = [p for p in points if counted(p)]
+    names = _Names(kept)
+    found = comparisons(kept)
     if not found:
+        return []
+    backends = list(dict.fromkeys(names.backend(p) for sides in found for p in sides))
+    header = ["variant", "size", *(f"kernel: {b}" for b in backends), "faster",
+              *(f"end-to-end: {b}" for b in backends), "faster"]  # fmt: skip
+    rows = []
+    for sides in found:
+        by_name = {names.backend(p): p for p in sides}
+        several = len({p.clock for p in sides}) > 1  # name each clock where they differ
+        ends = len([p for p in sides if _end_to_end_s(p) is not None]) == len(sides)
+
+        def end_to_end(point: PointRecord) -> float:
+            return _end_to_end_s(point) or 0.0
+
+        first = sides[0]
+        rows.append([
+            Cell(first.variant + (" (library)" if first.variant in VENDOR_VARIANTS else "")),
+            Cell(size_text(first) + names.where(first)),
+            *(Cell(_kernel_cell(by_name[b], several) if b in by_name else "—")
+              for b in backends),
+            Cell(_ratio_cell(sides, names, _kernel_s)),
+            *(Cell(format_seconds(end_to_end(by_name[b])) if ends and b in by_name else "—")
+              for b in backends),
+            Cell(_ratio_cell(sides, names, end_to_end) if ends else "—"),
+        ])  # fmt: skip
+    clocks = {_clock(p) for sides in found for p in sides}
+    on = f" on the {next(iter(clocks))}" if len(clocks) == 1 else ""
+    return [
+        Paragraph(
+            f"Backend against backend, per variant at the largest size they all measured: "
+            f"median kernel time{on}, then end-to-end with transfers; faster: the fastest "
+            "backend and how many times its time the other takes."
+        ),
+        Table(header, rows, numeric=False),
+    ]
+
+
+def findings_section(points: Sequence[PointRecord]) -> list[Block]:
+    """The report's opening section: the findings as a list, the backends against each
+    other as one table; nothing where there are none."""
+    kept = [p for p in points if counted(p)]
+    names = _Names(kept)
+    before = tiled_over_naive(kept, names)
+    after = [
+        *launch_overheads(kept, names),
+        *vendor_lines(kept, names),
+        *equality_line(points),
+        *doubtful_line(points),
+    ]
+    table = comparison_table(points)
+    if not (before or table or after):
         return []
     return [
         Heading("Findings", 2),
@@ -310,6 +389,7 @@ def findings_section(points: Sequence[PointRecord]) -> list[Block]:
             "its device's peak, noisy or throttled; ratios are of median times at the "
             "largest size both sides measured."
         ),
-        # Paragraphs, not a list: in the Markdown a list item is a flagged line of the log.
-        *(Paragraph(sentence) for sentence in found),
+        *([Sentences(before)] if before else []),
+        *table,
+        *([Sentences(after)] if after else []),
     ]

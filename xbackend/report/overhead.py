@@ -5,11 +5,12 @@ themselves have no section: their kernel time is the API's."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from xbackend.clocks import OVERHEAD_MEANING, Overhead, has_overhead, overheads
 from xbackend.figures.overhead import NAME, overhead_figure
-from xbackend.report.document import Block, Cell, Heading, Image, Paragraph, Table
+from xbackend.report.document import Block, Cell, Fold, Heading, Image, Paragraph, Table
 from xbackend.report.figures import FigureFolder, Section, save
 from xbackend.report.points import three_digits
 from xbackend.results import PointRecord
@@ -60,26 +61,54 @@ def overhead_section(points: list[PointRecord], folder: FigureFolder) -> Section
     table = overhead_table(points)
     if table is None:  # every point with an overhead was untrusted
         return [], []
-    blocks: list[Block] = [
-        Heading("Launch overhead", 2),
-        Paragraph(
-            f"Launch overhead: {OVERHEAD_MEANING}. Each point's is the median of the API's "
-            "time per launch less the median span; below, per backend and variant (single "
-            "launches apart from batches, which share a launch's fixed costs), the "
-            "median of those over the sizes and their range, and the median gap between "
-            "launches on the device where batches recorded it. The kernel times in the "
-            "figures and tables above are the spans, without this cost."
-        ),
-    ]
+    # The figure at the right, the text beside it; the table per backend folded below.
+    blocks: list[Block] = [Heading("Launch overhead", 2)]
     written: list[Path] = []
     drawn = folder.drawn
     if drawn is not None and drawn.shows(points) and NAME in drawn.pngs:
         png, data = drawn.pngs[NAME]
-        blocks.append(Image(png, data, _CAPTION))
+        blocks.append(Image(png, data, _CAPTION, side=True))
     else:
         figure = overhead_figure(points)
         if figure is not None:
             image, written = save(figure, folder, NAME, _CAPTION)
-            blocks.append(image)
-    blocks.append(table)
+            blocks.append(dataclasses.replace(image, side=True))
+    blocks += [
+        Paragraph(
+            f"Launch overhead: {OVERHEAD_MEANING}. Each point's is the median of the API's "
+            "time per launch less the median span; the table per backend and variant (single "
+            "launches apart from batches, which share a launch's fixed costs) gives the "
+            "median of those over the sizes and their range, and the median gap between "
+            "launches on the device where batches recorded it. The kernel times in the "
+            "figures and tables above are the spans, without this cost."
+        ),
+        Paragraph(_summary(points)),
+        Fold(f"The overhead per backend and variant ({len(table.rows)} rows)", [table]),
+    ]
     return blocks, written
+
+
+def _summary(points: list[PointRecord]) -> str:
+    """Per backend, the median overhead of its single launches and of its batches."""
+    found = overheads(points)
+    parts = []
+    backends = list(dict.fromkeys((o.label, o.device) for o in found))
+    several = {label for label, _ in backends if sum(b[0] == label for b in backends) > 1}
+    for label, device in backends:
+        mine = [o for o in found if (o.label, o.device) == (label, device)]
+        name = f"{label} ({device})" if label in several else label
+        single = [o.median_s for o in mine if o.launches == (1, 1)]
+        batched = [o.median_s for o in mine if o.launches != (1, 1)]
+        said = []
+        if single:
+            said.append(f"{_span(single)} µs a single launch")
+        if batched:
+            said.append(f"{_span(batched)} µs a launch in a batch")
+        if said:
+            parts.append(f"{name}: {', '.join(said)}")
+    return "Median overhead per variant, " + "; ".join(parts) + "." if parts else ""
+
+
+def _span(values: list[float]) -> str:
+    low, high = _micro(min(values)), _micro(max(values))
+    return low if low == high else f"{low} – {high}"

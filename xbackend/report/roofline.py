@@ -4,6 +4,7 @@ its largest size (``xbackend.roofs``). Runs that measured no ceilings have no se
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -142,8 +143,8 @@ def roofline_section(
     ceilings = _ceilings_table(runs)
     if ceilings is None:
         return [], []
-    blocks: list[Block] = [Heading("Roofline", 2), Paragraph(_INTRO), *_one_set(folder.roofs)]
-    blocks.append(Fold("The ceilings each backend measured, and how", [Paragraph(_HOW), ceilings]))
+    # The figure at the right, the text beside it; the tables folded away below it.
+    blocks: list[Block] = [Heading("Roofline", 2)]
     written: list[Path] = []
     caption = (
         "Roofline: each configuration's arithmetic intensity against its GFLOP/s (colour: "
@@ -153,15 +154,19 @@ def roofline_section(
     drawn = folder.drawn
     if drawn is not None and drawn.shows(points) and ROOFLINE in drawn.pngs:
         png, data = drawn.pngs[ROOFLINE]
-        blocks.append(Image(png, data, caption))
+        blocks.append(Image(png, data, caption, side=True))
     else:
         figure = roofline(points, folder.roofs)
         if figure is not None:
             image, written = save(figure, folder, ROOFLINE, caption)
-            blocks.append(image)
+            blocks.append(dataclasses.replace(image, side=True))
+    blocks += [Paragraph(_INTRO), *_one_set(folder.roofs)]
     shares = _shares_table(points, folder)
     if shares is not None:
-        blocks.append(shares)
+        rows = len(shares.rows)
+        summary = f"Each configuration's share of its roof at its largest size ({rows} rows)"
+        blocks.append(Fold(summary, [shares]))
     else:
         blocks.append(Paragraph("No verified point has a measured roof: no shares."))
+    blocks.append(Fold("The ceilings each backend measured, and how", [Paragraph(_HOW), ceilings]))
     return blocks, written

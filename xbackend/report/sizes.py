@@ -86,8 +86,19 @@ def key_sizes(rows: list[Row]) -> list[tuple[int, int, int]]:
     return [sizes[0], sizes[(len(sizes) - 1) // 2], sizes[-1]]
 
 
-def _intro(points: list[PointRecord], roofed: bool) -> Paragraph:
+def _intro(points: list[PointRecord], roofed: bool) -> list[Block]:
+    """A line that says what the table holds, and every column's meaning folded away."""
+    short = Paragraph(
+        "Median kernel time per size and configuration, its quartiles and noise (~: noisy), "
+        "the end-to-end time, the speed-up over naive"
+        + (", the share of its roof (↑: above 100%)" if roofed else "")
+        + "; UNTRUSTED: timed faster than its device can run."
+    )
     note = clock_note(points)
+    return [short, Fold("How to read the table: every column and flag", [_meaning(note, roofed)])]
+
+
+def _meaning(note: str, roofed: bool) -> Paragraph:
     return Paragraph(
         (f"{note[0].upper()}{note[1:]}. " if note else "")
         + "Per size and configuration: median kernel time with its quartiles and relative "
@@ -121,7 +132,7 @@ def size_table_blocks(
     found = size_rows(points, roofs)
     roofed = any(row["roof_share"] is not None for row in found)
     header = [*_HEADER, *(["roof"] if roofed else [])]
-    blocks: list[Block] = [_intro(points, roofed)]
+    blocks: list[Block] = _intro(points, roofed)
     keys = key_sizes(found)
     whole = Table(header, [_cells(row, roofed) for row in found], numeric=False)
     if len(keys) == len({_size(row) for row in found}):
