@@ -17,10 +17,10 @@ table folded away (``<details>``) and written as ``report_figures/EXPERIMENT/siz
 (``sizes.py``); the ceilings' measurement, every point's log line and each run's machine,
 kernel sources and settings are folded away too, and so are the roofline's and the launch
 overhead's tables (their figures stand at the right of their text). The Markdown, which
-cannot fold, keeps the order and puts what the page folds in an appendix at its end. The roofline, the shares and the check
-of times too fast to be true take one set of ceilings per device (``roofs.roofs``,
-``roofs.checked``), and the figures draw noisy points hollow and leave out throttled and
-untrusted ones, saying how many.
+cannot fold, keeps the order and puts what the page folds in an appendix at its end.
+The roofline, the shares and the check of times too fast to be true take one set of
+ceilings per device (``roofs.roofs``, ``roofs.checked``), and the figures draw noisy
+points hollow and leave out throttled and untrusted ones, saying how many.
 
 The page is one file (figures embedded as PNG data URIs, inline CSS) so it can be
 mailed or archived as it is; the Markdown refers to the figures in ``report_figures/``,
