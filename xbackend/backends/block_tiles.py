@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from xbackend.backends import warp
-from xbackend.backends.choices import ChoiceRequest
 from xbackend.backends.kernels import C_TYPES, SUM_BLOCK
 from xbackend.backends.launch import Buffer, KernelLaunch, Product
 from xbackend.backends.plans import C, Layout, _blocks, _last, index_options
@@ -123,26 +122,11 @@ def _tuned_config(
     size: tuple[int, int, int],
 ) -> warp.WarpConfig | None:
     """The choice of this backend's ``choices`` for the product, if it has one."""
-    if backend.choices is None or not op.tuned_as:
+    if not op.tuned_as:
         return None
-
-    def device_problem(params: Mapping[str, int]) -> str | None:
-        block = params.get("BM", 0)
-        return backend.tile_problem(spec.name, block, dtype.itemsize, op.name, params)
-
     M, N, _ = size
-    request = ChoiceRequest(
-        backend=backend.name,
-        device=backend.device.name,
-        variant=spec.name,
-        op=op,
-        dtype=dtype.name,
-        shape_class=warp.shape_class(M, N, backend.device.compute_units or 0),
-        size=size,
-        build=backend.kernel_build(spec.name, op.name),
-        check=device_problem,
-    )
-    chosen = backend.choices.choice(request)
+    shape_class = warp.shape_class(M, N, backend.device.compute_units or 0)
+    chosen = backend.choice(spec.name, op.name, dtype, shape_class, size)
     return None if chosen is None else warp.WarpConfig.from_dict(chosen)
 
 

@@ -134,21 +134,37 @@ class CompiledBackend(Backend):
         """The tile ``xbackend tune`` chose for a fixed-tile variant on this device (the
         largest shape class it tuned), or None: its family's default is used."""
         spec = self.variant_spec(variant, op)
-        if self.choices is None or spec.tuned or not spec.kernel:
+        if spec.tuned or not spec.kernel:
             return None
-
-        def device_problem(params: Mapping[str, int]) -> str | None:
-            return self.tile_problem(variant, params.get("TILE", 0), dtype.itemsize, op)
-
         for shape_class in ("large", "medium", "small"):
-            request = ChoiceRequest(
-                self.name, self.device.name, variant, operation(op), dtype.name, shape_class,
-                None, self.kernel_build(variant, op), device_problem,
-            )  # fmt: skip
-            chosen = self.choices.choice(request)
+            chosen = self.choice(variant, op, dtype, shape_class)
             if chosen is not None and set(chosen) == {"TILE"}:
                 return chosen["TILE"]
         return None
+
+    def choice(
+        self,
+        variant: str,
+        op: str,
+        dtype: np.dtype[Any],
+        shape_class: str,
+        size: tuple[int, int, int] | None = None,
+    ) -> Mapping[str, int] | None:
+        """The parameters this backend's ``choices`` (the tune cache, then the shipped
+        database) hold for ``variant`` on this device, for the kernel as it is built now
+        and runnable here (a tile, or block tiles); None without them."""
+        if self.choices is None:
+            return None
+
+        def device_problem(params: Mapping[str, int]) -> str | None:
+            tile = params.get("TILE", params.get("BM", 0))
+            return self.tile_problem(variant, tile, dtype.itemsize, op, params)
+
+        request = ChoiceRequest(
+            self.name, self.device.name, variant, operation(op), dtype.name, shape_class,
+            size, self.kernel_build(variant, op), device_problem,
+        )  # fmt: skip
+        return self.choices.choice(request)
 
     _index: str | None = None  # use_index's mode; None: XBACKEND_INDEX's
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from xbackend import families
 from xbackend.errors import XBackendError
+from xbackend.families import sources
 from xbackend.families.sources import (
     STAMP_PARAMETERS,
     SUFFIXES,
@@ -139,9 +140,9 @@ def has_stamps(family: str, language: str) -> bool:
     a body not closed, keeps the API's clock)."""
     _, text = read_kernel(family, language)
     if families.find(family) is None:  # a support kernel (ceilings, hold) is not stamped
-        return "STAMP_PARAMETER" in text
+        return sources.has_stamps(text)
     try:
-        return "STAMP_PARAMETER" in with_hooks(text)
+        return sources.has_stamps(with_hooks(text))
     except ValueError:
         return False
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import os
 import shutil
 from collections import defaultdict
 from typing import Any
@@ -108,9 +107,7 @@ def _sanitized(args: argparse.Namespace, opened: list[Any], variants: list[str])
     one that writes out of bounds is also not run natively (it could corrupt this
     process's memory), said as a verdict of its own."""
     path = shutil.which("oclgrind")
-    wanted = args.sanitize == "on" or (
-        args.sanitize == "auto" and path and not os.environ.get("XBACKEND_NO_SANITIZE")
-    )
+    wanted = args.sanitize == "on" or (args.sanitize == "auto" and path)
     opencl = next((backend for _, backend in opened if backend.name == "opencl"), None)
     if not wanted or opencl is None:
         return []
