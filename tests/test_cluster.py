@@ -8,6 +8,7 @@ import csv
 import dataclasses
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -23,6 +24,7 @@ from xbackend.backends.cpu import CpuBackend
 from xbackend.backends.specs import DeviceInfo
 from xbackend.cli import main
 from xbackend.errors import XBackendError
+from xbackend.families import FAMILIES_ENV
 from xbackend.operations import Shape
 from xbackend.plan import Plan, Target
 from xbackend.progress import SweepDisplay
@@ -40,7 +42,11 @@ from xbackend.cluster.devices import (  # noqa: E402
 )
 from xbackend.cluster.driver import Driver  # noqa: E402
 from xbackend.cluster.lines import RemoteLine  # noqa: E402
-from xbackend.cluster.schedule import Lane, Schedule  # noqa: E402
+from xbackend.cluster import worker as worker_module  # noqa: E402
+from xbackend.cluster.schedule import BATCH_S, Lane, Schedule, batch  # noqa: E402
+from xbackend.cluster.tune_share import TuneQueue  # noqa: E402
+from xbackend.cluster.worker import DevicesPlugin  # noqa: E402
+from xbackend.tune_search import TuneItem  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SMALL = ["--variants", "naive,tiled", "--base", "16x14", "--steps", "3",
@@ -189,6 +195,119 @@ def test_an_existing_cluster_runs_each_device_model(tmp_path, capsys):
     assert {point.label for point in points} == {f"cpu:{device}", f"opencl:{device}"}
     assert len(points) == 8 and all(point.status == "ok" and point.equal for point in points)
     assert "code equality: 8/8" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_a_line_s_short_points_go_in_few_tasks_and_measure_the_serial_points(tmp_path, capsys):
+    """A task measures a line's consecutive sizes while they are predicted short: 2 lines
+    of 8 sizes each take a few tasks, not 16, and give the serial run's points."""
+    serial, spread = tmp_path / "serial", tmp_path / "spread"
+    argv = ["compare", "--backends", "cpu", *SMALL, "--steps", "8"]
+    assert main([*argv, "--out", str(serial)]) == 0
+    capsys.readouterr()
+    assert main([*argv, "--workers", "1", "--out", str(spread)]) == 0
+    said = capsys.readouterr().out
+    found = re.search(r"cluster: (\d+) points in (\d+) tasks", said)
+    assert found is not None, said
+    points, tasks = map(int, found.groups())
+    # each line: its first two sizes alone (no time to predict from), then the rest
+    assert points == 16 and tasks <= 6, said
+    recorded = _points(spread)
+    assert sorted(p.key for p in recorded) == sorted(p.key for p in _points(serial))
+    assert all(point.status == "ok" and point.equal for point in recorded)
+    (header,) = load([spread]).runs.values()
+    assert header.cluster["concurrency"]["batch_s"] == BATCH_S
+
+
+def test_a_batch_is_the_points_predicted_under_the_limit_and_stops_at_an_unknown():
+    times = {1: 0.3, 2: 0.3, 3: 0.3, 4: 0.3, 5: None, 6: 0.1}
+    assert batch(1, iter([2, 3, 4, 5, 6]), times.get, limit_s=1.0) == [1, 2, 3]
+    assert batch(5, iter([6]), times.get, limit_s=1.0) == [5]  # unknown: alone
+    assert batch(4, iter([5, 6]), times.get, limit_s=1.0) == [4]  # stops at the unknown
+    assert batch(1, iter([2]), times.get, limit_s=0.1) == [1]  # too long: alone all the same
+    assert batch(6, iter([]), times.get) == [6]
+
+
+def test_a_worker_keeps_small_sizes_inputs_and_drops_the_oldest_past_the_limit(monkeypatch):
+    plugin = DevicesPlugin("cpu")
+    small, other, large = Shape(16, 14, 16), Shape(32, 28, 32), Shape(64, 56, 64)
+    both = worker_module._elements(small, 1, 1) + worker_module._elements(other, 1, 1)
+    monkeypatch.setattr(worker_module, "KEPT_ELEMENTS", both)
+    first = plugin.inputs_for(small, 1, 1)
+    assert plugin.inputs_for(other, 1, 1) is not first
+    assert plugin.inputs_for(small, 1, 1) is first  # kept: both fit
+    assert plugin.inputs_for(small, 2, 1) is not first  # another seed is another input
+    assert list(plugin.inputs) == [(small, 1, 1), (small, 2, 1)]  # the oldest dropped
+    plugin.inputs_for(large, 1, 1)  # too large to keep with others: kept alone
+    assert list(plugin.inputs) == [(large, 1, 1)]
+
+
+@pytest.mark.slow
+def test_tune_on_a_cluster_caches_each_search_as_a_serial_tune_does(tmp_path, capsys, monkeypatch):
+    """tune --workers: the searches go to the worker holding the device, one at a time;
+    every entry is cached, as a serial tune caches it (the same keys)."""
+    _opencl_or_skip()
+    from xbackend.tune_cache import load_entries
+
+    student = ROOT / "examples" / "assignment" / "student"
+    argv = ["tune", "--backends", "opencl", "--kernels", str(student), "--variants",
+            "student_tiled", "--sizes", "64x56x64,96x84x96", "--op", "mm,rmm", "--samples",
+            "3", "--finalist-time", "0.3"]  # fmt: skip
+    serial, spread = tmp_path / "serial.json", tmp_path / "spread.json"
+    monkeypatch.setenv(FAMILIES_ENV, "")  # --kernels adds to it: this test's alone
+    monkeypatch.setenv("XBACKEND_TUNE_CACHE", str(serial))
+    main(argv)
+    monkeypatch.setenv("XBACKEND_TUNE_CACHE", str(spread))
+    main([*argv, "--workers", "1"])
+    said = capsys.readouterr().out
+    # rmm left out (the student's kernels compute mm alone); two sizes of one shape class
+    assert "tuning opencl (" in said and "2 searches on worker w0" in said
+    assert "student_tiled nothing to tune for rmm" in said.replace("has ", "")
+    assert sorted(load_entries(spread)) == sorted(load_entries(serial))
+    assert len(load_entries(spread)) == 1
+
+
+def test_the_gpus_of_one_model_share_the_searches_and_the_cpu_tunes_after_them():
+    gpu0 = _worker("gpu0", _offer("cuda", "gpu", identity="pci:0"))
+    gpu1 = _worker("gpu1", _offer("cuda", "gpu", identity="pci:1"))
+    cpu = _worker("cpu", _offer("cpu", "cpu"))
+    searches = [TuneItem(v, "mm", Shape(64, 64, 64)) for v in ("warp", "vec4", "warp_db")]
+    queue = TuneQueue(
+        {"cuda": [(gpu0, gpu0.offers[0]), (gpu1, gpu1.offers[0])], "cpu": [(cpu, cpu.offers[0])]},
+        {"cuda": searches, "cpu": searches[:1]},
+    )
+
+    def started() -> list[tuple[str, int, str]]:
+        return [(label, index, worker.name) for label, index, _, worker, _ in queue.starts()]
+
+    assert started() == [("cuda", 0, "gpu0"), ("cuda", 1, "gpu1")]  # both GPUs at once
+    assert started() == []  # each GPU busy; the CPU waits for the host's GPU searches
+    queue.finished("cuda", 1)
+    assert started() == [("cuda", 2, "gpu1")]  # the first idle GPU takes the next
+    queue.finished("cuda", 0)
+    queue.finished("cuda", 2)
+    assert started() == [("cpu", 0, "cpu")] and not queue.done
+    queue.finished("cpu", 0)
+    assert queue.done
+
+
+def test_searches_of_one_cache_entry_run_in_the_serial_order():
+    """Two sizes of one shape class write one entry: the later search starts once the
+    earlier is back, whichever GPU is idle, so the entry is the serial tune's."""
+    gpu0 = _worker("gpu0", _offer("cuda", "gpu", identity="pci:0"))
+    gpu1 = _worker("gpu1", _offer("cuda", "gpu", identity="pci:1"))
+    first, second, other = (
+        TuneItem("warp", "mm", Shape(64, 64, 64), "small"),
+        TuneItem("warp", "mm", Shape(96, 64, 96), "small"),
+        TuneItem("warp", "mm", Shape(4096, 4096, 4096), "large"),
+    )
+    holders = [(gpu0, gpu0.offers[0]), (gpu1, gpu1.offers[0])]
+    queue = TuneQueue({"cuda": holders}, {"cuda": [first, second, other]})
+    assert [(i, w.name) for _, i, _, w, _ in queue.starts()] == [(0, "gpu0"), (2, "gpu1")]
+    queue.finished("cuda", 2)
+    assert queue.starts() == []  # gpu1 idle, but the entry's first search is not back
+    queue.finished("cuda", 0)
+    assert [(i, w.name) for _, i, _, w, _ in queue.starts()] == [(1, "gpu0")]
 
 
 # -- the schedule's rules ----------------------------------------------------------------------

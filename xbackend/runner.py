@@ -126,16 +126,27 @@ class Sweep(Generic[LineT]):
 
         A skip is looked at again, and so is a point a lost worker left unmeasured.
         """
+        due = self.unrecorded(step, line)
+        if due is not None:
+            return due
         record = line.record(self.run_id, self.plan.shapes[step - 1], step, self.plan.batch)
-        prior = self.done.get(record.key)
-        if prior is None or prior.status == "skipped" or WORKER_LOST in prior.flags:
-            return record, prior
+        prior = self.done[record.key]
         self.display.learnt()
         self.finished.add((step, line))
         if prior.status in MEASURED and prior.end_to_end_s is not None:
             self.learn(line, prior.flops, prior.end_to_end_s["median"])
         elif prior.status == "error":
             self.failed[line] = prior.reason.splitlines()[0]
+        return None
+
+    def unrecorded(
+        self, step: int, line: LineT
+    ) -> tuple[PointRecord, PointRecord | None] | None:
+        """``prior`` without learning: the point if it is still to measure, else None."""
+        record = line.record(self.run_id, self.plan.shapes[step - 1], step, self.plan.batch)
+        prior = self.done.get(record.key)
+        if prior is None or prior.status == "skipped" or WORKER_LOST in prior.flags:
+            return record, prior
         return None
 
     def pending(self, step: int) -> list[tuple[PointRecord, LineT, PointRecord | None]]:

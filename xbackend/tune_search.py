@@ -1,5 +1,5 @@
 """Which candidates ``xbackend tune`` times: every one, or coarse to fine; and which
-variants it searches for each operation (``tunable``).
+variants it searches for each operation (``tunable``) at which sizes (``items``).
 
 The search space of a variant (``tuning.search_space``) is every block tile with the
 patches, slab depths and group tiles worth trying there, times the K splits where the
@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from xbackend.backends import warp
+from xbackend.operations import Shape, operation
 
 if TYPE_CHECKING:
     from xbackend.backends.interface import Backend
@@ -208,3 +209,48 @@ def tunable(
             notes.append(f"{variant} cannot run {op} here: {problem}")
         plan[op] = [variant for variant in asked if variant in tuned and variant in runnable]
     return plan, notes
+
+
+@dataclasses.dataclass(frozen=True)
+class TuneItem:
+    """One search ``tune`` makes: a variant of an operation at a size, searched and raced
+    whole on one device; its choice is the cache's entry of the size's shape class (a
+    later search of the same class replaces it)."""
+
+    variant: str
+    op: str
+    shape: Shape
+    shape_class: str = ""  # warp.shape_class on the device
+
+    @property
+    def entry(self) -> tuple[str, str, str]:
+        """What its cache entry is keyed by on a device model."""
+        return (self.variant, self.op, self.shape_class)
+
+    def __str__(self) -> str:
+        return f"{self.shape} {self.op} {self.variant}"
+
+
+def items(
+    backend: Backend,
+    variants: Iterable[str] | None,
+    shapes: Iterable[Shape],
+    ops: Iterable[str],
+    dtype: Any,
+) -> tuple[list[TuneItem], list[str]]:
+    """The searches of a ``tune``, in its order (by size, then operation, then variant),
+    and the lines that say what is left out and why (``tunable``; an operation a size
+    cannot have: rmm at an odd M or N)."""
+    ops = list(ops)
+    plan, notes = tunable(backend, variants, ops, dtype)
+    found = []
+    for shape in shapes:
+        for op in ops:
+            problem = operation(op).shape_problem(shape.M, shape.N)
+            if problem:
+                notes.append(f"{shape}: {op} skipped ({problem})")
+                continue
+            output = operation(op).output_size(shape)
+            shape_class = warp.shape_class(*output, backend.device.compute_units or 0)
+            found += [TuneItem(variant, op, shape, shape_class) for variant in plan[op]]
+    return found, notes

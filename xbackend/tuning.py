@@ -68,8 +68,9 @@ from xbackend.tune_search import (
     Candidate,
     TileChoice,
     Trial,
+    TuneItem,
+    items,
     search,
-    tunable,
 )
 
 __all__ = [
@@ -90,6 +91,7 @@ __all__ = [
     "Sampler",
     "Trial",
     "TuneCacheWarning",
+    "TuneItem",
     "TuneResult",
     "attach",
     "cache_entry",
@@ -101,6 +103,7 @@ __all__ = [
     "entry_problem",
     "finalists",
     "gflops_text",
+    "items",
     "load_entries",
     "lookup",
     "race",
@@ -231,27 +234,27 @@ def tune(
     with nothing to tune for an operation is said through ``progress``: ``tunable``);
     race the finalists for up to ``finalist_time_s`` (0: no race, the search's best is
     chosen); cache the choice of each."""
-    results, ops = [], list(ops)
-    plan, notes = tunable(backend, variants, ops, dtype)
+    results = []
+    found, notes = items(backend, variants, shapes, ops, dtype)
     for note in notes:
         progress(note)
     if backend.choices is None:  # the untuned choice is the cached one, as in a run
         attach(backend)
-    for shape in shapes:
-        A, B = make_operands(shape, seed=seed, dtype=dtype)
-        for op in ops:
-            problem = operation(op).shape_problem(shape.M, shape.N)
-            if problem:
-                progress(f"{shape}: {op} skipped ({problem})")
-                continue
-            product = _Product(op, shape, A, B, Reference.of(A, B, op))
-            for variant in plan[op]:
-                result = _search(backend, product, variant, samples, how, progress)
-                if result.best is not None and finalist_time_s > 0:
-                    result.race = _race(backend, product, result, finalist_time_s, progress)
-                results.append(result)
-                if result.chosen is not None:
-                    _remember(backend, product, result, path)
+    operands: dict[Shape, tuple[np.ndarray, np.ndarray]] = {}
+    references: dict[tuple[Shape, str], Reference] = {}
+    for item in found:
+        if item.shape not in operands:  # one size's operands at a time
+            operands = {item.shape: make_operands(item.shape, seed=seed, dtype=dtype)}
+        A, B = operands[item.shape]
+        if (item.shape, item.op) not in references:
+            references = {(item.shape, item.op): Reference.of(A, B, item.op)}
+        product = _Product(item.op, item.shape, A, B, references[item.shape, item.op])
+        result = _search(backend, product, item.variant, samples, how, progress)
+        if result.best is not None and finalist_time_s > 0:
+            result.race = _race(backend, product, result, finalist_time_s, progress)
+        results.append(result)
+        if result.chosen is not None:
+            _remember(backend, product, result, path)
     return results
 
 

@@ -36,7 +36,7 @@ _IPV6 = re.compile(r"\[[0-9A-Fa-f:.]+(%[A-Za-z0-9._-]+)?\]\Z")
 
 def add_options(parser: argparse.ArgumentParser, *, each_gpu: bool = False) -> None:
     """Add the cluster options to ``parser`` (``each_gpu``: and ``--each-gpu``, for a
-    command whose GPUs may share the points; ``tune`` always tunes each GPU)."""
+    command whose GPUs of one model share the work by default: compare, tune)."""
     group = parser.add_argument_group(GROUP_TITLE)
     which = group.add_mutually_exclusive_group()
     which.add_argument(
@@ -57,9 +57,10 @@ def add_options(parser: argparse.ArgumentParser, *, each_gpu: bool = False) -> N
     if each_gpu:
         group.add_argument(
             "--each-gpu", action="store_true",
-            help="with --gpus: measure every point on every GPU (lines cuda:0, cuda:1, ...), "
-            "to compare the GPUs; by default the GPUs share the plan's points (GPUs of one "
-            "model: the lines of a serial run, each measured once, on one of them)",
+            help="with --gpus: every GPU does all the work (compare: every point, lines "
+            "cuda:0, cuda:1, ...; tune: every search), to compare the GPUs; by default the "
+            "GPUs of one model share it (compare: the serial run's lines, each measured "
+            "once, on one of them; tune: the searches, each made once, on one of them)",
         )  # fmt: skip
     group.add_argument(
         "--connect-timeout", type=_timeout, default=CONNECT_TIMEOUT_S, metavar="SECONDS",
@@ -141,7 +142,7 @@ def spec(args: argparse.Namespace) -> ClusterSpec | None:
         scheduler = scheduler_address(scheduler)
     from xbackend.cluster import ClusterSpec
 
-    each_gpu = getattr(args, "each_gpu", True)  # without the option (tune): each GPU
+    each_gpu = getattr(args, "each_gpu", False)
     return ClusterSpec(
         gpus=gpus, workers=workers, scheduler=scheduler, alone=args.alone, each_gpu=each_gpu,
         connect_s=getattr(args, "connect_timeout", CONNECT_TIMEOUT_S),

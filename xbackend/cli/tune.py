@@ -88,7 +88,7 @@ def add_parser(commands: Any) -> None:
     tune.add_argument(
         "--show", action="store_true", help="print the cache and exit (no backend needed)"
     )
-    cluster_options.add_options(tune)
+    cluster_options.add_options(tune, each_gpu=True)
     tune.set_defaults(func=run)
 
 

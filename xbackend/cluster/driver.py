@@ -1,5 +1,6 @@
 """The distributed sweep's main loop: the schedule's points sent to the workers as Dask
-tasks, their records written as they come back, the workers watched.
+tasks (a batch of a line's consecutive sizes each, ``schedule.batch``), their records
+written as they come back, the workers watched.
 
 The main process is the one writer: a record comes back from its worker, and the
 sweep (``runner.Sweep``) appends it at once, once. Each task is pinned to its worker
@@ -16,17 +17,18 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from distributed import wait
 
 from xbackend.cluster.connection import SchedulerLost, lost
 from xbackend.cluster.lines import PointResult, PointTask, RemoteLine
-from xbackend.cluster.schedule import MAX_DEATHS, Lane, Schedule, Slot
+from xbackend.cluster.schedule import BATCH_S, MAX_DEATHS, Due, Lane, Schedule, Slot, batch
 from xbackend.cluster.worker import measure, report
 from xbackend.plan import Plan
-from xbackend.results import WORKER_LOST, ResultsWriter, now_iso
-from xbackend.runner import Sweep
+from xbackend.results import MEASURED, WORKER_LOST, PointRecord, ResultsWriter, now_iso
+from xbackend.runner import Sweep, point_time_s
 
 # How often the workers are looked at while points run (seconds).
 POLL_S = 0.25
@@ -47,10 +49,13 @@ class Driver:
         *,
         grace_s: float = GRACE_S,
         poll_s: float = POLL_S,
+        batch_s: float = BATCH_S,
     ):
         self.client, self.schedule, self.sweep, self.writer = client, schedule, sweep, writer
         self.plan: Plan = sweep.plan
-        self.grace_s, self.poll_s = grace_s, poll_s
+        self.grace_s, self.poll_s, self.batch_s = grace_s, poll_s, batch_s
+        self.tasks = 0  # the point tasks sent
+        self.walls: dict[RemoteLine, float] = {}  # each line's last measured point's wall time
         self.points: dict[Any, Lane] = {}  # future -> its lane
         self.describing: dict[Any, str] = {}  # future -> the address of a worker joining
         self.unusable: set[str] = set()  # workers that could not say what they hold
@@ -88,20 +93,44 @@ class Driver:
     def _start(self) -> None:
         for lane, slot, offer in self.schedule.starts():
             assert lane.due is not None
-            blank = lane.due[0]
-            shape = self.plan.shapes[lane.step - 1]
+            lane.batch = self._batch(lane)
+            shapes = [self.plan.shapes[due[0].step - 1] for due in lane.batch if due[0].step]
             left = self.sweep.remaining_s(lane.step) if self.sweep.display.wants_eta else None
             if left is not None:
                 left /= self.schedule.concurrency()
-            self.sweep.display.working(f"{lane.line.title} {shape} on {slot.report.name}", left)
+            self.sweep.display.working(f"{lane.line.title} {_sizes(shapes)} on {slot.report.name}", left)
             task = PointTask(
-                self.plan, offer.target, lane.line, blank,
+                self.plan, offer.target, lane.line, tuple(due[0] for due in lane.batch),
                 tuple(self.sweep.history.get(lane.line, ())), self.sweep.failed.get(lane.line),
             )  # fmt: skip
             future = self.client.submit(
                 measure, task, workers=[slot.address], allow_other_workers=False, pure=False
             )
             self.points[future] = lane
+            self.tasks += 1
+
+    def _batch(self, lane: Lane) -> list[Due]:
+        """The points of ``lane`` to send in one task (``schedule.batch``): one alone after
+        a worker died under it, so that a point that kills workers is found."""
+        assert lane.due is not None
+        if lane.deaths:
+            return [lane.due]
+        line, shapes = lane.line, self.plan.shapes
+
+        def following() -> Iterator[Due]:
+            for step in range(lane.step + 1, len(shapes) + 1):
+                due = self.sweep.unrecorded(step, line)
+                if due is None:  # recorded: its time is learnt before the next is sent
+                    return
+                yield due
+
+        def predicted(due: Due) -> float | None:
+            seconds = point_time_s(self.plan, self.sweep.cost.predict(line, due[0].flops))
+            # a point takes at least the line's last one: sizes grow, and the cost
+            # model's time is the runs' alone, without checking and copying
+            return None if seconds is None else max(seconds, self.walls.get(line, 0.0))
+
+        return batch(lane.due, following(), predicted, self.batch_s)
 
     def _collect(self, future: Any) -> None:
         if future in self.describing:
@@ -113,31 +142,36 @@ class Driver:
         assert lane.due is not None and lane.on is not None
         address = lane.on
         try:
-            result: PointResult = future.result()
+            results: tuple[PointResult, ...] = future.result()
         except (Exception, asyncio.CancelledError) as error:
             if address not in set(self.client.nthreads()):  # its worker died with the result
                 slot, _ = self.schedule.lost(address)
                 if slot is not None:
                     self._died_under(lane, slot)
                 return
+            # the task itself failed on its worker: its first point is the error, and
+            # the line's larger sizes are skipped after it, as after any failure
             blank = dataclasses.replace(lane.due[0], timestamp=now_iso())
             failed = dataclasses.replace(blank, status="error", reason=_described(error))
-            result = PointResult(failed, (), 0.0)  # the task itself failed on its worker
+            results = (PointResult(failed, (), 0.0),)
         self.schedule.finished(lane)
-        self._record(lane, result)
+        for (_, prior), result in zip(lane.batch, results):
+            self._record(lane, result, prior)
+        self._advance(lane)
 
-    def _record(self, lane: Lane, result: PointResult) -> None:
-        """A point of ``lane`` is done: learnt from, written, and the next one due."""
-        assert lane.due is not None
-        record, prior = result.record, lane.due[1]
+    def _record(self, lane: Lane, result: PointResult, prior: PointRecord | None) -> None:
+        """A point of ``lane`` is done: learnt from and written; the lane moves past it."""
+        record = result.record
         for flops, seconds in result.learnt:
             self.sweep.learn(lane.line, flops, seconds)
         if record.status == "error" and WORKER_LOST not in record.flags:
             self.sweep.failed[lane.line] = record.reason.splitlines()[0]
+        if record.status in MEASURED:
+            self.walls[lane.line] = result.wall_s
         lane.deaths = 0
         self.sweep.finish(lane.line, record, prior, self.writer, result.wall_s)
-        lane.step += 1
-        self._advance(lane)
+        assert record.step is not None
+        lane.step = record.step + 1
 
     def _wait(self) -> list[Any]:
         pending = [*self.points, *self.describing]
@@ -195,9 +229,11 @@ class Driver:
         assert lane.due is not None
         where = f"worker {slot.report.name} on {slot.report.host}"
         if lane.deaths < MAX_DEATHS:
+            shapes = [self.plan.shapes[due[0].step - 1] for due in lane.batch if due[0].step]
+            again = "it is" if len(shapes) < 2 else "each is"
             self.sweep.display.note(
-                f"{where} died while measuring {lane.line.title} at "
-                f"{self.plan.shapes[lane.step - 1]}: measured again on a worker that holds it"
+                f"{where} died while measuring {lane.line.title} at {_sizes(shapes)}: "
+                f"{again} measured again on a worker that holds it"
             )
             return
         reason = (
@@ -206,7 +242,8 @@ class Driver:
         )
         blank = dataclasses.replace(lane.due[0], timestamp=now_iso())
         failed = dataclasses.replace(blank, status="error", reason=reason)
-        self._record(lane, PointResult(failed, (), 0.0))
+        self._record(lane, PointResult(failed, (), 0.0), lane.due[1])
+        self._advance(lane)
 
     def _give_up_orphans(self) -> None:
         """Record as lost the points of lanes that no worker could take for the grace."""
@@ -222,7 +259,15 @@ class Driver:
                 lost = dataclasses.replace(
                     blank, status="error", reason=reason, flags=[WORKER_LOST]
                 )
-                self._record(lane, PointResult(lost, (), 0.0))
+                self._record(lane, PointResult(lost, (), 0.0), lane.due[1])
+                self._advance(lane)
+
+
+def _sizes(shapes: list[Any]) -> str:
+    """The sizes of a batch, as the progress line and the notes say them."""
+    if len(shapes) < 2:
+        return str(shapes[0]) if shapes else ""
+    return f"{shapes[0]} to {shapes[-1]} ({len(shapes)} sizes)"
 
 
 def _described(error: BaseException) -> str:

@@ -59,13 +59,15 @@ class RemoteLine:
 
 @dataclasses.dataclass(frozen=True)
 class PointTask:
-    """One point for a worker: the line, on which of its devices, with what the main
-    process learnt of the line so far (its times for the budget, its failure)."""
+    """Points of one line for a worker, measured in order: the line, on which of its
+    devices, with what the main process learnt of the line so far (its times for the
+    budget, its failure). Several points (``blanks``, consecutive sizes) make one task
+    where the line's points are short (``schedule.batch``): one round trip for them all."""
 
     plan: Plan
     target: str  # the worker's device to run it on
     line: RemoteLine
-    blank: PointRecord  # the point, not measured yet
+    blanks: tuple[PointRecord, ...]  # the points, not measured yet, in ascending size
     history: tuple[tuple[int, float], ...] = ()  # (flops, seconds) the line ran
     failed: str | None = None  # why the line failed at a smaller size
 
@@ -73,7 +75,8 @@ class PointTask:
 @dataclasses.dataclass(frozen=True)
 class PointResult:
     """A point measured (or skipped, or failed) on a worker, and what the cost model
-    learnt there (a pilot run's time, the point's), for the line's next point."""
+    learnt there (a pilot run's time, the point's), for the line's next point; a task
+    gives one per point it was sent."""
 
     record: PointRecord
     learnt: tuple[tuple[int, float], ...]

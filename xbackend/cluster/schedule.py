@@ -1,9 +1,10 @@
 """Which point runs where, and when: the schedule of a distributed sweep, kept by the
 main process alone (no locks on the workers, nothing to undo when one dies).
 
-* A line of the comparison is a *lane*: its sizes in ascending order, one at a time,
-  each sent when the last came back, so the cost model, the budget and "skip larger
-  sizes after a failure" work as in the serial sweep. A lane's points all go to one
+* A line of the comparison is a *lane*: its sizes in ascending order, a batch at a time
+  (``batch``: consecutive sizes predicted to take under ``BATCH_S`` together, measured in
+  order by one task), each batch sent when the last came back, so the cost model, the
+  budget and "skip larger sizes after a failure" work as in the serial sweep. A lane's points all go to one
   worker and device, its *home*, until that worker dies.
 * A worker runs one point at a time, and a device (``Offer.identity`` on its host) one
   point at a time, whichever worker holds it.
@@ -24,7 +25,8 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
+from typing import TypeVar
 
 from xbackend.cluster.devices import Offer, WorkerReport
 from xbackend.cluster.lines import RemoteLine
@@ -34,6 +36,34 @@ from xbackend.results import PointRecord
 ALONE = ("cpu", "all")
 # A point under which this many workers died is recorded as an error, not tried again.
 MAX_DEATHS = 2
+# A task measures a line's next sizes while their predicted time stays under this
+# (seconds): a plan of microsecond points then pays a Dask round trip (10-14 ms) per
+# batch, not per point, and Ctrl-C or a worker's death costs at most this much measuring
+# again (a batch's points are written when it comes back).
+BATCH_S = 1.0
+
+Due = tuple[PointRecord, PointRecord | None]  # a point to measure, what a resume found
+T = TypeVar("T")
+
+
+def batch(
+    first: T, following: Iterator[T], predict: Callable[[T], float | None], limit_s: float = BATCH_S
+) -> list[T]:
+    """The points one task measures: ``first``, then as many of ``following`` (the line's
+    next points due, in order) as keep the predicted time (``predict``, seconds; None:
+    unknown) of them all under ``limit_s``. A point of unknown time ends the batch: it
+    goes alone, and the sizes after it wait for what it teaches."""
+    total = predict(first)
+    chosen = [first]
+    for point in following:
+        if total is None:
+            break
+        seconds = predict(point)
+        if seconds is None or total + seconds > limit_s:
+            break
+        chosen.append(point)
+        total += seconds
+    return chosen
 
 
 @dataclasses.dataclass(eq=False)
@@ -43,7 +73,8 @@ class Lane:
     line: RemoteLine
     order: int  # the line's place in the plan's order
     step: int = 1  # the size due next, from 1
-    due: tuple[PointRecord, PointRecord | None] | None = None  # (the point, what a resume found)
+    due: Due | None = None  # the point due next (the first of its batch)
+    batch: list[Due] = dataclasses.field(default_factory=list)  # the points sent, in order
     home: tuple[str, str] | None = None  # (worker address, target) its points go to
     on: str | None = None  # the worker measuring its point now
     deaths: int = 0  # workers that died under the point due

@@ -36,8 +36,17 @@ from xbackend.cluster.devices import (
 from xbackend.cluster.driver import GRACE_S, Driver
 from xbackend.cluster.lines import Prepared, RemoteLine, TuneRequest
 from xbackend.cluster.offered import Offered
-from xbackend.cluster.schedule import Lane, Schedule
-from xbackend.cluster.worker import PLUGIN, DevicesPlugin, planned, prepare, report, tune
+from xbackend.cluster.schedule import BATCH_S, Lane, Schedule
+from xbackend.cluster.tune_share import TuneQueue
+from xbackend.cluster.worker import (
+    PLUGIN,
+    DevicesPlugin,
+    planned,
+    prepare,
+    report,
+    tune,
+    tune_items,
+)
 from xbackend.errors import XBackendError
 from xbackend.machine import environment
 from xbackend.plan import Plan, Target
@@ -47,6 +56,7 @@ from xbackend.runner import Sweep, new_run_id, recorded, say_closing
 
 if TYPE_CHECKING:
     from xbackend import Backend
+    from xbackend.tune_search import TuneItem
     from xbackend.tuning import TuneResult
 
 # How long to wait for a cluster's first workers (seconds): a batch system may take long.
@@ -180,15 +190,20 @@ class Cluster:
 
     def holders(self) -> dict[str, tuple[WorkerReport, Offer]]:
         """One worker and device per line label, in the order of ``--backends``."""
-        found: dict[str, tuple[WorkerReport, Offer]] = {}
+        return {label: found[0] for label, found in self.groups().items()}
+
+    def groups(self) -> dict[str, list[tuple[WorkerReport, Offer]]]:
+        """Every worker and device of each line label (the GPUs of one model share one
+        under ``--gpus``), the labels in the order of ``--backends``."""
+        found: dict[str, list[tuple[WorkerReport, Offer]]] = {}
         for worker in self.reports:
             for offer in worker.offers:
-                found.setdefault(offer.label, (worker, offer))
+                found.setdefault(offer.label, []).append((worker, offer))
         names = [Target.parse(t).name for t in self.backends.split(",") if t.strip()]
         order = backend_names() if self.backends.strip().lower() == "auto" else names
 
         def rank(label: str) -> tuple[int, str]:
-            backend = found[label][1].backend
+            backend = found[label][0][1].backend
             return (order.index(backend) if backend in order else len(order), label)
 
         return {label: found[label] for label in sorted(found, key=rank)}
@@ -248,7 +263,12 @@ class Cluster:
             cluster=self.header(schedule),
         )
         with ResultsWriter(out, header) as writer, display.sweep(len(lines) * len(plan.shapes)):
-            Driver(self.client, schedule, sweep, writer, grace_s=self.spec.grace_s).run()
+            driver = Driver(self.client, schedule, sweep, writer, grace_s=self.spec.grace_s)
+            driver.run()
+        display.note(
+            f"cluster: {len(sweep.records)} points in {driver.tasks} tasks "
+            f"(a line's sizes in a row while under {BATCH_S:g} s)"
+        )
         say_closing(display)
         return sweep.records
 
@@ -266,6 +286,7 @@ class Cluster:
             "concurrency": {
                 "alone": self.spec.alone,
                 "points_at_once": schedule.concurrency(),
+                "batch_s": BATCH_S,
                 "rule": "one point per worker and per device; a point of a processor "
                 + ("(every point) " if self.spec.alone == "all" else "")
                 + "alone on its host",
@@ -286,30 +307,61 @@ class Cluster:
     def tune(
         self, request: TuneRequest, say: Callable[[str], None] = print
     ) -> list[tuple[str, str, list[TuneResult] | str]]:
-        """Tune every device the workers hold: the devices that do not share their host
-        at once, then the others one by one. Each (label, device, results or why not)."""
-        holders = self.holders()
-        ordered = sorted(holders, key=lambda label: holders[label][1].shares_host)
-        found: list[tuple[str, list[TuneResult] | str]] = []
-        running: dict[str, Any] = {}
-        for label in ordered:
-            worker, offer = holders[label]
-            if offer.shares_host or self.spec.alone == "all":
-                found += self._tuned(running)  # the devices before it finish first
-                running = {}
-            say(f"tuning {label} ({offer.device.name}) on worker {worker.name} ({worker.host})")
-            running[label] = self._submit(tune, worker.address, offer.target, request)
-        found += self._tuned(running)
-        return [(label, holders[label][1].device.name, result) for label, result in found]
+        """Tune every device the workers hold, each label's searches shared out among its
+        devices (``tune_share``: the GPUs of one model under ``--gpus``), the devices
+        that do not share their host at once. Each (label, device, results in the serial
+        order, or why not)."""
+        from distributed import wait
 
-    def _tuned(self, running: dict[str, Any]) -> list[tuple[str, list[TuneResult] | str]]:
-        done: list[tuple[str, list[TuneResult] | str]] = []
-        for label, future in running.items():
+        groups = self.groups()
+        problems: dict[str, str] = {}
+        found: dict[str, list[TuneItem]] = {}
+        for label, holders in groups.items():
+            worker, offer = holders[0]
             try:
-                done.append((label, future.result()))
-            except Exception as error:  # one device's failure: the others' results stand
-                done.append((label, f"{type(error).__name__}: {error}"))
-        return done
+                found[label], notes = self._submit(
+                    tune_items, worker.address, offer.target, request
+                ).result()
+            except Exception as error:
+                problems[label] = f"{type(error).__name__}: {error}"
+                continue
+            devices = ", ".join(w.name for w, _ in holders)
+            say(f"tuning {label} ({offer.device.name}): {len(found[label])} searches "
+                f"on worker{'s' if len(holders) > 1 else ''} {devices}")  # fmt: skip
+            for note in notes:
+                say(f"  {note}")
+        queue = TuneQueue({label: groups[label] for label in found}, found, self.spec.alone)
+        results: dict[str, dict[int, TuneResult | str]] = {label: {} for label in found}
+        running: dict[Any, tuple[str, int]] = {}
+        while not queue.done:
+            for label, index, item, worker, offer in queue.starts():
+                say(f"  {label}: {item} on worker {worker.name}")
+                future = self._submit(tune, worker.address, offer.target, request, item)
+                running[future] = (label, index)
+            done, _ = wait(list(running), return_when="FIRST_COMPLETED")
+            for future in done:
+                label, index = running.pop(future)
+                queue.finished(label, index)
+                try:
+                    results[label][index] = future.result()
+                except Exception as error:  # one search's failure: the others' stand
+                    item = found[label][index]
+                    results[label][index] = f"{item}: {type(error).__name__}: {error}"
+        told: list[tuple[str, str, list[TuneResult] | str]] = []
+        for label, holders in groups.items():
+            device = holders[0][1].device.name
+            if label in problems:
+                told.append((label, device, problems[label]))
+                continue
+            ordered = [results[label][index] for index in sorted(results[label])]
+            failed = [str(result) for result in ordered if isinstance(result, str)]
+            if failed:  # the other searches' choices are cached all the same
+                kept = len(ordered) - len(failed)
+                told.append((label, device, f"{kept} of {len(ordered)} searches done "
+                             f"and cached; failed: {'; '.join(failed)}"))  # fmt: skip
+            else:
+                told.append((label, device, [r for r in ordered if not isinstance(r, str)]))
+        return told
 
     def close(self) -> None:
         """Stop a local cluster; leave an existing one running, its workers' devices

@@ -1,11 +1,12 @@
 """The worker's side: a plugin that holds each device open and warm for the whole run,
 and the tasks the main process sends (describe yourself, prepare a device, measure a
-point, tune a device).
+line's points, tune a device).
 
 Each worker opens its backends once (the first task that needs one) and keeps them,
 with their compiled kernels, until it stops: the plugin's ``teardown`` closes them. The
 operands of a size are made on the worker from the plan's seed, so every worker makes
-the same ones; the last size's are kept for the next point of that size.
+the same ones; small sizes' are kept for the next line's points of the same size (a
+task measures a line's sizes in a row), a large size's until the next size.
 """
 
 from __future__ import annotations
@@ -32,12 +33,21 @@ from xbackend.plan import Plan, Target
 from xbackend.problems import dtype_named
 from xbackend.results import PointRecord, now_iso
 from xbackend.runner import device_record, plan_lines
+from xbackend.tune_search import TuneItem, items, tuned_variants
 
 if TYPE_CHECKING:
     from xbackend import Backend
     from xbackend.tuning import TuneResult
 
 PLUGIN = "xbackend"
+# How many operand elements (A, B and C, every size together) a worker keeps between
+# points: 2^25 (128 MiB a copy in float32); the default schedule's 38 sizes hold 13.4
+# million.
+KEPT_ELEMENTS = 1 << 25
+
+
+def _elements(shape: Shape, seed: int, batch: int) -> int:
+    return max(batch, 1) * (shape.M * shape.K + shape.K * shape.N + shape.M * shape.N)
 
 
 class DevicesPlugin(WorkerPlugin):  # type: ignore[misc]  # distributed is untyped here
@@ -54,10 +64,10 @@ class DevicesPlugin(WorkerPlugin):  # type: ignore[misc]  # distributed is untyp
         self.backends_text = backends
         self.assigned = assigned
         self.opened: dict[str, Backend] = {}
-        self.inputs: Inputs | None = None
+        self.inputs: dict[tuple[Shape, int, int], Inputs] = {}
 
     def setup(self, worker: Any) -> None:
-        self.opened, self.inputs = {}, None
+        self.opened, self.inputs = {}, {}
         # Ctrl-C on a terminal reaches the workers too: the main process stops them
         # (ValueError: not the main thread of the worker's process).
         with contextlib.suppress(ValueError):
@@ -76,10 +86,17 @@ class DevicesPlugin(WorkerPlugin):  # type: ignore[misc]  # distributed is untyp
         return self.opened[target]
 
     def inputs_for(self, shape: Shape, seed: int, batch: int) -> Inputs:
-        """The operands and references of one size, kept for the next point of it."""
-        kept = self.inputs
-        if kept is None or (kept.shape, kept.seed, kept.batch) != (shape, seed, batch):
-            self.inputs = kept = Inputs(shape, seed, batch)
+        """The operands and references of one size, kept for the next points of it: every
+        small size's (up to ``KEPT_ELEMENTS`` in all), else the last size's alone."""
+        key = (shape, seed, batch)
+        kept = self.inputs.pop(key, None) or Inputs(shape, seed, batch)
+        self.inputs[key] = kept  # the most recent last
+        total = sum(_elements(*other) for other in self.inputs)
+        for other in list(self.inputs)[:-1]:  # the oldest first, never the one in use
+            if total <= KEPT_ELEMENTS:
+                break
+            total -= _elements(*other)
+            del self.inputs[other]
         return kept
 
     def targets(self) -> tuple[list[str], list[str]]:
@@ -167,40 +184,56 @@ class _LearningCost(CostModel):
         self.learnt.append((flops, seconds))
 
 
-def measure(task: PointTask) -> PointResult:
-    """Task: one point, measured here as the serial sweep measures it (``measure_point``)."""
-    plugin, started = _plugin(), time.perf_counter()
-    line = task.line
+def measure(task: PointTask) -> tuple[PointResult, ...]:
+    """Task: a line's points in order, each measured here as the serial sweep measures it
+    (``measure_point``): a failure skips the larger sizes after it, and each point's time
+    feeds the next one's budget, as in the serial sweep."""
+    plugin, line, plan = _plugin(), task.line, task.plan
     backend = plugin.backend(task.target)
     config = Config(line.label, backend, line.op, line.variant, line.tile, line.dtype, line.problem)
     learning = _LearningCost(config, task.history)
     failed = {config: task.failed} if task.failed else {}
-    plan, blank = task.plan, task.blank
-    inputs = plugin.inputs_for(Shape(blank.M, blank.K, blank.N), plan.seed, plan.batch)
-    blank = dataclasses.replace(
-        blank, timestamp=now_iso(), host=host_name(), worker=str(get_worker().name)
-    )
-    record = measure_point(plan, config, blank, inputs, learning, failed)
-    return PointResult(record, tuple(learning.learnt), time.perf_counter() - started)
+    results = []
+    for blank in task.blanks:
+        started, learnt = time.perf_counter(), len(learning.learnt)
+        inputs = plugin.inputs_for(Shape(blank.M, blank.K, blank.N), plan.seed, plan.batch)
+        blank = dataclasses.replace(
+            blank, timestamp=now_iso(), host=host_name(), worker=str(get_worker().name)
+        )
+        record = measure_point(plan, config, blank, inputs, learning, failed)
+        point_learnt = tuple(learning.learnt[learnt:])
+        results.append(PointResult(record, point_learnt, time.perf_counter() - started))
+    return tuple(results)
 
 
-def tune(target: str, request: TuneRequest) -> list[TuneResult]:
-    """Task: ``xbackend tune`` on one of this worker's devices; the cache is written on
-    this worker's host, under its lock (``tune_cache.update_entries``)."""
-    from xbackend.tuning import tune as tune_device
+def tune_items(target: str, request: TuneRequest) -> tuple[list[TuneItem], list[str]]:
+    """Task: the searches ``tune`` makes on one of this worker's devices (``items``), and
+    the lines that say what is left out; an ``XBackendError`` where nothing is tuned."""
+    from xbackend.tuning import OPS
 
     backend = _plugin().backend(target)
-    tuned = [v for v in backend.variants() if backend.variant_spec(v).tuned]
+    tuned = list(dict.fromkeys(v for op in OPS for v in tuned_variants(backend, op)))
     wrong = [v for v in request.variants if v not in tuned]
     if not tuned or wrong:
         raise XBackendError(
             f"{target} ({backend.device.name}): not tuned: {', '.join(wrong) or 'any variant'}"
             f" (tuned: {', '.join(tuned) or 'none'})"
         )
-    gpu = backend.device.kind == "gpu"
-    return tune_device(
-        backend, request.variants or tuned, request.sizes or request.default_sizes(gpu),
-        dtype_named(request.dtype), ops=request.ops, seed=request.seed,
-        samples=request.samples, finalist_time_s=request.finalist_time_s, how=request.search,
-        progress=lambda line: None,  # the main process prints each device's table
+    sizes = request.sizes or request.default_sizes(backend.device.kind == "gpu")
+    dtype = dtype_named(request.dtype)
+    return items(backend, request.variants or None, sizes, request.ops, dtype)
+
+
+def tune(target: str, request: TuneRequest, item: TuneItem) -> TuneResult:
+    """Task: one search of ``tune`` (``item``) on one of this worker's devices, raced and
+    cached as a serial tune does: the cache is written on this worker's host, under its
+    lock (``tune_cache.update_entries``)."""
+    from xbackend.tuning import tune as tune_device
+
+    backend = _plugin().backend(target)
+    (result,) = tune_device(
+        backend, [item.variant], [item.shape], dtype_named(request.dtype), ops=[item.op],
+        seed=request.seed, samples=request.samples, finalist_time_s=request.finalist_time_s,
+        how=request.search, progress=lambda line: None,  # the main process prints the table
     )  # fmt: skip
+    return result

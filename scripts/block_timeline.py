@@ -1,0 +1,150 @@
+"""Where the tiled kernel's time goes in CUDA and in NVIDIA's OpenCL, block by block
+(docs/measurement.md, issue 23: the tiled twins' spans differ by 1.22x at 608x532 on
+an H200 with the same SASS loop).
+
+The kernels (scripts/block_timeline/tiled_trace.{cu,cl}: the shipped tiled kernel with a
+trace) write, for every block, its multiprocessor and the GPU's %globaltimer at entry and
+exit. From one launch's trace: the span (first entry to last exit), a block's median
+time, how many blocks a multiprocessor held at once (the most, and the median over the
+multiprocessors), the first wave (blocks that entered before any block left), and how
+many multiprocessors ran blocks. The median of each over the launches is printed, for
+CUDA with the driver's shared-memory carveout and with the ones given, and for OpenCL.
+
+    python scripts/block_timeline.py [--sizes 128x112,608x532,2048] [--launches 30]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent / "block_timeline"
+TILE = 16
+SIZES = {"128x112": (128, 112, 128), "608x532": (608, 532, 608), "2048": (2048, 2048, 2048)}
+
+
+def stats(trace: np.ndarray) -> dict[str, float]:
+    """One launch's trace (blocks × [entry ns, exit ns, sm]) summed up."""
+    entered, left, sm = trace[:, 0].astype(np.int64), trace[:, 1].astype(np.int64), trace[:, 2]
+    held = []
+    for unit in np.unique(sm):
+        mine = sm == unit
+        events = sorted([(t, 1) for t in entered[mine]] + [(t, -1) for t in left[mine]])
+        now = most = 0
+        for _, change in events:  # at one time an exit (-1) sorts before an entry
+            now += change
+            most = max(most, now)
+        held.append(most)
+    first_exit = left.min()
+    return {
+        "span_us": (left.max() - entered.min()) / 1e3,
+        "block_us": float(np.median(left - entered)) / 1e3,
+        "held_max": float(max(held)),
+        "held_median": float(statistics.median(held)),
+        "first_wave": float((entered < first_exit).sum()),
+        "sms": float(len(held)),
+        "last_entry_us": (entered.max() - entered.min()) / 1e3,
+    }
+
+
+def run(launch: Callable[[], np.ndarray], launches: int) -> dict[str, float]:
+    launch()  # warm
+    each = [stats(launch()) for _ in range(launches)]
+    return {key: statistics.median(one[key] for one in each) for key in each[0]}
+
+
+def cuda_launcher(A: np.ndarray, B: np.ndarray, carveout: int | None) -> Callable[[], np.ndarray]:
+    import pycuda.autoinit  # noqa: F401 - the context
+    import pycuda.driver as drv
+    from pycuda.compiler import SourceModule
+
+    module = SourceModule((HERE / "tiled_trace.cu").read_text(), options=[f"-DTILE={TILE}"],
+                          no_extern_c=True)  # fmt: skip
+    kernel = module.get_function("mm_tiled_trace")
+    if carveout is not None:
+        kernel.set_attribute(drv.function_attribute.PREFERRED_SHARED_MEMORY_CARVEOUT, carveout)
+    M, K = A.shape
+    N = B.shape[1]
+    grid = ((N + TILE - 1) // TILE, (M + TILE - 1) // TILE)
+    dA, dB = drv.to_device(A), drv.to_device(B)
+    dC = drv.mem_alloc(M * N * 4)
+    dT = drv.mem_alloc(grid[0] * grid[1] * 3 * 8)
+
+    def launch() -> np.ndarray:
+        kernel(dA, dB, dC, np.int32(M), np.int32(N), np.int32(K), np.int32(K), np.int32(N),
+               np.int32(N), dT, block=(TILE, TILE, 1), grid=grid)  # fmt: skip
+        drv.Context.synchronize()
+        return drv.from_device(dT, (grid[0] * grid[1], 3), np.uint64)
+
+    C = np.full((M, N), np.nan, np.float32)
+    launch()
+    drv.memcpy_dtoh(C, dC)
+    assert np.allclose(C, A @ B, rtol=1e-3, atol=1e-3), "CUDA: wrong product"
+    return launch
+
+
+def opencl_launcher(A: np.ndarray, B: np.ndarray) -> Callable[[], np.ndarray]:
+    import pyopencl as cl
+
+    (platform,) = [p for p in cl.get_platforms() if "NVIDIA" in p.name]
+    context = cl.Context(platform.get_devices())
+    queue = cl.CommandQueue(context)
+    program = cl.Program(context, (HERE / "tiled_trace.cl").read_text()).build(f"-DTILE={TILE}")
+    kernel = program.mm_tiled_trace
+    M, K = A.shape
+    N = B.shape[1]
+    groups = ((N + TILE - 1) // TILE, (M + TILE - 1) // TILE)
+    flags = cl.mem_flags
+    dA = cl.Buffer(context, flags.READ_ONLY | flags.COPY_HOST_PTR, hostbuf=A)
+    dB = cl.Buffer(context, flags.READ_ONLY | flags.COPY_HOST_PTR, hostbuf=B)
+    dC = cl.Buffer(context, flags.READ_WRITE, M * N * 4)
+    trace = np.zeros((groups[0] * groups[1], 3), np.uint64)
+    dT = cl.Buffer(context, flags.READ_WRITE, trace.nbytes)
+    ints = [np.int32(v) for v in (M, N, K, K, N, N)]
+
+    def launch() -> np.ndarray:
+        kernel(queue, (groups[0] * TILE, groups[1] * TILE), (TILE, TILE), dA, dB, dC, *ints, dT)
+        cl.enqueue_copy(queue, trace, dT)
+        queue.finish()
+        return trace.copy()
+
+    C = np.full((M, N), np.nan, np.float32)
+    launch()
+    cl.enqueue_copy(queue, C, dC)
+    queue.finish()
+    assert np.allclose(C, A @ B, rtol=1e-3, atol=1e-3), "OpenCL: wrong product"
+    return launch
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default=",".join(SIZES))
+    parser.add_argument("--launches", type=int, default=30)
+    parser.add_argument("--carveouts", default="0,5,100", help="CUDA's, in percent")
+    args = parser.parse_args()
+    rng = np.random.default_rng(23)
+    columns = ["span_us", "block_us", "held_max", "held_median", "first_wave", "sms",
+               "last_entry_us"]  # fmt: skip
+    print("| size | run | " + " | ".join(columns) + " |")
+    print("| --- " * (len(columns) + 2) + "|")
+    for name in args.sizes.split(","):
+        M, K, N = SIZES[name]
+        A = rng.standard_normal((M, K), np.float32)
+        B = rng.standard_normal((K, N), np.float32)
+        runs: dict[str, Any] = {"OpenCL": opencl_launcher(A, B), "CUDA": cuda_launcher(A, B, None)}
+        for percent in filter(None, args.carveouts.split(",")):
+            runs[f"CUDA carveout {percent}%"] = cuda_launcher(A, B, int(percent))
+        for label, launch in runs.items():
+            found = run(launch, args.launches)
+            cells = " | ".join(f"{found[c]:.1f}" for c in columns)
+            print(f"| {name} | {label} | {cells} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

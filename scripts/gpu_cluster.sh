@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The cluster on one host with several GPUs (docs/cluster.md):
+#   1. the default schedule with every variant, CUDA and OpenCL: serial, one GPU's worker
+#      (--gpus 0), every GPU (--gpus all), twice in that order; diff of a one-GPU run and
+#      an all-GPU run;
+#   2. a plan of millisecond points (squares 1024 to 4096, every variant): serial, then
+#      every GPU;
+#   3. (STEP=tune) tune of two block-tile variants at the default sizes: shared among the
+#      GPUs, then serially on GPU 0, each into its own cache (the shared one first: the
+#      serial tune finds the kernels compiled), and the two caches compared.
+# Each run's wall time (the command, start to exit) is printed; the records' timestamps
+# give first point to last.
+#
+#   OUT=/tmp/out [STEP=compare|tune] bash scripts/gpu_cluster.sh
+#
+# Needs CUDA (PyCUDA), NVIDIA's OpenCL registered and Dask (scripts/gpu_proof.sh says how).
+set -u
+out=${OUT:?set OUT}
+cd "$(dirname "$0")/.."
+export CUDA_DEVICE_ORDER=PCI_BUS_ID
+X="python3 -m xbackend"
+every=(--backends cuda,opencl --variants all --no-plots)
+
+timed() {  # NAME COMMAND...: run it, its output in $out/NAME.txt, and say how long it took
+    local name=$1 start end
+    shift
+    start=$(date +%s.%N)
+    "$@" > "$out/$name.txt" 2>&1
+    local status=$?
+    end=$(date +%s.%N)
+    printf '%-14s exit %d  %6.1f s  %s\n' "$name" "$status" "$(echo "$end - $start" | bc)" \
+        "$(grep -h "^code equality\|cluster:" "$out/$name.txt" | tr '\n' ' ')"
+}
+
+if [ "${STEP:-compare}" = compare ]; then
+    for round in 1 2; do
+        timed "serial$round" $X compare "${every[@]}" --out "$out/serial$round"
+        timed "one$round" $X compare "${every[@]}" --gpus 0 --out "$out/one$round"
+        timed "all$round" $X compare "${every[@]}" --gpus all --out "$out/all$round"
+    done
+    $X diff "$out/one1" "$out/all1" --out "$out/diff_one_all" > "$out/diff_one_all.txt" 2>&1
+    tail -12 "$out/diff_one_all.txt"
+    $X diff "$out/one1" "$out/one2" --out "$out/diff_one_one" > "$out/diff_one_one.txt" 2>&1
+    tail -12 "$out/diff_one_one.txt"
+    big=(--backends cuda,opencl --variants all --base 1024x1024 --steps 4 --no-plots)
+    timed big_serial $X compare "${big[@]}" --out "$out/big_serial"
+    timed big_all $X compare "${big[@]}" --gpus all --out "$out/big_all"
+fi
+if [ "${STEP:-compare}" = tune ]; then
+    tune=(tune --backends cuda --variants "${VARIANTS:-warp_db,vec4}" --op mm)
+    timed tune_shared env XBACKEND_TUNE_CACHE="$out/shared.json" $X "${tune[@]}" --gpus all
+    timed tune_serial env XBACKEND_TUNE_CACHE="$out/serial.json" CUDA_VISIBLE_DEVICES=0 $X "${tune[@]}"
+    python3 scripts/tune_agreement.py "$out/serial.json" "$out/shared.json"
+fi
