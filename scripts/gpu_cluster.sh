@@ -28,7 +28,7 @@ timed() {  # NAME COMMAND...: run it, its output in $out/NAME.txt, and say how l
     "$@" > "$out/$name.txt" 2>&1
     local status=$?
     end=$(date +%s.%N)
-    printf '%-14s exit %d  %6.1f s  %s\n' "$name" "$status" "$(echo "$end - $start" | bc)" \
+    printf '%-14s exit %d  %6.1f s  %s\n' "$name" "$status" "$(python3 -c "print($end - $start)")" \
         "$(grep -h "^code equality\|cluster:" "$out/$name.txt" | tr '\n' ' ')"
 }
 
