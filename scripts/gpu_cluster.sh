@@ -5,13 +5,16 @@
 #      an all-GPU run;
 #   2. a plan of millisecond points (squares 1024 to 4096, every variant): serial, then
 #      every GPU;
-#   3. (STEP=tune) tune of two block-tile variants at the default sizes: shared among the
+#   3. (STEP=host) what slows a worker's points: the default schedule on one GPU's worker
+#      and serially, as they are, with OpenBLAS's idle threads asleep at once
+#      (OPENBLAS_THREAD_TIMEOUT=4) and with Dask's profiler off;
+#   4. (STEP=tune) tune of two block-tile variants at the default sizes: shared among the
 #      GPUs, then serially on GPU 0, each into its own cache (the shared one first: the
 #      serial tune finds the kernels compiled), and the two caches compared.
 # Each run's wall time (the command, start to exit) is printed; the records' timestamps
 # give first point to last.
 #
-#   OUT=/tmp/out [STEP=compare|tune] bash scripts/gpu_cluster.sh
+#   OUT=/tmp/out [STEP=compare|host|tune] bash scripts/gpu_cluster.sh
 #
 # Needs CUDA (PyCUDA), NVIDIA's OpenCL registered and Dask (scripts/gpu_proof.sh says how).
 set -u
@@ -45,6 +48,18 @@ if [ "${STEP:-compare}" = compare ]; then
     big=(--backends cuda,opencl --variants all --base 1024x1024 --steps 4 --no-plots)
     timed big_serial $X compare "${big[@]}" --out "$out/big_serial"
     timed big_all $X compare "${big[@]}" --gpus all --out "$out/big_all"
+fi
+if [ "${STEP:-compare}" = host ]; then
+    quiet=(OPENBLAS_THREAD_TIMEOUT=4)
+    noprofile=(DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED=False)
+    timed h_serial $X compare "${every[@]}" --out "$out/h_serial"
+    timed h_serial_quiet env "${quiet[@]}" $X compare "${every[@]}" --out "$out/h_serial_quiet"
+    timed h_one $X compare "${every[@]}" --gpus 0 --out "$out/h_one"
+    timed h_one_quiet env "${quiet[@]}" $X compare "${every[@]}" --gpus 0 --out "$out/h_one_quiet"
+    timed h_one_noprofile env "${noprofile[@]}" $X compare "${every[@]}" --gpus 0 \
+        --out "$out/h_one_noprofile"
+    timed h_all_quiet env "${quiet[@]}" $X compare "${every[@]}" --gpus all --out "$out/h_all_quiet"
+    python3 scripts/cluster_timeline.py "$out"/h_*/
 fi
 if [ "${STEP:-compare}" = tune ]; then
     tune=(tune --backends cuda --variants "${VARIANTS:-warp_db,vec4}" --op mm)
