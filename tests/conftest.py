@@ -13,7 +13,8 @@ into its own ``tmp_path`` first (``shutil.copytree``).
   backends and requirements, so CI cannot pass by skipping the OpenCL tests;
 * ``XBACKEND_NO_CEILINGS`` is set unless given: runs skip measuring the devices' ceilings;
 * ``XBACKEND_TUNING_DB=off`` unless given: the tuned variants run the device's derived
-  default, not the shipped database's choice (its own tests turn it back on).
+  default, not the shipped database's choice (its own tests turn it back on);
+* Ctrl-C reaches the commands the tests start, however pytest was started.
 """
 
 import dataclasses
@@ -21,6 +22,7 @@ import fcntl
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Callable
@@ -41,6 +43,12 @@ os.environ.setdefault("XBACKEND_NO_CEILINGS", "1")
 # The tests that expect a tuned variant's default configuration, on a CI machine whose
 # CPU runtime the shipped database may hold: tests/test_tuning_db.py tests the database.
 os.environ.setdefault("XBACKEND_TUNING_DB", "off")
+# A shell without job control starts a background command (`pytest ... &`, nohup) with
+# SIGINT ignored, and the commands the tests start inherit that: Python then installs no
+# KeyboardInterrupt, and every Ctrl-C test failed with exit 0 in a loop of 20 runs started
+# so. A handler here is reset to the default in each child, as an ignored signal is not.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:

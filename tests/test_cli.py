@@ -275,3 +275,28 @@ def test_the_run_header_keeps_the_xbackend_settings(vendor_run):
     assert vendor_run.returncode == 0, vendor_run.stderr
     header = json.loads((vendor_run.out / "results.jsonl").read_text().splitlines()[0])
     assert header["environment"]["settings"]["XBACKEND_EXAMPLE_SETTING"] == "on"
+    # OpenBLAS's idle threads sleep at once in a run (xbackend/__init__.py), and it says so
+    assert header["environment"]["settings"]["OPENBLAS_THREAD_TIMEOUT"] == "4"
+
+
+def test_openblas_s_idle_threads_sleep_unless_the_user_says_otherwise():
+    """Set before NumPy loads OpenBLAS (importing xbackend first, as the command does); a
+    value the user set is kept."""
+    code = (
+        "import os, sys\n"
+        "class Watch:  # says the variable when NumPy (and so OpenBLAS) is first imported\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'numpy':\n"
+        "            print(os.environ.get('OPENBLAS_THREAD_TIMEOUT'))\n"
+        "            sys.meta_path.remove(self)\n"
+        "sys.meta_path.insert(0, Watch())\n"
+        "import xbackend\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_THREAD_TIMEOUT"}
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(xbackend.__file__).parent.parent),
+                                         env.get("PYTHONPATH", "")])  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert done.stdout.split() == ["4"], done.stderr
+    env["OPENBLAS_THREAD_TIMEOUT"] = "28"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert done.stdout.split() == ["28"], done.stderr

@@ -147,8 +147,10 @@ def _when(condition: Any, timeout_s: float = 60.0) -> None:
 def _compare(out: Path, *extra: str) -> subprocess.Popen[str]:
     path = [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(path), "PYTHONUNBUFFERED": "1"}
+    # each point samples at least 0.1 s: the points come back a line's sizes at a time,
+    # and the run must still be going when the third has come
     sweep = ["--backends", "opencl,cpu", "--variants", "naive", "--base", "24x21", "--steps",
-             "10", "--samples", "3", "--min-samples", "1", "--no-plots"]  # fmt: skip
+             "10", "--min-samples", "1", "--min-time", "0.1", "--no-plots"]  # fmt: skip
     return subprocess.Popen(
         [sys.executable, "-m", "xbackend", "compare", *sweep, "--out", str(out), *extra],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,

@@ -12,6 +12,17 @@ Importing xbackend starts no driver; a backend's driver starts when
 
 __version__ = "0.1.0"
 
+import os as _os
+
+# NumPy's OpenBLAS keeps each idle thread spinning for 2^28 cycles (about 0.1 s) after a
+# call. The float64 references and the CPU's points left a core's worth of spinning
+# threads per core while GPU points were timed: on two H200s (32 cores) NVIDIA OpenCL's
+# end-to-end times grew from 0.7 to 2.3 ms (median over points) and the default compare
+# took 21 s from the first point to the last instead of 9 (docs/measurement.md). Set here,
+# before NumPy loads OpenBLAS, the threads sleep as soon as they are idle; a value already
+# set is kept, and every run header records it (machine.settings).
+_os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+
 from xbackend.backends import registry
 from xbackend.backends.base import (
     Backend,

@@ -86,11 +86,19 @@ def _kernels() -> dict[str, dict[str, str]]:
         return {"error": {"folder": str(error), "digest": ""}}
 
 
+# Variables outside xbackend's that change what a time measures: the BLAS's threads (how
+# many, and how long an idle one spins; xbackend/__init__.py sets the spin).
+MEASURING = ("OPENBLAS_THREAD_TIMEOUT", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
 def settings() -> dict[str, str]:
-    """The ``XBACKEND_*`` environment variables set for this run: each can change what
-    a run does (a tune cache, build options, required backends), so the record keeps them."""
+    """The ``XBACKEND_*`` environment variables set for this run, and those of
+    ``MEASURING``: each can change what a run does (a tune cache, build options, required
+    backends) or measures (the BLAS's threads), so the record keeps them."""
     return {
-        name: value for name, value in sorted(os.environ.items()) if name.startswith("XBACKEND_")
+        name: value
+        for name, value in sorted(os.environ.items())
+        if name.startswith("XBACKEND_") or name in MEASURING
     }
 
 
