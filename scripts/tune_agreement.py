@@ -22,8 +22,10 @@ def _interval(entry: dict[str, Any]) -> str:
 
 
 def main(serial_path: str, shared_path: str) -> int:
-    serial = json.load(open(serial_path))["entries"]
-    shared = json.load(open(shared_path))["entries"]
+    with open(serial_path) as file:
+        serial = json.load(file)["entries"]
+    with open(shared_path) as file:
+        shared = json.load(file)["entries"]
     print("| entry | serial's choice (95%) | shared's choice (95%) | same |")
     print("| --- | --- | --- | --- |")
     same = 0

@@ -34,6 +34,7 @@ from xbackend.runner import Sweep, configs
 distributed = pytest.importorskip("distributed", reason="Dask is not installed ([dask] extra)")
 
 from xbackend.cluster import Cluster, ClusterSpec  # noqa: E402 - needs Dask
+from xbackend.cluster import worker as worker_module  # noqa: E402
 from xbackend.cluster.devices import (  # noqa: E402
     Offer,
     WorkerReport,
@@ -42,7 +43,6 @@ from xbackend.cluster.devices import (  # noqa: E402
 )
 from xbackend.cluster.driver import Driver  # noqa: E402
 from xbackend.cluster.lines import RemoteLine  # noqa: E402
-from xbackend.cluster import worker as worker_module  # noqa: E402
 from xbackend.cluster.schedule import BATCH_S, Lane, Schedule, batch  # noqa: E402
 from xbackend.cluster.tune_share import TuneQueue  # noqa: E402
 from xbackend.cluster.worker import DevicesPlugin  # noqa: E402

@@ -88,7 +88,12 @@ def _kernels() -> dict[str, dict[str, str]]:
 
 # Variables outside xbackend's that change what a time measures: the BLAS's threads (how
 # many, and how long an idle one spins; xbackend/__init__.py sets the spin).
-MEASURING = ("OPENBLAS_THREAD_TIMEOUT", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+MEASURING = (
+    "OPENBLAS_THREAD_TIMEOUT",
+    "OPENBLAS_NUM_THREADS",
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+)
 
 
 def settings() -> dict[str, str]:

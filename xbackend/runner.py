@@ -139,9 +139,7 @@ class Sweep(Generic[LineT]):
             self.failed[line] = prior.reason.splitlines()[0]
         return None
 
-    def unrecorded(
-        self, step: int, line: LineT
-    ) -> tuple[PointRecord, PointRecord | None] | None:
+    def unrecorded(self, step: int, line: LineT) -> tuple[PointRecord, PointRecord | None] | None:
         """``prior`` without learning: the point if it is still to measure, else None."""
         record = line.record(self.run_id, self.plan.shapes[step - 1], step, self.plan.batch)
         prior = self.done.get(record.key)

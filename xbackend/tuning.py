@@ -28,7 +28,7 @@ import numpy as np
 
 from xbackend.backends import warp
 from xbackend.backends.interface import Backend
-from xbackend.operations import OPERATIONS, operation
+from xbackend.operations import OPERATIONS
 from xbackend.problems import Reference, Shape, check, flops, make_operands, output_size
 from xbackend.timing import Sampling
 from xbackend.tune_cache import (

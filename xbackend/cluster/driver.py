@@ -98,7 +98,9 @@ class Driver:
             left = self.sweep.remaining_s(lane.step) if self.sweep.display.wants_eta else None
             if left is not None:
                 left /= self.schedule.concurrency()
-            self.sweep.display.working(f"{lane.line.title} {_sizes(shapes)} on {slot.report.name}", left)
+            self.sweep.display.working(
+                f"{lane.line.title} {_sizes(shapes)} on {slot.report.name}", left
+            )
             task = PointTask(
                 self.plan, offer.target, lane.line, tuple(due[0] for due in lane.batch),
                 tuple(self.sweep.history.get(lane.line, ())), self.sweep.failed.get(lane.line),
@@ -155,7 +157,7 @@ class Driver:
             failed = dataclasses.replace(blank, status="error", reason=_described(error))
             results = (PointResult(failed, (), 0.0),)
         self.schedule.finished(lane)
-        for (_, prior), result in zip(lane.batch, results):
+        for (_, prior), result in zip(lane.batch, results, strict=False):  # a failed task: one
             self._record(lane, result, prior)
         self._advance(lane)
 

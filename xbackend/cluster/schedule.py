@@ -4,8 +4,8 @@ main process alone (no locks on the workers, nothing to undo when one dies).
 * A line of the comparison is a *lane*: its sizes in ascending order, a batch at a time
   (``batch``: consecutive sizes predicted to take under ``BATCH_S`` together, measured in
   order by one task), each batch sent when the last came back, so the cost model, the
-  budget and "skip larger sizes after a failure" work as in the serial sweep. A lane's points all go to one
-  worker and device, its *home*, until that worker dies.
+  budget and "skip larger sizes after a failure" work as in the serial sweep. A lane's
+  points all go to one worker and device, its *home*, until that worker dies.
 * A worker runs one point at a time, and a device (``Offer.identity`` on its host) one
   point at a time, whichever worker holds it.
 * A point that shares the host (a processor's: the CPU backend, OpenCL on the CPU; every

@@ -23,7 +23,6 @@ from collections.abc import Sequence
 from xbackend.cluster.devices import Offer, WorkerReport
 from xbackend.tune_search import TuneItem
 
-
 Holder = tuple[WorkerReport, Offer]
 
 
@@ -83,7 +82,9 @@ class TuneQueue:
                 host, alone = worker.host, self._alone(offer)
                 if worker.address in busy_workers or (host, offer.identity) in busy_devices:
                     continue
-                if host in hosts_alone or (alone and (host in hosts_busy or host in devices_waiting)):
+                if host in hosts_alone or (
+                    alone and (host in hosts_busy or host in devices_waiting)
+                ):
                     continue
                 job.holder = (worker, offer)
                 self.waiting.remove(job)
