@@ -8,13 +8,15 @@
 #   3. (STEP=host) what slows a worker's points: the default schedule on one GPU's worker
 #      and serially, as they are, with OpenBLAS's idle threads asleep at once
 #      (OPENBLAS_THREAD_TIMEOUT=4) and with Dask's profiler off;
-#   4. (STEP=tune) tune of two block-tile variants at the default sizes: shared among the
+#   4. (STEP=big) the plan of millisecond points, serial then every GPU, twice, and the
+#      default schedule serial, one GPU's worker and every GPU once, all side by side;
+#   5. (STEP=tune) tune of two block-tile variants at the default sizes: shared among the
 #      GPUs, then serially on GPU 0, each into its own cache (the shared one first: the
 #      serial tune finds the kernels compiled), and the two caches compared.
 # Each run's wall time (the command, start to exit) is printed; the records' timestamps
 # give first point to last.
 #
-#   OUT=/tmp/out [STEP=compare|host|tune] bash scripts/gpu_cluster.sh
+#   OUT=/tmp/out [STEP=compare|host|big|tune] bash scripts/gpu_cluster.sh
 #
 # Needs CUDA (PyCUDA), NVIDIA's OpenCL registered and Dask (scripts/gpu_proof.sh says how).
 set -u
@@ -60,6 +62,19 @@ if [ "${STEP:-compare}" = host ]; then
         --out "$out/h_one_noprofile"
     timed h_all_quiet env "${quiet[@]}" $X compare "${every[@]}" --gpus all --out "$out/h_all_quiet"
     python3 scripts/cluster_timeline.py "$out"/h_*/
+fi
+if [ "${STEP:-compare}" = big ]; then
+    big=(--backends cuda,opencl --variants all --base 1024x1024 --steps 4 --no-plots)
+    for round in 1 2; do
+        timed "b_serial$round" $X compare "${big[@]}" --out "$out/b_serial$round"
+        timed "b_all$round" $X compare "${big[@]}" --gpus all --out "$out/b_all$round"
+    done
+    timed d_serial $X compare "${every[@]}" --out "$out/d_serial"
+    timed d_one $X compare "${every[@]}" --gpus 0 --out "$out/d_one"
+    timed d_all $X compare "${every[@]}" --gpus all --out "$out/d_all"
+    python3 scripts/cluster_timeline.py "$out"/b_*/ "$out"/d_*/
+    $X diff "$out/d_one" "$out/d_all" > "$out/d_diff.txt" 2>&1
+    tail -1 "$out/d_diff.txt" | head -1; grep "^verdicts" "$out/d_diff.txt"
 fi
 if [ "${STEP:-compare}" = tune ]; then
     tune=(tune --backends cuda --variants "${VARIANTS:-warp_db,vec4}" --op mm)
