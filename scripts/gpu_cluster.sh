@@ -65,13 +65,13 @@ if [ "${STEP:-compare}" = host ]; then
 fi
 if [ "${STEP:-compare}" = big ]; then
     big=(--backends cuda,opencl --variants all --base 1024x1024 --steps 4 --no-plots)
-    for round in 1 2; do
+    timed d_serial $X compare "${every[@]}" --out "$out/d_serial"  # the kernels built once
+    timed d_one $X compare "${every[@]}" --gpus 0 --out "$out/d_one"
+    timed d_all $X compare "${every[@]}" --gpus all --out "$out/d_all"
+    for round in $(seq 1 "${ROUNDS:-2}"); do
         timed "b_serial$round" $X compare "${big[@]}" --out "$out/b_serial$round"
         timed "b_all$round" $X compare "${big[@]}" --gpus all --out "$out/b_all$round"
     done
-    timed d_serial $X compare "${every[@]}" --out "$out/d_serial"
-    timed d_one $X compare "${every[@]}" --gpus 0 --out "$out/d_one"
-    timed d_all $X compare "${every[@]}" --gpus all --out "$out/d_all"
     python3 scripts/cluster_timeline.py "$out"/b_*/ "$out"/d_*/
     $X diff "$out/d_one" "$out/d_all" > "$out/d_diff.txt" 2>&1
     tail -1 "$out/d_diff.txt" | head -1; grep "^verdicts" "$out/d_diff.txt"

@@ -44,6 +44,7 @@ from xbackend.cluster.devices import (  # noqa: E402
 from xbackend.cluster.driver import Driver  # noqa: E402
 from xbackend.cluster.lines import RemoteLine  # noqa: E402
 from xbackend.cluster.schedule import BATCH_S, Lane, Schedule, batch  # noqa: E402
+from xbackend.cluster.session import PROFILER  # noqa: E402
 from xbackend.cluster.tune_share import TuneQueue  # noqa: E402
 from xbackend.cluster.worker import DevicesPlugin  # noqa: E402
 from xbackend.tune_search import TuneItem  # noqa: E402
@@ -105,6 +106,9 @@ def test_a_killed_worker_loses_no_point_and_duplicates_none(tmp_path):
         names = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MALLOC_TRIM_THRESHOLD_")
         theirs = cluster.client.run(lambda: [os.environ.get(name) for name in names])
         assert list(theirs.values()) == [[os.environ.get(name) for name in names]] * 2
+        # and without Dask's profiler, which takes the GIL every 10 ms
+        profiling = cluster.client.run(lambda: __import__("dask").config.get(PROFILER))
+        assert list(profiling.values()) == [False, False]
         cpu_worker = next(w.address for w in cluster.reports if w.name == "w1")
         finished: list[list[PointRecord]] = []
         run = threading.Thread(

@@ -391,17 +391,24 @@ _DASK_LOG = logging.getLogger("distributed")
 # trimming on every NumPy temporary: the CPU's points 2-4 times slower than a serial run
 # of the same plan (measured on the CI machine). Workers inherit this process's instead.
 NANNY_ENVIRONMENT = "distributed.nanny.pre-spawn-environ"
+# Dask's statistical profiler takes the GIL in each worker every 10 ms to walk the
+# threads' stacks; the point's thread, launching kernels from Python, waited for it: one
+# GPU's worker took 33 s from the first point to the last of the default schedule with it
+# and 18 s without (two H200s, OpenBLAS's threads still spinning; docs/cluster.md).
+PROFILER = "distributed.worker.profile.enabled"
 
 
 def _local_cluster(names: Sequence[str]) -> Any:
     """One nanny-kept worker process per name, on this host, each with one thread (one
-    point at a time) and this process's environment (``NANNY_ENVIRONMENT``)."""
+    point at a time), this process's environment (``NANNY_ENVIRONMENT``) and no profiler
+    (``PROFILER``)."""
     import dask
     from distributed import Nanny, Scheduler, SpecCluster
 
     quiet = {"silence_logs": logging.ERROR}
     options = {"nthreads": 1, "memory_limit": 0, "host": "127.0.0.1", **quiet}
-    with dask.config.set({NANNY_ENVIRONMENT: {}}):  # read once, by each nanny it starts
+    # read once, by each nanny it starts, and passed on to its worker
+    with dask.config.set({NANNY_ENVIRONMENT: {}, PROFILER: False}):
         return SpecCluster(
             workers={name: {"cls": Nanny, "options": options} for name in names},
             scheduler={
