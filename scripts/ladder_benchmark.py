@@ -22,9 +22,17 @@ reduced product (rmm): its variants on the top rung against the rmm vendor lines
 (the pair sums by a kernel, then the vendor's GEMM on the half-size product). A
 wrong result prints WRONG instead of a speed, and makes the exit status 1.
 
-PyTorch's matmul is not timed (earlier versions printed it): it cannot be interleaved
-under the same hold as the backends' vendor lines, and its plain CUDA events read
-+66% at 1024³ against held events. cuBLAS is the CUDA backend's own vendor line.
+PyTorch's matmul is not a line of the tables (earlier versions printed it): it cannot be
+interleaved under the same hold as the backends' vendor lines, and its plain CUDA events
+read +66% at 1024³ against held events. cuBLAS is the CUDA backend's own vendor line.
+
+Triton (where torch and triton import and a CUDA GPU is there; ``--no-triton`` leaves it
+out) is a peer line, after the tables: ``kernels/triton/matmul.py``, float32 with TF32
+off, autotuned over its configurations at each size, then timed interleaved with
+cuBLAS called through torch (``torch.matmul``, TF32 off): cuBLAS, Triton, cuBLAS, ... in
+the same rounds, each sample one call between two CUDA events after a warm call. Its
+share of cuBLAS is the ratio of the two medians from the same clock, with its interval;
+the rungs' shares in the tables come from the backends' held events.
 """
 
 from __future__ import annotations
@@ -287,6 +295,55 @@ class Ladder:
             print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)))
 
 
+def triton_line(sizes, rounds: int, repeat: int) -> None:
+    """Triton's blocked product beside cuBLAS through torch (see the module), a row a size."""
+    try:
+        import torch
+
+        sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "kernels" / "triton"))
+        import matmul as triton_matmul  # kernels/triton/matmul.py
+    except ImportError as missing:
+        print(f"\nTriton not timed: {missing}")
+        return
+    if not torch.cuda.is_available():
+        print("\nTriton not timed: no CUDA device for torch")
+        return
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+
+    def sample(call) -> float:
+        call()  # warm: the previous turn may have been the other line's
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        call()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) / 1e3
+
+    print("\nTriton (kernels/triton/matmul.py, float32, TF32 off) beside cuBLAS through torch,")
+    print("interleaved, CUDA events around one call:")
+    print("| size | Triton TFLOP/s | cuBLAS (torch) TFLOP/s | Triton / cuBLAS (95%) | config |")
+    print("| --- | --- | --- | --- | --- |")
+    for shape in sizes:
+        A, B = make_operands(shape, seed=7)
+        a, b = torch.from_numpy(A).cuda(), torch.from_numpy(B).cuda()
+        found = triton_matmul.matmul(a, b)  # autotunes at this size
+        equal = check(found.cpu().numpy(), Reference.of(A, B, "mm")).equal
+        lines = {
+            "cublas": lambda a=a, b=b: torch.matmul(a, b),
+            "triton": lambda a=a, b=b: triton_matmul.matmul(a, b),
+        }
+        samples: dict[str, list[float]] = {name: [] for name in lines}
+        for _ in range(rounds):
+            for name, call in lines.items():
+                samples[name] += [sample(call) for _ in range(repeat)]
+        work = flops("mm", shape)
+        speed = {name: work / statistics.median(s) / 1e12 for name, s in samples.items()}
+        share = share_text(samples["triton"], samples["cublas"]) if equal else "WRONG"
+        print(f"| {shape} | {speed['triton']:.2f} | {speed['cublas']:.2f} | {share} | "
+              f"{triton_matmul.best_config()} |", flush=True)  # fmt: skip
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backends", default="cuda,opencl", help="NAME or NAME:DEVICE list")
@@ -308,6 +365,9 @@ def main() -> int:
         action="store_true",
         help="time each tuned variant twice: untuned (its default derived from the device, "
         "without the tune cache or the database), then tuned (the cache, then the database)",
+    )
+    parser.add_argument(
+        "--no-triton", action="store_true", help="leave Triton's line out (see the module)"
     )
     parser.add_argument(
         "--rmm-variants",
@@ -355,6 +415,8 @@ def main() -> int:
         print("\nThe reduced product (rmm), TFLOP/s of its half-size product:")
         rmm.print_table()
         rmm.print_settings()
+    if not args.no_triton and any(backend.name == "cuda" for _, backend in opened):
+        triton_line(args.sizes, args.rounds, args.repeat)
     return 1 if mm.wrong or rmm.wrong else 0
 
 
