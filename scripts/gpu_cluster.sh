@@ -8,8 +8,9 @@
 #   3. (STEP=host) what slows a worker's points: the default schedule on one GPU's worker
 #      and serially, as they are, with OpenBLAS's idle threads asleep at once
 #      (OPENBLAS_THREAD_TIMEOUT=4) and with Dask's profiler off;
-#   4. (STEP=big) the plan of millisecond points, serial then every GPU, twice, and the
-#      default schedule serial, one GPU's worker and every GPU once, all side by side;
+#   4. (STEP=big) the default schedule serially (the kernels built), on one GPU's worker
+#      twice and on every GPU; then the plan of millisecond points, serial then every
+#      GPU, ROUNDS times (default 2); all side by side;
 #   5. (STEP=tune) tune of two block-tile variants at the default sizes: shared among the
 #      GPUs, then serially on GPU 0, each into its own cache (the shared one first: the
 #      serial tune finds the kernels compiled), and the two caches compared.
@@ -67,6 +68,7 @@ if [ "${STEP:-compare}" = big ]; then
     big=(--backends cuda,opencl --variants all --base 1024x1024 --steps 4 --no-plots)
     timed d_serial $X compare "${every[@]}" --out "$out/d_serial"  # the kernels built once
     timed d_one $X compare "${every[@]}" --gpus 0 --out "$out/d_one"
+    timed d_one_again $X compare "${every[@]}" --gpus 0 --out "$out/d_one_again"
     timed d_all $X compare "${every[@]}" --gpus all --out "$out/d_all"
     for round in $(seq 1 "${ROUNDS:-2}"); do
         timed "b_serial$round" $X compare "${big[@]}" --out "$out/b_serial$round"

@@ -5,8 +5,7 @@ line's points, tune a device).
 Each worker opens its backends once (the first task that needs one) and keeps them,
 with their compiled kernels, until it stops: the plugin's ``teardown`` closes them. The
 operands of a size are made on the worker from the plan's seed, so every worker makes
-the same ones; small sizes' are kept for the next line's points of the same size (a
-task measures a line's sizes in a row), a large size's until the next size.
+the same ones, and kept for the next line's points of that size (``KEPT_ELEMENTS``).
 """
 
 from __future__ import annotations
@@ -40,10 +39,27 @@ if TYPE_CHECKING:
     from xbackend.tuning import TuneResult
 
 PLUGIN = "xbackend"
-# How many operand elements (A, B and C, every size together) a worker keeps between
-# points: 2^25 (128 MiB a copy in float32); the default schedule's 38 sizes hold 13.4
-# million.
-KEPT_ELEMENTS = 1 << 25
+# A worker keeps the operands and references of every size it measured, up to a
+# sixteenth of the host's memory at 24 bytes an element (A, B and C in float32, the
+# float64 reference, their temporaries): a task measures a line's sizes in a row, so the
+# next line comes back to each size. Kept only while they all fit, one 4096x4096 size
+# (50 million elements) at a time in an early version, each 4096 reference was computed
+# again for every line, and two GPUs took 26 s for a plan one GPU ran in 30 s serially.
+BYTES_AN_ELEMENT = 24
+
+
+def kept_elements() -> int:
+    """How many elements a worker keeps: a sixteenth of the host's memory (psutil, which
+    Dask needs), 2^25 where it cannot be read."""
+    try:
+        import psutil
+
+        return int(psutil.virtual_memory().total // 16 // BYTES_AN_ELEMENT)
+    except Exception:  # no psutil, or a host that does not say
+        return 1 << 25
+
+
+KEPT_ELEMENTS = kept_elements()
 
 
 def _elements(shape: Shape, seed: int, batch: int) -> int:
@@ -87,7 +103,8 @@ class DevicesPlugin(WorkerPlugin):  # type: ignore[misc]  # distributed is untyp
 
     def inputs_for(self, shape: Shape, seed: int, batch: int) -> Inputs:
         """The operands and references of one size, kept for the next points of it: every
-        small size's (up to ``KEPT_ELEMENTS`` in all), else the last size's alone."""
+        size's, up to ``KEPT_ELEMENTS`` in all (the oldest dropped first), the last one's
+        always."""
         key = (shape, seed, batch)
         kept = self.inputs.pop(key, None) or Inputs(shape, seed, batch)
         self.inputs[key] = kept  # the most recent last
