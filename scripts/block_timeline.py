@@ -123,8 +123,11 @@ def cuda_launcher(
     return launch
 
 
-def opencl_launcher(A: np.ndarray, B: np.ndarray) -> tuple[Callable[[], np.ndarray], bytes]:
-    """A launch of the traced kernel through NVIDIA's OpenCL, and the program's PTX."""
+def opencl_launcher(
+    A: np.ndarray, B: np.ndarray, read_only: bool = True
+) -> tuple[Callable[[], np.ndarray], bytes]:
+    """A launch of the traced kernel through NVIDIA's OpenCL, and the program's PTX; A and
+    B in READ_ONLY buffers (as xbackend makes them), or READ_WRITE."""
     import pyopencl as cl
 
     (platform,) = [p for p in cl.get_platforms() if "NVIDIA" in p.name]
@@ -136,8 +139,9 @@ def opencl_launcher(A: np.ndarray, B: np.ndarray) -> tuple[Callable[[], np.ndarr
     N = B.shape[1]
     groups = ((N + TILE - 1) // TILE, (M + TILE - 1) // TILE)
     flags = cl.mem_flags
-    dA = cl.Buffer(context, flags.READ_ONLY | flags.COPY_HOST_PTR, hostbuf=A)
-    dB = cl.Buffer(context, flags.READ_ONLY | flags.COPY_HOST_PTR, hostbuf=B)
+    access = flags.READ_ONLY if read_only else flags.READ_WRITE
+    dA = cl.Buffer(context, access | flags.COPY_HOST_PTR, hostbuf=A)
+    dB = cl.Buffer(context, access | flags.COPY_HOST_PTR, hostbuf=B)
     dC = cl.Buffer(context, flags.READ_WRITE, M * N * 4)
     trace = np.zeros((groups[0] * groups[1], 3), np.uint64)
     dT = cl.Buffer(context, flags.READ_WRITE, trace.nbytes)
@@ -163,6 +167,9 @@ def main() -> int:
     parser.add_argument("--sizes", default=",".join(SIZES))
     parser.add_argument("--launches", type=int, default=30)
     parser.add_argument("--carveouts", default="", help="CUDA's, in percent, e.g. 0,5,100")
+    parser.add_argument(
+        "--read-write", action="store_true", help="and OpenCL with A and B READ_WRITE"
+    )
     parser.add_argument("--ptx-out", default=None, help="a folder for OpenCL's PTX")
     args = parser.parse_args()
     rng = np.random.default_rng(23)
@@ -184,7 +191,11 @@ def main() -> int:
             builds.append((f"CUDA carveout {percent}%", {"carveout": int(percent)}))
         builds.append(("CUDA, its PTX compiled by the driver", {"code": "ptx"}))
         builds.append(("CUDA, OpenCL's PTX", {"code": opencl_ptx}))
+        if args.read_write:
+            builds.insert(0, ("OpenCL, A and B READ_WRITE", {}))
         for label, launch in [("OpenCL", opencl), *[(label, None) for label, _ in builds]]:
+            if label.startswith("OpenCL, A and B"):
+                launch, _ = opencl_launcher(A, B, read_only=False)
             if launch is None:  # each built as it is measured
                 launch = cuda_launcher(A, B, **dict(builds)[label])
             if isinstance(launch, str):
