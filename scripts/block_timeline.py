@@ -123,17 +123,30 @@ def cuda_launcher(
     return launch
 
 
+def cuda_ptx() -> bytes:
+    """nvcc's PTX of the CUDA twin (pycuda's compiler)."""
+    import pycuda.autoinit  # noqa: F401 - the device, for its architecture
+    from pycuda.compiler import compile
+
+    source = (HERE / "tiled_trace.cu").read_text()
+    return compile(source, options=[f"-DTILE={TILE}"], no_extern_c=True, target="ptx")
+
+
 def opencl_launcher(
-    A: np.ndarray, B: np.ndarray, read_only: bool = True
+    A: np.ndarray, B: np.ndarray, read_only: bool = True, ptx: bytes | None = None
 ) -> tuple[Callable[[], np.ndarray], bytes]:
     """A launch of the traced kernel through NVIDIA's OpenCL, and the program's PTX; A and
-    B in READ_ONLY buffers (as xbackend makes them), or READ_WRITE."""
+    B in READ_ONLY buffers (as xbackend makes them), or READ_WRITE; ``ptx``: that program
+    (CUDA's) instead of the .cl file's."""
     import pyopencl as cl
 
     (platform,) = [p for p in cl.get_platforms() if "NVIDIA" in p.name]
     context = cl.Context(platform.get_devices())
     queue = cl.CommandQueue(context)
-    program = cl.Program(context, (HERE / "tiled_trace.cl").read_text()).build(f"-DTILE={TILE}")
+    if ptx is None:
+        program = cl.Program(context, (HERE / "tiled_trace.cl").read_text()).build(f"-DTILE={TILE}")
+    else:  # NVIDIA's OpenCL takes PTX as a program's binary
+        program = cl.Program(context, context.devices, [ptx]).build()
     kernel = program.mm_tiled_trace
     M, K = A.shape
     N = B.shape[1]
@@ -170,6 +183,9 @@ def main() -> int:
     parser.add_argument(
         "--read-write", action="store_true", help="and OpenCL with A and B READ_WRITE"
     )
+    parser.add_argument(
+        "--cuda-ptx-in-opencl", action="store_true", help="and CUDA's PTX launched by OpenCL"
+    )
     parser.add_argument("--ptx-out", default=None, help="a folder for OpenCL's PTX")
     args = parser.parse_args()
     rng = np.random.default_rng(23)
@@ -193,9 +209,16 @@ def main() -> int:
         builds.append(("CUDA, OpenCL's PTX", {"code": opencl_ptx}))
         if args.read_write:
             builds.insert(0, ("OpenCL, A and B READ_WRITE", {}))
+        if args.cuda_ptx_in_opencl:
+            builds.insert(0, ("OpenCL, CUDA's PTX", {}))
         for label, launch in [("OpenCL", opencl), *[(label, None) for label, _ in builds]]:
-            if label.startswith("OpenCL, A and B"):
+            if label == "OpenCL, A and B READ_WRITE":
                 launch, _ = opencl_launcher(A, B, read_only=False)
+            if label == "OpenCL, CUDA's PTX":
+                try:
+                    launch, _ = opencl_launcher(A, B, ptx=cuda_ptx())
+                except Exception as error:  # a binary NVIDIA's OpenCL will not take
+                    launch = f"does not build: {type(error).__name__}: {error}"[:300]
             if launch is None:  # each built as it is measured
                 launch = cuda_launcher(A, B, **dict(builds)[label])
             if isinstance(launch, str):
