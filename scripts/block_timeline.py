@@ -76,7 +76,11 @@ def run(launch: Callable[[], np.ndarray], launches: int) -> dict[str, float]:
 
 
 def cuda_launcher(
-    A: np.ndarray, B: np.ndarray, carveout: int | None = None, code: str | bytes = "cubin"
+    A: np.ndarray,
+    B: np.ndarray,
+    carveout: int | None = None,
+    code: str | bytes = "cubin",
+    nvcc: tuple[str, ...] = (),
 ) -> Callable[[], np.ndarray] | str:
     """A launch of the traced kernel through CUDA: nvcc's cubin ("cubin"), nvcc's PTX
     compiled by the driver ("ptx"), or the PTX given (bytes). A string: why it cannot run."""
@@ -85,7 +89,7 @@ def cuda_launcher(
     from pycuda.compiler import SourceModule, compile
 
     source = (HERE / "tiled_trace.cu").read_text()
-    options = [f"-DTILE={TILE}"]
+    options = [f"-DTILE={TILE}", *nvcc]
     if code == "cubin":
         module = SourceModule(source, options=options, no_extern_c=True)
     else:
@@ -186,6 +190,9 @@ def main() -> int:
     parser.add_argument(
         "--cuda-ptx-in-opencl", action="store_true", help="and CUDA's PTX launched by OpenCL"
     )
+    parser.add_argument(
+        "--load-cache", default="", help="CUDA also built with these -dlcm modes, e.g. cg,ca"
+    )
     parser.add_argument("--ptx-out", default=None, help="a folder for OpenCL's PTX")
     args = parser.parse_args()
     rng = np.random.default_rng(23)
@@ -206,6 +213,8 @@ def main() -> int:
         for percent in filter(None, args.carveouts.split(",")):
             builds.append((f"CUDA carveout {percent}%", {"carveout": int(percent)}))
         builds.append(("CUDA, its PTX compiled by the driver", {"code": "ptx"}))
+        for mode in filter(None, args.load_cache.split(",")):  # ptxas's default for loads
+            builds.append((f"CUDA, -dlcm={mode}", {"nvcc": ("-Xptxas", f"-dlcm={mode}")}))
         builds.append(("CUDA, OpenCL's PTX", {"code": opencl_ptx}))
         if args.read_write:
             builds.insert(0, ("OpenCL, A and B READ_WRITE", {}))
