@@ -3,19 +3,21 @@
 an H200 with the same SASS loop).
 
 The kernels (scripts/block_timeline/tiled_trace.{cu,cl}: the shipped tiled kernel with a
-trace) write, for every block, its multiprocessor and the GPU's %globaltimer at entry and
-exit. From one launch's trace: the span (first entry to last exit), a block's median
-time, how many blocks a multiprocessor held at once (the most, and the median over the
-multiprocessors), the first wave (blocks that entered before any block left), and how
-many multiprocessors ran blocks. The median of each over the launches is printed, for
-CUDA with the driver's shared-memory carveout and with the ones given, and for OpenCL;
-then for two CUDA launches of other machine code: CUDA's PTX compiled by the driver at
-load time (as NVIDIA's OpenCL compiles its PTX) instead of nvcc's cubin, and OpenCL's own
-PTX (the program's binary) loaded and launched through CUDA, its reads of %envreg (the
-global offsets of clEnqueueNDRangeKernel, 0 in every launch here, and the number of
-groups; CUDA leaves them undefined: a launch read out of bounds) made CUDA's (``ENVREG``).
-Where OpenCL's PTX runs as slowly in CUDA as in OpenCL, the difference is in the code;
-where it runs as fast as CUDA's, it is in how NVIDIA's OpenCL launches it.
+trace) write, for every block, its multiprocessor, the GPU's %globaltimer at entry and
+exit and its multiprocessor's cycles (%clock64) between. From one launch's trace: the
+span (first entry to last exit), a block's median time and cycles, the clock they give
+(cycles over nanoseconds), how many blocks a multiprocessor held at once (the most, and
+the median over the multiprocessors), the first wave (blocks that entered before any
+block left), and how many multiprocessors ran blocks. The median of each over the
+launches is printed, for CUDA with the driver's shared-memory carveout and with the ones
+given, and for OpenCL; then for two CUDA launches of other machine code: CUDA's PTX
+compiled by the driver at load time (as NVIDIA's OpenCL compiles its PTX) instead of
+nvcc's cubin, and OpenCL's own PTX (the program's binary) loaded and launched through
+CUDA, its reads of %envreg (the global offsets of clEnqueueNDRangeKernel, 0 in every
+launch here, and the number of groups; CUDA leaves them undefined: a launch read out of
+bounds) made CUDA's (``ENVREG``). Where OpenCL's PTX runs as slowly in CUDA as in
+OpenCL, the difference is in the code; where it runs as fast as CUDA's, it is in how
+NVIDIA's OpenCL launches it.
 
     python scripts/block_timeline.py [--sizes 128x112,608x532,2048] [--launches 30]
 """
@@ -46,8 +48,9 @@ def _in_cuda(found: re.Match[bytes]) -> bytes:
 
 
 def stats(trace: np.ndarray) -> dict[str, float]:
-    """One launch's trace (blocks × [entry ns, exit ns, sm]) summed up."""
+    """One launch's trace (blocks × [entry ns, exit ns, sm, cycles]) summed up."""
     entered, left, sm = trace[:, 0].astype(np.int64), trace[:, 1].astype(np.int64), trace[:, 2]
+    cycles = trace[:, 3].astype(np.int64)
     held = []
     for unit in np.unique(sm):
         mine = sm == unit
@@ -61,6 +64,8 @@ def stats(trace: np.ndarray) -> dict[str, float]:
     return {
         "span_us": (left.max() - entered.min()) / 1e3,
         "block_us": float(np.median(left - entered)) / 1e3,
+        "block_kcycles": float(np.median(cycles)) / 1e3,
+        "ghz": float(np.median(cycles / np.maximum(left - entered, 1))),
         "held_max": float(max(held)),
         "held_median": float(statistics.median(held)),
         "first_wave": float((entered < first_exit).sum()),
@@ -110,13 +115,13 @@ def cuda_launcher(
     grid = ((N + TILE - 1) // TILE, (M + TILE - 1) // TILE)
     dA, dB = drv.to_device(A), drv.to_device(B)
     dC = drv.mem_alloc(M * N * 4)
-    dT = drv.mem_alloc(grid[0] * grid[1] * 3 * 8)
+    dT = drv.mem_alloc(grid[0] * grid[1] * 4 * 8)
 
     def launch() -> np.ndarray:
         kernel(dA, dB, dC, np.int32(M), np.int32(N), np.int32(K), np.int32(K), np.int32(N),
                np.int32(N), dT, block=(TILE, TILE, 1), grid=grid)  # fmt: skip
         drv.Context.synchronize()
-        return drv.from_device(dT, (grid[0] * grid[1], 3), np.uint64)
+        return drv.from_device(dT, (grid[0] * grid[1], 4), np.uint64)
 
     C = np.full((M, N), np.nan, np.float32)
     drv.memcpy_htod(dC, C)  # poisoned: an element the kernel leaves is NaN
@@ -160,7 +165,7 @@ def opencl_launcher(
     dA = cl.Buffer(context, access | flags.COPY_HOST_PTR, hostbuf=A)
     dB = cl.Buffer(context, access | flags.COPY_HOST_PTR, hostbuf=B)
     dC = cl.Buffer(context, flags.READ_WRITE, M * N * 4)
-    trace = np.zeros((groups[0] * groups[1], 3), np.uint64)
+    trace = np.zeros((groups[0] * groups[1], 4), np.uint64)
     dT = cl.Buffer(context, flags.READ_WRITE, trace.nbytes)
     ints = [np.int32(v) for v in (M, N, K, K, N, N)]
 
@@ -196,8 +201,8 @@ def main() -> int:
     parser.add_argument("--ptx-out", default=None, help="a folder for OpenCL's PTX")
     args = parser.parse_args()
     rng = np.random.default_rng(23)
-    columns = ["span_us", "block_us", "held_max", "held_median", "first_wave", "sms",
-               "last_entry_us"]  # fmt: skip
+    columns = ["span_us", "block_us", "block_kcycles", "ghz", "held_max", "held_median",
+               "first_wave", "sms", "last_entry_us"]  # fmt: skip
     print("| size | run | " + " | ".join(columns) + " |")
     print("| --- " * (len(columns) + 2) + "|")
     for name in args.sizes.split(","):

@@ -1,7 +1,8 @@
 // The shipped tiled kernel (kernels/mm/mm.cl, float, 32-bit offsets, one product) with a
 // trace: the first work-item of each group writes its multiprocessor (%smid) and the
 // GPU's %globaltimer (NVIDIA's OpenCL compiler takes inline PTX) at the group's entry and,
-// after a last barrier, at its exit. The CUDA twin is tiled_trace.cu.
+// after a last barrier, at its exit, and the multiprocessor's cycles (%clock64) between
+// the two. The CUDA twin is tiled_trace.cu.
 #ifndef TILE
 #define TILE 16
 #endif
@@ -16,11 +17,13 @@ void mm_tiled_trace(__global const float* restrict A,
 {
     unsigned long entered = 0;
     unsigned int sm = 0;
+    unsigned long began = 0;
     const int tx = get_local_id(0);
     const int ty = get_local_id(1);
     if (tx == 0 && ty == 0) {
         asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(entered));
         asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+        asm volatile("mov.u64 %0, %%clock64;" : "=l"(began));
     }
     __local float As[TILE][TILE];
     __local float Bs[TILE][TILE];
@@ -44,9 +47,12 @@ void mm_tiled_trace(__global const float* restrict A,
     if (tx == 0 && ty == 0) {
         unsigned long left;
         asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(left));
+        unsigned long ended;
+        asm volatile("mov.u64 %0, %%clock64;" : "=l"(ended));
         const int group = get_group_id(1) * get_num_groups(0) + get_group_id(0);
-        trace[3 * group] = entered;
-        trace[3 * group + 1] = left;
-        trace[3 * group + 2] = sm;
+        trace[4 * group] = entered;
+        trace[4 * group + 1] = left;
+        trace[4 * group + 2] = sm;
+        trace[4 * group + 3] = ended - began;
     }
 }

@@ -1,6 +1,7 @@
 // The shipped tiled kernel (kernels/mm/mm.cu, float, 32-bit offsets, one product) with a
-// trace: the first thread of each block writes its multiprocessor (%smid) and the GPU's
-// %globaltimer at the block's entry and, after a last barrier, at its exit.
+// trace: the first thread of each block writes its multiprocessor (%smid), the GPU's
+// %globaltimer at the block's entry and, after a last barrier, at its exit, and the
+// multiprocessor's cycles (%clock64) between the two.
 // scripts/block_timeline.py reads the traces: how many blocks each multiprocessor held at
 // once, how long a block took, when the waves began. The OpenCL twin is tiled_trace.cl.
 #ifndef TILE
@@ -17,11 +18,13 @@ void mm_tiled_trace(const float* __restrict__ A,
 {
     unsigned long long entered = 0;
     unsigned int sm = 0;
+    unsigned long long began = 0;
     const int tx = threadIdx.x;
     const int ty = threadIdx.y;
     if (tx == 0 && ty == 0) {
         asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(entered));
         asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+        asm volatile("mov.u64 %0, %%clock64;" : "=l"(began));
     }
     __shared__ float As[TILE][TILE];
     __shared__ float Bs[TILE][TILE];
@@ -45,9 +48,12 @@ void mm_tiled_trace(const float* __restrict__ A,
     if (tx == 0 && ty == 0) {
         unsigned long long left;
         asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(left));
+        unsigned long long ended;
+        asm volatile("mov.u64 %0, %%clock64;" : "=l"(ended));
         const int block = blockIdx.y * gridDim.x + blockIdx.x;
-        trace[3 * block] = entered;
-        trace[3 * block + 1] = left;
-        trace[3 * block + 2] = sm;
+        trace[4 * block] = entered;
+        trace[4 * block + 1] = left;
+        trace[4 * block + 2] = sm;
+        trace[4 * block + 3] = ended - began;
     }
 }
