@@ -99,9 +99,9 @@ def cuda_launcher(
         module = SourceModule(source, options=options, no_extern_c=True)
     else:
         ptx = (
-            compile(source, options=options, no_extern_c=True, target="ptx")
-            if code == "ptx"
-            else code
+            code
+            if isinstance(code, bytes)
+            else bytes(compile(source, options=options, no_extern_c=True, target="ptx"))
         )
         try:
             module = drv.module_from_buffer(ptx if ptx.endswith(b"\0") else ptx + b"\0")
@@ -121,7 +121,8 @@ def cuda_launcher(
         kernel(dA, dB, dC, np.int32(M), np.int32(N), np.int32(K), np.int32(K), np.int32(N),
                np.int32(N), dT, block=(TILE, TILE, 1), grid=grid)  # fmt: skip
         drv.Context.synchronize()
-        return drv.from_device(dT, (grid[0] * grid[1], 4), np.uint64)
+        trace: np.ndarray = drv.from_device(dT, (grid[0] * grid[1], 4), np.uint64)
+        return trace
 
     C = np.full((M, N), np.nan, np.float32)
     drv.memcpy_htod(dC, C)  # poisoned: an element the kernel leaves is NaN
@@ -132,30 +133,19 @@ def cuda_launcher(
     return launch
 
 
-def cuda_ptx() -> bytes:
-    """nvcc's PTX of the CUDA twin (pycuda's compiler)."""
-    import pycuda.autoinit  # noqa: F401 - the device, for its architecture
-    from pycuda.compiler import compile
-
-    source = (HERE / "tiled_trace.cu").read_text()
-    return compile(source, options=[f"-DTILE={TILE}"], no_extern_c=True, target="ptx")
-
-
 def opencl_launcher(
-    A: np.ndarray, B: np.ndarray, read_only: bool = True, ptx: bytes | None = None
+    A: np.ndarray, B: np.ndarray, read_only: bool = True
 ) -> tuple[Callable[[], np.ndarray], bytes]:
     """A launch of the traced kernel through NVIDIA's OpenCL, and the program's PTX; A and
-    B in READ_ONLY buffers (as xbackend makes them), or READ_WRITE; ``ptx``: that program
-    (CUDA's) instead of the .cl file's."""
+    B in READ_ONLY buffers (as xbackend makes them), or READ_WRITE. (NVIDIA's OpenCL also
+    takes PTX as a program's binary, but nvcc's PTX, launched so, faulted: its parameters
+    are not OpenCL's, and the device's OpenCL contexts failed after it.)"""
     import pyopencl as cl
 
     (platform,) = [p for p in cl.get_platforms() if "NVIDIA" in p.name]
     context = cl.Context(platform.get_devices())
     queue = cl.CommandQueue(context)
-    if ptx is None:
-        program = cl.Program(context, (HERE / "tiled_trace.cl").read_text()).build(f"-DTILE={TILE}")
-    else:  # NVIDIA's OpenCL takes PTX as a program's binary
-        program = cl.Program(context, context.devices, [ptx]).build()
+    program = cl.Program(context, (HERE / "tiled_trace.cl").read_text()).build(f"-DTILE={TILE}")
     kernel = program.mm_tiled_trace
     M, K = A.shape
     N = B.shape[1]
@@ -193,9 +183,6 @@ def main() -> int:
         "--read-write", action="store_true", help="and OpenCL with A and B READ_WRITE"
     )
     parser.add_argument(
-        "--cuda-ptx-in-opencl", action="store_true", help="and CUDA's PTX launched by OpenCL"
-    )
-    parser.add_argument(
         "--load-cache", default="", help="CUDA also built with these -dlcm modes, e.g. cg,ca"
     )
     parser.add_argument("--ptx-out", default=None, help="a folder for OpenCL's PTX")
@@ -223,18 +210,12 @@ def main() -> int:
         builds.append(("CUDA, OpenCL's PTX", {"code": opencl_ptx}))
         if args.read_write:
             builds.insert(0, ("OpenCL, A and B READ_WRITE", {}))
-        if args.cuda_ptx_in_opencl:
-            builds.insert(0, ("OpenCL, CUDA's PTX", {}))
-        for label, launch in [("OpenCL", opencl), *[(label, None) for label, _ in builds]]:
+        for label, options in [("OpenCL", {}), *builds]:  # each built as it is measured
+            launch: Callable[[], np.ndarray] | str = opencl
             if label == "OpenCL, A and B READ_WRITE":
                 launch, _ = opencl_launcher(A, B, read_only=False)
-            if label == "OpenCL, CUDA's PTX":
-                try:
-                    launch, _ = opencl_launcher(A, B, ptx=cuda_ptx())
-                except Exception as error:  # a binary NVIDIA's OpenCL will not take
-                    launch = f"does not build: {type(error).__name__}: {error}"[:300]
-            if launch is None:  # each built as it is measured
-                launch = cuda_launcher(A, B, **dict(builds)[label])
+            elif label != "OpenCL":
+                launch = cuda_launcher(A, B, **options)
             if isinstance(launch, str):
                 print(f"| {name} | {label}: {launch} |", flush=True)
                 continue

@@ -318,7 +318,7 @@ def triton_line(sizes, rounds: int, repeat: int) -> None:
         call()
         end.record()
         end.synchronize()
-        return start.elapsed_time(end) / 1e3
+        return float(start.elapsed_time(end)) / 1e3
 
     print("\nTriton (kernels/triton/matmul.py, float32, TF32 off) beside cuBLAS through torch,")
     print("interleaved, CUDA events around one call:")

@@ -17,8 +17,10 @@ def _label(params: dict[str, Any]) -> str:
 
 
 def _interval(entry: dict[str, Any]) -> str:
-    low, high = entry.get("interval_s") or (None, None)
-    return "—" if low is None else f"{low * 1e6:.1f}–{high * 1e6:.1f} µs"
+    bounds = entry.get("interval_s")
+    if not bounds:
+        return "—"
+    return f"{bounds[0] * 1e6:.1f}–{bounds[1] * 1e6:.1f} µs"
 
 
 def main(serial_path: str, shared_path: str) -> int:

@@ -22,9 +22,10 @@ from typing import Any
 
 from distributed import wait
 
+from xbackend.cluster import schedule as rules
 from xbackend.cluster.connection import SchedulerLost, lost
 from xbackend.cluster.lines import PointResult, PointTask, RemoteLine
-from xbackend.cluster.schedule import BATCH_S, MAX_DEATHS, Due, Lane, Schedule, Slot, batch
+from xbackend.cluster.schedule import MAX_DEATHS, Due, Lane, Schedule, Slot, batch
 from xbackend.cluster.worker import measure, report
 from xbackend.plan import Plan
 from xbackend.results import MEASURED, WORKER_LOST, PointRecord, ResultsWriter, now_iso
@@ -49,11 +50,12 @@ class Driver:
         *,
         grace_s: float = GRACE_S,
         poll_s: float = POLL_S,
-        batch_s: float = BATCH_S,
+        batch_s: float | None = None,  # default: schedule.BATCH_S
     ):
         self.client, self.schedule, self.sweep, self.writer = client, schedule, sweep, writer
         self.plan: Plan = sweep.plan
-        self.grace_s, self.poll_s, self.batch_s = grace_s, poll_s, batch_s
+        self.grace_s, self.poll_s = grace_s, poll_s
+        self.batch_s = rules.BATCH_S if batch_s is None else batch_s
         self.tasks = 0  # the point tasks sent
         self.walls: dict[RemoteLine, float] = {}  # each line's last measured point's wall time
         self.points: dict[Any, Lane] = {}  # future -> its lane

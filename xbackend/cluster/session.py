@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from xbackend.backends.registry import backend_names
+from xbackend.cluster import schedule as rules
 from xbackend.cluster.connection import (
     CONNECT_TIMEOUT_S,
     SchedulerLost,
@@ -36,7 +37,7 @@ from xbackend.cluster.devices import (
 from xbackend.cluster.driver import GRACE_S, Driver
 from xbackend.cluster.lines import Prepared, RemoteLine, TuneRequest
 from xbackend.cluster.offered import Offered
-from xbackend.cluster.schedule import BATCH_S, Lane, Schedule
+from xbackend.cluster.schedule import Lane, Schedule
 from xbackend.cluster.tune_share import TuneQueue
 from xbackend.cluster.worker import (
     PLUGIN,
@@ -267,7 +268,7 @@ class Cluster:
             driver.run()
         display.note(
             f"cluster: {len(sweep.records)} points in {driver.tasks} tasks "
-            f"(a line's sizes in a row while under {BATCH_S:g} s)"
+            f"(a line's sizes in a row while under {driver.batch_s:g} s)"
         )
         say_closing(display)
         return sweep.records
@@ -286,7 +287,7 @@ class Cluster:
             "concurrency": {
                 "alone": self.spec.alone,
                 "points_at_once": schedule.concurrency(),
-                "batch_s": BATCH_S,
+                "batch_s": rules.BATCH_S,
                 "rule": "one point per worker and per device; a point of a processor "
                 + ("(every point) " if self.spec.alone == "all" else "")
                 + "alone on its host",

@@ -18,7 +18,7 @@ Pure logic: ``session.Cluster.tune`` turns its decisions into Dask tasks.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from xbackend.cluster.devices import Offer, WorkerReport
 from xbackend.tune_search import TuneItem
@@ -44,8 +44,8 @@ class TuneQueue:
 
     def __init__(
         self,
-        holders: dict[str, Sequence[Holder]],
-        items: dict[str, Sequence[TuneItem]],
+        holders: Mapping[str, Sequence[Holder]],
+        items: Mapping[str, Sequence[TuneItem]],
         alone: str = "cpu",
     ):
         self.holders = {label: list(found) for label, found in holders.items()}
