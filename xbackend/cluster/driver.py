@@ -22,7 +22,7 @@ from typing import Any
 
 from distributed import wait
 
-from xbackend.cluster import schedule as rules
+import xbackend.cluster.schedule as rules
 from xbackend.cluster.connection import SchedulerLost, lost
 from xbackend.cluster.lines import PointResult, PointTask, RemoteLine
 from xbackend.cluster.schedule import MAX_DEATHS, Due, Lane, Schedule, Slot, batch

@@ -17,8 +17,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import xbackend.cluster.schedule as rules
 from xbackend.backends.registry import backend_names
-from xbackend.cluster import schedule as rules
 from xbackend.cluster.connection import (
     CONNECT_TIMEOUT_S,
     SchedulerLost,
