@@ -67,3 +67,23 @@ def test_correct_products_stay_well_inside_the_tolerance():
         A, B = make_operands(Shape(50, K, 40), seed=K)
         verdict = check(A @ B, Reference.of(A, B))
         assert verdict.equal and verdict.bound_ratio < 0.5, (K, verdict)
+
+
+def test_a_result_of_several_chunks_is_checked_to_its_last_element():
+    """The check goes a chunk at a time: an error in the last, partial chunk and a NaN in
+    a middle one are found, and the largest error is the whole result's."""
+    from xbackend import problems
+
+    A, B = _operands(M=301, K=40, N=517)  # 155,617 elements: two chunks and a part
+    assert (A.shape[0] * B.shape[1]) % problems._CHECK_CHUNK != 0
+    assert A.shape[0] * B.shape[1] > 2 * problems._CHECK_CHUNK
+    reference = Reference.of(A, B)
+    correct = check(A @ B, reference)
+    assert correct.equal
+    wrong = A @ B
+    wrong[-1, -1] += 1.0  # the very last element
+    verdict = check(wrong, reference)
+    assert not verdict.equal and verdict.max_abs_error >= 0.99
+    poisoned = A @ B
+    poisoned.reshape(-1)[problems._CHECK_CHUNK + 5] = np.nan
+    assert check(poisoned, reference).nan_count == 1

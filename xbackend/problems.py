@@ -150,6 +150,8 @@ FREIVALDS_ROWS = 16  # rows of each product also checked in full (module docstri
 FREIVALDS_TAIL = 8.0  # τ: a correct row fails with probability at most 2·exp(−τ²/2)
 # Matrices are converted to float64 a block of rows of about this many elements at a time.
 CHUNK_ELEMENTS = 2**22
+# Elements of a result checked at once against the reference (``check``).
+_CHECK_CHUNK = 2**16
 _UNIT_ROUNDOFF = 2.0**-53  # float64's u
 _EXACT_BELOW = 2.0**53  # integers float64 holds exactly
 
@@ -327,17 +329,33 @@ def check(result: np.ndarray, reference: Reference | Freivalds) -> Check:
         largest = float(error.max()) if error.size else 0.0
         # Integers must be equal: the tolerance is half a unit.
         return Check(largest == 0.0, largest, largest / 0.5, 0)
-    eps = float(np.finfo(result.dtype).eps)
-    bound = tolerance_factor(reference.K) * eps * reference.magnitude
-    bound += np.finfo(result.dtype).tiny
-    error = np.abs(result.astype(np.float64) - reference.product)
-    nan_count = int(np.count_nonzero(~np.isfinite(result)))
+    if result.size == 0:
+        return Check(True, 0.0, 0.0, 0)
+    scale = tolerance_factor(reference.K) * float(np.finfo(result.dtype).eps)
+    tiny = float(np.finfo(result.dtype).tiny)
+    found, product = result.reshape(-1), reference.product.reshape(-1)
+    magnitude = np.broadcast_to(reference.magnitude, result.shape).reshape(-1)
+    largest = ratio = 0.0
+    nan_count = 0
+    error = np.empty(min(found.size, _CHECK_CHUNK), np.float64)
+    bound = np.empty_like(error)
+    # A chunk at a time, in two buffers that stay in the cache: the whole arrays' float64
+    # temporaries took 2-3 times as long at 4096² (0.14-0.24 s against 0.07-0.08 s, a
+    # check of each of a point's two results), host work that every point waits for.
+    for start in range(0, found.size, _CHECK_CHUNK):
+        part = found[start : start + _CHECK_CHUNK]
+        e, b = error[: part.size], bound[: part.size]
+        nan_count += int(np.count_nonzero(~np.isfinite(part)))
+        np.subtract(part, product[start : start + part.size], out=e, dtype=np.float64)
+        np.abs(e, out=e)
+        largest = max(largest, float(e.max()))
+        np.multiply(magnitude[start : start + part.size], scale, out=b)
+        b += tiny
+        np.divide(e, b, out=e)
+        ratio = max(ratio, float(e.max()))
     if nan_count:
         return Check(False, float("nan"), float("inf"), nan_count)
-    if error.size == 0:
-        return Check(True, 0.0, 0.0, 0)
-    ratio = float(np.max(error / bound))
-    return Check(ratio <= 1.0, float(error.max()), ratio, 0)
+    return Check(ratio <= 1.0, largest, ratio, 0)
 
 
 def _gamma(terms: int) -> float:
