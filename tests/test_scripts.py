@@ -18,6 +18,7 @@ import pytest
 import xbackend
 from xbackend.backends.registry import backend_class
 from xbackend.pytest_plugin import needs_backend
+from xbackend.results import load as load_results
 
 ROOT = Path(__file__).resolve().parent.parent
 # The scripts run `python3`: let that be the interpreter running the tests, whether or
@@ -341,3 +342,48 @@ def test_timing_accuracy_says_what_it_needs_in_one_line():
     )  # fmt: skip
     assert done.returncode == 2
     assert done.stderr.startswith("timing_accuracy: needs ") and done.stderr.count("\n") == 1
+
+
+def test_tune_agreement_compares_two_caches_entry_by_entry(tmp_path):
+    """The same choice is 'yes'; another one is 'no', with whether the races' intervals
+    overlap; an entry only one cache holds is said."""
+
+    def entry(params: dict[str, int], low: float, high: float) -> dict[str, object]:
+        return {"params": params, "interval_s": [low, high]}
+
+    serial = {"a": entry({"BM": 128}, 1e-3, 2e-3), "b": entry({"BM": 64}, 1e-3, 2e-3),
+              "c": entry({"BM": 64}, 1e-3, 2e-3), "d": entry({"BM": 64}, 1e-3, 2e-3)}  # fmt: skip
+    shared = {"a": entry({"BM": 128}, 1e-3, 2e-3), "b": entry({"BM": 32}, 1.5e-3, 3e-3),
+              "c": entry({"BM": 32}, 3e-3, 4e-3)}  # fmt: skip
+    paths = []
+    for name, entries in (("serial", serial), ("shared", shared)):
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps({"format": 3, "entries": entries}))
+        paths.append(str(path))
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "tune_agreement.py"), *paths],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    rows = {line.split(" | ")[0].strip("| "): line for line in done.stdout.splitlines()}
+    assert rows["a"].endswith("| yes |")
+    assert rows["b"].endswith("| no, their intervals overlap |")
+    assert rows["c"].endswith("| no |")
+    assert rows["d"].endswith("| only one |")
+    assert "1 of 3 entries chose the same configuration" in done.stdout
+
+
+def test_cluster_timeline_reads_a_run_s_records(compare_run):
+    """One row a run: its points, serial, and a median end-to-end time per backend."""
+    assert compare_run.returncode == 0, compare_run.stderr
+    path = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "cluster_timeline.py"), str(compare_run.out)],
+        capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": path},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (row,) = [line for line in done.stdout.splitlines() if str(compare_run.out) in line]
+    points = len([p for p in load_results([compare_run.out]).points if p.timestamp])
+    cells = [cell.strip() for cell in row.strip("|").split("|")]
+    assert cells[1] == str(points) and cells[2] == "serial"
+    assert re.fullmatch(r"(\w+ \d+\.\d\d ms(, )?)+", cells[5]), cells[5]
