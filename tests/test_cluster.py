@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 import xbackend
+import xbackend.families
 from xbackend.backends.cpu import CpuBackend
 from xbackend.backends.specs import DeviceInfo
 from xbackend.cli import main
@@ -278,6 +279,43 @@ def test_tune_on_a_cluster_caches_each_search_as_a_serial_tune_does(tmp_path, ca
     assert len(load_entries(spread)) == 1
 
 
+@pytest.mark.slow
+def test_a_worker_killed_while_it_tunes_ends_the_tune_with_the_reason(tmp_path, monkeypatch):
+    """A search whose worker dies is made again where another device holds its label;
+    with none left, the tune ends (no wait for the dead worker) and says why."""
+    _opencl_or_skip()
+    from xbackend.cluster import TuneRequest
+    from xbackend.sweep import parse_shapes
+
+    monkeypatch.setenv(FAMILIES_ENV, "")
+    monkeypatch.setenv("XBACKEND_TUNE_CACHE", str(tmp_path / "tuned.json"))
+    xbackend.families.add_folders([ROOT / "examples" / "assignment" / "student"])
+    request = TuneRequest(
+        variants=("student_tiled",), sizes=tuple(parse_shapes("640x560x640")), gpu_sizes=(),
+        cpu_sizes=(), dtype="float32", ops=("mm",), seed=0, samples=20,
+        finalist_time_s=30.0,
+    )  # fmt: skip
+    said: list[str] = []
+    cluster = Cluster.start(ClusterSpec(workers=1), "opencl", say=said.append)
+    try:
+        (pid,) = cluster.client.run(os.getpid).values()
+        (address,) = cluster.client.nthreads()
+        finished: list[Any] = []
+        run = threading.Thread(target=lambda: finished.append(cluster.tune(request, said.append)))
+        run.start()
+        _when(lambda: _busy(cluster, address))
+        time.sleep(0.5)  # into the search
+        os.kill(pid, signal.SIGKILL)
+        run.join(timeout=60)
+        assert finished, "the tune waited for its dead worker"
+    finally:
+        cluster.close()
+    ((label, _, outcome),) = finished[0]
+    assert label == "opencl" and isinstance(outcome, str), outcome
+    assert "no live worker holds opencl any more" in outcome, outcome
+    assert any("died: it is tuned again" in line for line in said), said
+
+
 def test_the_gpus_of_one_model_share_the_searches_and_the_cpu_tunes_after_them():
     gpu0 = _worker("gpu0", _offer("cuda", "gpu", identity="pci:0"))
     gpu1 = _worker("gpu1", _offer("cuda", "gpu", identity="pci:1"))
@@ -300,6 +338,23 @@ def test_the_gpus_of_one_model_share_the_searches_and_the_cpu_tunes_after_them()
     assert started() == [("cpu", 0, "cpu")] and not queue.done
     queue.finished("cpu", 0)
     assert queue.done
+
+
+def test_a_search_whose_worker_died_goes_to_another_device_or_is_dropped():
+    gpu0 = _worker("gpu0", _offer("cuda", "gpu", identity="pci:0"))
+    gpu1 = _worker("gpu1", _offer("cuda", "gpu", identity="pci:1"))
+    first, second = (TuneItem(v, "mm", Shape(64, 64, 64), v) for v in ("warp", "vec4"))
+    holders = [(gpu0, gpu0.offers[0]), (gpu1, gpu1.offers[0])]
+    queue = TuneQueue({"cuda": holders}, {"cuda": [first, second]})
+    assert [(i, w.name) for _, i, _, w, _ in queue.starts()] == [(0, "gpu0"), (1, "gpu1")]
+    queue.finished("cuda", 0)  # gpu0 died under it
+    queue.again("cuda", 0, first)
+    assert queue.drop("tcp://gpu0") == []  # gpu1 still holds cuda
+    queue.finished("cuda", 1)
+    assert [(i, w.name) for _, i, _, w, _ in queue.starts()] == [(0, "gpu1")]
+    queue.finished("cuda", 0)
+    queue.again("cuda", 0, first)  # and gpu1 died too: nothing holds cuda any more
+    assert queue.drop("tcp://gpu1") == [("cuda", 0, first)] and queue.done
 
 
 def test_searches_of_one_cache_entry_run_in_the_serial_order():

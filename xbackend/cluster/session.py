@@ -34,7 +34,7 @@ from xbackend.cluster.devices import (
     shared_gpu_labels,
     targets_of,
 )
-from xbackend.cluster.driver import GRACE_S, Driver
+from xbackend.cluster.driver import GRACE_S, POLL_S, Driver
 from xbackend.cluster.lines import Prepared, RemoteLine, TuneRequest
 from xbackend.cluster.offered import Offered
 from xbackend.cluster.schedule import Lane, Schedule
@@ -312,8 +312,6 @@ class Cluster:
         devices (``tune_share``: the GPUs of one model under ``--gpus``), the devices
         that do not share their host at once. Each (label, device, results in the serial
         order, or why not)."""
-        from distributed import wait
-
         groups = self.groups()
         problems: dict[str, str] = {}
         found: dict[str, list[TuneItem]] = {}
@@ -332,22 +330,7 @@ class Cluster:
             for note in notes:
                 say(f"  {note}")
         queue = TuneQueue({label: groups[label] for label in found}, found, self.spec.alone)
-        results: dict[str, dict[int, TuneResult | str]] = {label: {} for label in found}
-        running: dict[Any, tuple[str, int]] = {}
-        while not queue.done:
-            for label, index, item, worker, offer in queue.starts():
-                say(f"  {label}: {item} on worker {worker.name}")
-                future = self._submit(tune, worker.address, offer.target, request, item)
-                running[future] = (label, index)
-            done, _ = wait(list(running), return_when="FIRST_COMPLETED")
-            for future in done:
-                label, index = running.pop(future)
-                queue.finished(label, index)
-                try:
-                    results[label][index] = future.result()
-                except Exception as error:  # one search's failure: the others' stand
-                    item = found[label][index]
-                    results[label][index] = f"{item}: {type(error).__name__}: {error}"
+        results = self._share(queue, request, say)
         told: list[tuple[str, str, list[TuneResult] | str]] = []
         for label, holders in groups.items():
             device = holders[0][1].device.name
@@ -363,6 +346,49 @@ class Cluster:
             else:
                 told.append((label, device, [r for r in ordered if not isinstance(r, str)]))
         return told
+
+    def _share(
+        self, queue: TuneQueue, request: TuneRequest, say: Callable[[str], None]
+    ) -> dict[str, dict[int, TuneResult | str]]:
+        """Every search of ``queue`` tuned on the device it deals it to, as each becomes
+        free: each label's results (or why not) by the search's index. A search whose
+        worker dies is made again on another device of its label, if one is left; that
+        worker takes no more."""
+        from distributed import wait
+
+        results: dict[str, dict[int, TuneResult | str]] = {label: {} for label in queue.holders}
+        running: dict[Any, tuple[str, int, TuneItem, str]] = {}
+        while not queue.done:
+            for label, index, item, worker, offer in queue.starts():
+                say(f"  {label}: {item} on worker {worker.name}")
+                future = self._submit(tune, worker.address, offer.target, request, item)
+                running[future] = (label, index, item, worker.address)
+            if not running:  # nothing can start and nothing runs: the rules went wrong
+                raise XBackendError("tune: searches left that no worker can take")
+            try:
+                done, _ = wait(list(running), timeout=POLL_S, return_when="FIRST_COMPLETED")
+            except TimeoutError:
+                done = set()
+            live = set(self.client.nthreads())
+            # a task pinned to a worker that died waits for it for ever: given up here
+            lost_tasks = {f for f, (*_, address) in running.items() if address not in live}
+            for future in [*done, *(lost_tasks - set(done))]:
+                label, index, item, address = running.pop(future)
+                queue.finished(label, index)
+                if future.status != "finished" and address not in live:
+                    future.cancel()
+                    say(f"  {label}: the worker tuning {item} died: it is tuned again")
+                    queue.again(label, index, item)  # dropped below if no device is left
+                    continue
+                try:
+                    results[label][index] = future.result()
+                except Exception as error:  # one search's failure: the others' stand
+                    results[label][index] = f"{item}: {type(error).__name__}: {error}"
+            known = {worker.address for found in queue.holders.values() for worker, _ in found}
+            for address in known - live:
+                for label, index, item in queue.drop(address):
+                    results[label][index] = f"{item}: no live worker holds {label} any more"
+        return results
 
     def close(self) -> None:
         """Stop a local cluster; leave an existing one running, its workers' devices

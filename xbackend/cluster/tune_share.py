@@ -109,6 +109,21 @@ class TuneQueue:
         """The search ``index`` of ``label`` came back (done or failed): its device is free."""
         self.running = [j for j in self.running if (j.label, j.index) != (label, index)]
 
+    def again(self, label: str, index: int, item: TuneItem) -> None:
+        """The search ``index`` of ``label`` is to be made again (its worker died): back
+        among the waiting, in its place in the serial order."""
+        self.waiting.append(_Job(label, index, item))
+        self.waiting.sort(key=lambda job: (list(self.holders).index(job.label), job.index))
+
+    def drop(self, address: str) -> list[tuple[str, int, TuneItem]]:
+        """The worker at ``address`` is gone: its devices take no more searches. The
+        waiting searches that no device holds any more are taken out and returned."""
+        for label in self.holders:
+            self.holders[label] = [h for h in self.holders[label] if h[0].address != address]
+        orphans = [job for job in self.waiting if not self.holders[job.label]]
+        self.waiting = [job for job in self.waiting if self.holders[job.label]]
+        return [(job.label, job.index, job.item) for job in orphans]
+
     @property
     def done(self) -> bool:
         return not self.waiting and not self.running
