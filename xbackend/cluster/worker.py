@@ -40,21 +40,22 @@ if TYPE_CHECKING:
 
 PLUGIN = "xbackend"
 # A worker keeps the operands and references of every size it measured, up to a
-# sixteenth of the host's memory at 24 bytes an element (A, B and C in float32, the
-# float64 reference, their temporaries): a task measures a line's sizes in a row, so the
-# next line comes back to each size. Kept only while they all fit, one 4096x4096 size
-# (50 million elements) at a time in an early version, each 4096 reference was computed
-# again for every line, and two GPUs took 26 s for a plan one GPU ran in 30 s serially.
+# thirty-second of the host's memory (eight GPUs' workers: a quarter of it) at 24 bytes
+# an element (A, B and C in float32, the float64 reference, their temporaries): a task
+# measures a line's sizes in a row, so the next line comes back to each size. Kept only
+# while they all fit in 2^25 elements in an early version, a 4096x4096 size (50 million)
+# was kept alone, its reference made again for every line, and two GPUs took 26 s for a
+# plan one GPU ran in 30 s serially.
 BYTES_AN_ELEMENT = 24
 
 
 def kept_elements() -> int:
-    """How many elements a worker keeps: a sixteenth of the host's memory (psutil, which
-    Dask needs), 2^25 where it cannot be read."""
+    """How many elements a worker keeps: a thirty-second of the host's memory (psutil,
+    which Dask needs), 2^25 where it cannot be read."""
     try:
         import psutil
 
-        return int(psutil.virtual_memory().total // 16 // BYTES_AN_ELEMENT)
+        return int(psutil.virtual_memory().total // 32 // BYTES_AN_ELEMENT)
     except Exception:  # no psutil, or a host that does not say
         return 1 << 25
 
