@@ -291,7 +291,9 @@ def test_a_worker_killed_while_it_tunes_ends_the_tune_with_the_reason(tmp_path, 
     monkeypatch.setenv("XBACKEND_TUNE_CACHE", str(tmp_path / "tuned.json"))
     xbackend.families.add_folders([ROOT / "examples" / "assignment" / "student"])
     request = TuneRequest(
-        variants=("student_tiled",), sizes=tuple(parse_shapes("640x560x640")), gpu_sizes=(),
+        # 4096³: long enough on any device that the kill lands in the search (or in the
+        # reference before it), never after it
+        variants=("student_tiled",), sizes=tuple(parse_shapes("4096x4096x4096")), gpu_sizes=(),
         cpu_sizes=(), dtype="float32", ops=("mm",), seed=0, samples=20,
         finalist_time_s=30.0,
     )  # fmt: skip
@@ -304,7 +306,7 @@ def test_a_worker_killed_while_it_tunes_ends_the_tune_with_the_reason(tmp_path, 
         run = threading.Thread(target=lambda: finished.append(cluster.tune(request, said.append)))
         run.start()
         _when(lambda: _busy(cluster, address))
-        time.sleep(0.5)  # into the search
+        time.sleep(0.2)  # into the task
         os.kill(pid, signal.SIGKILL)
         run.join(timeout=60)
         assert finished, "the tune waited for its dead worker"
