@@ -87,3 +87,12 @@ def test_a_result_of_several_chunks_is_checked_to_its_last_element():
     poisoned = A @ B
     poisoned.reshape(-1)[problems._CHECK_CHUNK + 5] = np.nan
     assert check(poisoned, reference).nan_count == 1
+
+
+def test_a_nan_in_the_reference_fails_the_check():
+    """Chunk by chunk, a NaN is kept (as one whole-array max kept it): never a pass."""
+    A, B = _operands(M=301, K=40, N=517)
+    reference = Reference.of(A, B)
+    reference.product.reshape(-1)[70_000] = np.nan
+    verdict = check(A @ B, reference)
+    assert not verdict.equal and np.isnan(verdict.bound_ratio)

@@ -240,17 +240,30 @@ def test_a_batch_is_the_points_predicted_under_the_limit_and_stops_at_an_unknown
     assert batch(6, iter([]), times.get) == [6]
 
 
-def test_a_worker_keeps_small_sizes_inputs_and_drops_the_oldest_past_the_limit(monkeypatch):
+def test_a_worker_keeps_sizes_inputs_and_drops_the_oldest_past_the_limit(monkeypatch):
+    """Kept by the bytes their operands and references hold (made as points use them)."""
+    from xbackend.operations import operation
+
     plugin = DevicesPlugin("cpu")
     small, other, large = Shape(16, 14, 16), Shape(32, 28, 32), Shape(64, 56, 64)
-    both = worker_module._elements(small, 1, 1) + worker_module._elements(other, 1, 1)
-    monkeypatch.setattr(worker_module, "KEPT_ELEMENTS", both)
-    first = plugin.inputs_for(small, 1, 1)
-    assert plugin.inputs_for(other, 1, 1) is not first
-    assert plugin.inputs_for(small, 1, 1) is first  # kept: both fit
-    assert plugin.inputs_for(small, 2, 1) is not first  # another seed is another input
+
+    def used(shape: Shape, seed: int = 1) -> Any:
+        inputs = plugin.inputs_for(shape, seed, 1)
+        inputs.reference(operation("mm"), "float32")  # its operands and float64 reference
+        return inputs
+
+    sizes = {shape: used(shape).nbytes for shape in (small, other)}
+    assert sizes[small] == 16 * 14 * 4 + 14 * 16 * 4 + 2 * 16 * 16 * 8  # A, B; C, |A||B|
+    plugin.inputs.clear()
+    monkeypatch.setattr(worker_module, "KEPT_BYTES", sizes[small] + sizes[other])
+    first = used(small)
+    assert used(other) is not first
+    assert used(small) is first  # kept: both fit
+    assert used(small, seed=2) is not first  # another seed is another input
+    used(small, seed=2)  # now holding its arrays: the limit is passed
     assert list(plugin.inputs) == [(small, 1, 1), (small, 2, 1)]  # the oldest dropped
-    plugin.inputs_for(large, 1, 1)  # too large to keep with others: kept alone
+    used(large)
+    used(large)  # too large to keep with others: kept alone
     assert list(plugin.inputs) == [(large, 1, 1)]
 
 
@@ -359,6 +372,26 @@ def test_a_search_whose_worker_died_goes_to_another_device_or_is_dropped():
     assert queue.drop("tcp://gpu1") == [("cuda", 0, first)] and queue.done
 
 
+def test_a_search_that_reads_an_earlier_one_s_entry_waits_for_it():
+    """rmm's untuned trial reads mm's choice, a medium class the large one's: such a
+    search starts once the earlier search it reads is back, as in the serial order."""
+    gpu0 = _worker("gpu0", _offer("cuda", "gpu", identity="pci:0"))
+    gpu1 = _worker("gpu1", _offer("cuda", "gpu", identity="pci:1"))
+    mm, rmm, other = (
+        TuneItem("warp_db", "mm", Shape(4096, 4096, 4096), "large"),
+        TuneItem("warp_db", "rmm", Shape(4096, 4096, 4096), "large"),
+        TuneItem("vec4", "mm", Shape(2048, 2048, 2048), "medium"),
+    )
+    holders = [(gpu0, gpu0.offers[0]), (gpu1, gpu1.offers[0])]
+    queue = TuneQueue({"cuda": holders}, {"cuda": [mm, rmm, other]})
+    assert [i for _, i, *_ in queue.starts()] == [0, 2]  # rmm waits for mm
+    queue.finished("cuda", 0)
+    assert [i for _, i, *_ in queue.starts()] == [1]
+    medium = TuneItem("warp_db", "mm", Shape(2048, 2048, 2048), "medium")
+    queue = TuneQueue({"cuda": holders}, {"cuda": [mm, medium]})
+    assert [i for _, i, *_ in queue.starts()] == [0]  # each the other's fallback
+
+
 def test_searches_of_one_cache_entry_run_in_the_serial_order():
     """Two sizes of one shape class write one entry: the later search starts once the
     earlier is back, whichever GPU is idle, so the entry is the serial tune's."""
@@ -464,6 +497,20 @@ def test_gpus_of_one_model_share_the_serial_run_s_lines():
     assert [w.offers[0].label for w in mixed] == ["cuda:gpu model", "cuda:another model"]
 
 
+def test_a_restarted_gpu_worker_offers_the_lines_the_gpus_share():
+    """Under --gpus, a worker a nanny restarted names its GPU's lines as the first
+    workers' (cuda, not cuda:1), so the run's lines still go to it."""
+    gpu0 = _offer("cuda:0", "gpu", identity="pci:0")
+    gpu1 = _offer("cuda:1", "gpu", identity="pci:1")
+    shared = Cluster(None, ClusterSpec(gpus="all"), "cuda", local=object())
+    shared.reports = shared_gpu_labels([_worker("gpu0", gpu0), _worker("gpu1", gpu1)])
+    restarted = shared.labelled(_worker("gpu1", gpu1))
+    assert [o.label for o in restarted.offers] == ["cuda"]
+    assert [o.target for o in restarted.offers] == ["cuda:1"]
+    each = Cluster(None, ClusterSpec(gpus="all", each_gpu=True), "cuda", local=object())
+    assert [o.label for o in each.labelled(_worker("gpu1", gpu1)).offers] == ["cuda:1"]
+
+
 def test_alone_all_runs_one_point_per_host():
     lanes = [_lane("cuda:0", "gpu", 0), _lane("cuda:1", "gpu", 1)]
     schedule = Schedule(lanes, alone="all")
@@ -510,6 +557,61 @@ def test_points_no_worker_can_take_are_recorded_lost_and_a_resume_measures_them(
     again: Sweep[RemoteLine] = Sweep(plan, "again", [line], {p.key: p for p in points}, quiet)
     assert again.prior(1, line) is not None and again.prior(2, line) is not None
     assert line not in again.failed  # a lost point is no failure of its line
+
+
+def test_after_a_worker_died_under_a_batch_its_sizes_go_one_by_one(tmp_path):
+    """Through the sizes of the batch a worker died under, a task is one point: a point
+    that kills workers is then found, and recorded after MAX_DEATHS; after them, batches."""
+    plan = Plan(shapes=[Shape(8 * i, 8 * i, 8 * i) for i in range(1, 9)])
+    lane = _lane("cuda:0", "gpu", 0)
+    quiet = SweepDisplay("plain", log=lambda text: None)
+    sweep: Sweep[RemoteLine] = Sweep(plan, "run", [lane.line], {}, quiet)
+    for shape in plan.shapes[:2]:  # two sizes measured: the cost model predicts
+        sweep.learn(lane.line, int(2 * shape.M * shape.K * shape.N), 1e-5)
+    with ResultsWriter(tmp_path, RunHeader("run")) as writer:
+        driver = Driver(_NoWorkers(), Schedule([lane]), sweep, writer, batch_s=1e6)
+        lane.step = 3
+        lane.due = sweep.unrecorded(3, lane.line)
+        assert [due[0].step for due in driver._batch(lane)] == [3, 4, 5, 6, 7, 8]
+        lane.suspect_until = 6  # a worker died under sizes 3..6
+        assert [due[0].step for due in driver._batch(lane)] == [3]
+        lane.step, lane.due = 7, sweep.unrecorded(7, lane.line)
+        assert [due[0].step for due in driver._batch(lane)] == [7, 8]
+
+
+@pytest.mark.slow
+def test_an_error_escaping_a_point_on_a_worker_is_that_point_s_record(tmp_path, monkeypatch):
+    """An error outside measure_point's own handling (here: raised by it at the third
+    size) is the third point's record: the first two keep theirs, the rest are skipped
+    as after any failure, all in one batch."""
+    monkeypatch.setattr(schedule_module, "BATCH_S", 1e9)
+    plan = Plan(shapes=[Shape(8 * i, 7 * i, 8 * i) for i in range(1, 6)], variants=["naive"],
+                samples=3, min_samples=1)  # fmt: skip
+
+    def failing_at_24() -> None:  # run in the worker's process
+        from xbackend.cluster import worker
+
+        measure_point = worker.__dict__["measure_point"]
+
+        def measure(plan: Any, config: Any, blank: Any, *args: Any) -> Any:
+            if blank.M == 24:
+                raise RuntimeError("a check that broke")
+            return measure_point(plan, config, blank, *args)
+
+        setattr(worker, "measure_point", measure)  # noqa: B010 - typed otherwise
+
+    cluster = Cluster.start(ClusterSpec(workers=1), "cpu", say=lambda text: None)
+    try:
+        cluster.client.run(failing_at_24)
+        cluster.run(plan, cluster.offered(), tmp_path, log=lambda text: None)
+    finally:
+        cluster.close()
+    points = sorted(_points(tmp_path), key=lambda point: point.M)
+    assert [(p.M, p.status) for p in points] == [
+        (8, "ok"), (16, "ok"), (24, "error"), (32, "skipped"), (40, "skipped"),
+    ]  # fmt: skip
+    assert "RuntimeError: a check that broke" in points[2].reason
+    assert points[3].reason.startswith("failed at a smaller size")
 
 
 # -- the devices each worker holds, the lines, the records -------------------------------------

@@ -77,6 +77,14 @@ class Inputs:
             self._checks[key] = chosen_check(op, dtype, self.shape, self.batch, asked)
         return self._checks[key]
 
+    @property
+    def nbytes(self) -> int:
+        """The host memory its operands and references hold."""
+        arrays = [array for pair in self._operands.values() for array in pair]
+        for made in self._references.values():
+            arrays += [v for v in vars(made).values() if isinstance(v, np.ndarray)]
+        return sum(array.nbytes for array in arrays)
+
     def reference(self, op: Operation, dtype: str, method: str = FULL) -> Reference | Freivalds:
         """What results are checked against: the float64 reference (``full``), or the
         vectors of Freivalds' check (``freivalds``, seeded by the plan's seed)."""

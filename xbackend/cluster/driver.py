@@ -17,22 +17,31 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from distributed import wait
 
 import xbackend.cluster.schedule as rules
 from xbackend.cluster.connection import SchedulerLost, lost
+from xbackend.cluster.devices import WorkerReport
 from xbackend.cluster.lines import PointResult, PointTask, RemoteLine
 from xbackend.cluster.schedule import MAX_DEATHS, Due, Lane, Schedule, Slot, batch
-from xbackend.cluster.worker import measure, report
+from xbackend.cluster.worker import described, measure, report
 from xbackend.plan import Plan
 from xbackend.results import MEASURED, WORKER_LOST, PointRecord, ResultsWriter, now_iso
 from xbackend.runner import Sweep, point_time_s
 
 # How often the workers are looked at while points run (seconds).
 POLL_S = 0.25
+# How long a finished task's records may take to come back from its worker (seconds).
+RESULT_S = 60.0
+
+
+class WorkerGone(Exception):
+    """The worker a task was pinned to is no longer in the cluster."""
+
+
 # How long a point may wait for a worker that can run it, once none can (a nanny
 # restarts a killed worker in a second or two; a batch system may take longer).
 GRACE_S = 60.0
@@ -51,11 +60,14 @@ class Driver:
         grace_s: float = GRACE_S,
         poll_s: float = POLL_S,
         batch_s: float | None = None,  # default: schedule.BATCH_S
+        relabel: Callable[[WorkerReport], WorkerReport] = lambda report: report,
     ):
         self.client, self.schedule, self.sweep, self.writer = client, schedule, sweep, writer
         self.plan: Plan = sweep.plan
         self.grace_s, self.poll_s = grace_s, poll_s
         self.batch_s = rules.BATCH_S if batch_s is None else batch_s
+        # a worker that joins (a nanny restarted it) named as the first ones were
+        self.relabel = relabel
         self.tasks = 0  # the point tasks sent
         self.walls: dict[RemoteLine, float] = {}  # each line's last measured point's wall time
         self.points: dict[Any, Lane] = {}  # future -> its lane
@@ -114,10 +126,11 @@ class Driver:
             self.tasks += 1
 
     def _batch(self, lane: Lane) -> list[Due]:
-        """The points of ``lane`` to send in one task (``schedule.batch``): one alone after
-        a worker died under it, so that a point that kills workers is found."""
+        """The points of ``lane`` to send in one task (``schedule.batch``): one at a time
+        through the sizes of a batch a worker died under, so that a point that kills
+        workers is found, and recorded after ``MAX_DEATHS``."""
         assert lane.due is not None
-        if lane.deaths:
+        if lane.deaths or lane.step <= lane.suspect_until:
             return [lane.due]
         line, shapes = lane.line, self.plan.shapes
 
@@ -146,9 +159,15 @@ class Driver:
         assert lane.due is not None and lane.on is not None
         address = lane.on
         try:
-            results: tuple[PointResult, ...] = future.result()
+            if address not in set(self.client.nthreads()):
+                # its worker died, with the result or after it: Dask would wait for ever
+                # to compute it again on that worker, the one the task is pinned to
+                raise WorkerGone(address)
+            results: tuple[PointResult, ...] = future.result(timeout=RESULT_S)
         except (Exception, asyncio.CancelledError) as error:
-            if address not in set(self.client.nthreads()):  # its worker died with the result
+            if isinstance(error, (WorkerGone, TimeoutError)) or address not in set(
+                self.client.nthreads()
+            ):
                 slot, _ = self.schedule.lost(address)
                 if slot is not None:
                     self._died_under(lane, slot)
@@ -156,7 +175,7 @@ class Driver:
             # the task itself failed on its worker: its first point is the error, and
             # the line's larger sizes are skipped after it, as after any failure
             blank = dataclasses.replace(lane.due[0], timestamp=now_iso())
-            failed = dataclasses.replace(blank, status="error", reason=_described(error))
+            failed = dataclasses.replace(blank, status="error", reason=described(error))
             results = (PointResult(failed, (), 0.0),)
         self.schedule.finished(lane)
         for (_, prior), result in zip(lane.batch, results, strict=False):  # a failed task: one
@@ -221,7 +240,7 @@ class Driver:
             self.sweep.display.note(f"worker {address} could not open its devices: {error}")
             return
         if address in set(self.client.nthreads()):
-            self.schedule.add(joined)
+            self.schedule.add(self.relabel(joined))
 
     def _died_under(self, lane: Lane, slot: Slot) -> None:
         """The worker measuring ``lane``'s point died: the point is due again elsewhere,
@@ -231,6 +250,8 @@ class Driver:
                 del self.points[future]
                 self.client.cancel([future])
         assert lane.due is not None
+        steps = [due[0].step for due in lane.batch if due[0].step]
+        lane.suspect_until = max([lane.suspect_until, *steps])
         where = f"worker {slot.report.name} on {slot.report.host}"
         if lane.deaths < MAX_DEATHS:
             shapes = [self.plan.shapes[due[0].step - 1] for due in lane.batch if due[0].step]
@@ -272,8 +293,3 @@ def _sizes(shapes: list[Any]) -> str:
     if len(shapes) < 2:
         return str(shapes[0]) if shapes else ""
     return f"{shapes[0]} to {shapes[-1]} ({len(shapes)} sizes)"
-
-
-def _described(error: BaseException) -> str:
-    """A task's error as a point's reason (the worker's traceback stays in its log)."""
-    return f"the worker could not measure it: {type(error).__name__}: {error}"[:4000]

@@ -78,6 +78,7 @@ class Lane:
     home: tuple[str, str] | None = None  # (worker address, target) its points go to
     on: str | None = None  # the worker measuring its point now
     deaths: int = 0  # workers that died under the point due
+    suspect_until: int = 0  # the last size of a batch a worker died under: sent one by one
     orphan_since: float | None = None
 
 

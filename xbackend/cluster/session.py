@@ -34,7 +34,7 @@ from xbackend.cluster.devices import (
     shared_gpu_labels,
     targets_of,
 )
-from xbackend.cluster.driver import GRACE_S, POLL_S, Driver
+from xbackend.cluster.driver import GRACE_S, POLL_S, Driver, WorkerGone
 from xbackend.cluster.lines import Prepared, RemoteLine, TuneRequest
 from xbackend.cluster.offered import Offered
 from xbackend.cluster.schedule import Lane, Schedule
@@ -179,9 +179,20 @@ class Cluster:
         if not any(worker.offers for worker in reports):
             raise XBackendError(f"no worker holds any device of --backends {self.backends}")
         reports = sorted(reports, key=lambda worker: worker.name)
-        if self.local is not None and self.spec.gpus is not None and not self.spec.each_gpu:
-            return shared_gpu_labels(reports)
-        return reports
+        return shared_gpu_labels(reports) if self._shared_labels else reports
+
+    @property
+    def _shared_labels(self) -> bool:
+        """Whether the GPUs of one model share their lines' labels (``--gpus`` here)."""
+        return self.local is not None and self.spec.gpus is not None and not self.spec.each_gpu
+
+    def labelled(self, joined: WorkerReport) -> WorkerReport:
+        """A worker that joins mid-run (a nanny restarted it), its lines named as those of
+        the workers before it: under ``--gpus`` a restarted GPU's worker offers ``cuda``,
+        not ``cuda:1``, or no line of the run would go to it."""
+        if not self._shared_labels:
+            return joined
+        return shared_gpu_labels([*self.reports, joined])[-1]
 
     def _submit(self, function: Callable[..., Any], address: str, *args: Any) -> Any:
         """``function(*args)`` as a task on the worker at ``address``, and only there."""
@@ -264,7 +275,10 @@ class Cluster:
             cluster=self.header(schedule),
         )
         with ResultsWriter(out, header) as writer, display.sweep(len(lines) * len(plan.shapes)):
-            driver = Driver(self.client, schedule, sweep, writer, grace_s=self.spec.grace_s)
+            driver = Driver(
+                self.client, schedule, sweep, writer, grace_s=self.spec.grace_s,
+                relabel=self.labelled,
+            )  # fmt: skip
             driver.run()
         display.note(
             f"cluster: {len(sweep.records)} points in {driver.tasks} tasks "
@@ -318,9 +332,10 @@ class Cluster:
         for label, holders in groups.items():
             worker, offer = holders[0]
             try:
-                found[label], notes = self._submit(
-                    tune_items, worker.address, offer.target, request
-                ).result()
+                found[label], notes = self._live_result(
+                    self._submit(tune_items, worker.address, offer.target, request),
+                    worker.address,
+                )
             except Exception as error:
                 problems[label] = f"{type(error).__name__}: {error}"
                 continue
@@ -346,6 +361,20 @@ class Cluster:
             else:
                 told.append((label, device, [r for r in ordered if not isinstance(r, str)]))
         return told
+
+    def _live_result(self, future: Any, address: str) -> Any:
+        """``future``'s result, or a ``WorkerGone`` error as soon as the worker it is pinned
+        to has left the cluster (Dask would wait for it for ever)."""
+        from distributed import wait
+
+        while True:
+            with contextlib.suppress(TimeoutError):
+                wait([future], timeout=POLL_S)
+            if address not in set(self.client.nthreads()):
+                future.cancel()
+                raise WorkerGone(f"the worker at {address} died")
+            if future.done():
+                return future.result()
 
     def _share(
         self, queue: TuneQueue, request: TuneRequest, say: Callable[[str], None]
@@ -375,7 +404,7 @@ class Cluster:
             for future in [*done, *(lost_tasks - set(done))]:
                 label, index, item, address = running.pop(future)
                 queue.finished(label, index)
-                if future.status != "finished" and address not in live:
+                if address not in live:  # its result too: Dask would compute it again there
                     future.cancel()
                     say(f"  {label}: the worker tuning {item} died: it is tuned again")
                     queue.again(label, index, item)  # dropped below if no device is left

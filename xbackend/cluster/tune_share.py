@@ -4,13 +4,14 @@ time.
 
 A search and its race run whole on one device, as in a serial ``tune``, so its cache
 entry is what a serial tune would write; the entries are keyed by device model, so the
-devices of a model fill one set of entries between them. Which device takes which
-search is decided as each becomes idle (a search of block tiles takes a minute, one of
-a fixed tile seconds). Searches whose choices share a cache entry (two sizes of one
-shape class) run one after the other, in the serial order, so that the entry is the one
-a serial tune leaves. The rules of the compare's schedule hold: one task per worker and
-per device, and a processor's searches (the CPU, OpenCL on the CPU) alone on their host,
-after the devices' searches of that host.
+devices of a model fill one set of entries between them. Which device takes which search
+is decided as each becomes idle (a search of block tiles takes a minute, one of a fixed
+tile seconds). Searches of which one writes an entry the other writes or reads (two
+sizes of one shape class; rmm, whose untuned trial reads mm's choice; a medium and a
+large class, each the other's fallback) run one after the other, in the serial order, so
+that the entries are those a serial tune leaves. The rules of the compare's schedule
+hold: one task per worker and per device, and a processor's searches (the CPU, OpenCL on
+the CPU) alone on their host, after the devices' searches of that host.
 
 Pure logic: ``session.Cluster.tune`` turns its decisions into Dask tasks.
 """
@@ -21,9 +22,25 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 
 from xbackend.cluster.devices import Offer, WorkerReport
+from xbackend.operations import operation
+from xbackend.tune_cache import NEIGHBOUR
 from xbackend.tune_search import TuneItem
 
 Holder = tuple[WorkerReport, Offer]
+
+
+def reads(item: TuneItem) -> set[tuple[str, str, str]]:
+    """The cache entries a search can read (``tune_cache.find``: its own, its shape
+    class's neighbour's, those of the operations it is tuned as): its untuned trial
+    takes the cached choice, so a search after one of these in the serial order finds
+    that one's entry written."""
+    classes = [item.shape_class, NEIGHBOUR.get(item.shape_class, "")]
+    return {item.entry} | {
+        (item.variant, op, shape_class)
+        for op in operation(item.op).tuned_as
+        for shape_class in classes
+        if shape_class
+    }
 
 
 @dataclasses.dataclass(eq=False)
@@ -100,10 +117,11 @@ class TuneQueue:
 
     @staticmethod
     def _before(other: _Job, job: _Job) -> bool:
-        """Whether ``other`` writes ``job``'s cache entry before it."""
-        return (other.label, other.item.entry) == (job.label, job.item.entry) and (
-            other.index < job.index
-        )
+        """Whether ``other`` must be done before ``job`` starts: it comes first in the
+        serial order and one of them writes an entry the other writes or reads."""
+        if other.label != job.label or other.index >= job.index:
+            return False
+        return other.item.entry in reads(job.item) or job.item.entry in reads(other.item)
 
     def finished(self, label: str, index: int) -> None:
         """The search ``index`` of ``label`` came back (done or failed): its device is free."""

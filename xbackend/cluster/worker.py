@@ -5,7 +5,7 @@ line's points, tune a device).
 Each worker opens its backends once (the first task that needs one) and keeps them,
 with their compiled kernels, until it stops: the plugin's ``teardown`` closes them. The
 operands of a size are made on the worker from the plan's seed, so every worker makes
-the same ones, and kept for the next line's points of that size (``KEPT_ELEMENTS``).
+the same ones, and kept for the next line's points of that size (``KEPT_BYTES``).
 """
 
 from __future__ import annotations
@@ -39,32 +39,26 @@ if TYPE_CHECKING:
     from xbackend.tuning import TuneResult
 
 PLUGIN = "xbackend"
+
+
 # A worker keeps the operands and references of every size it measured, up to a
-# thirty-second of the host's memory (eight GPUs' workers: a quarter of it) at 24 bytes
-# an element (A, B and C in float32, the float64 reference, their temporaries): a task
-# measures a line's sizes in a row, so the next line comes back to each size. Kept only
-# while they all fit in 2^25 elements in an early version, a 4096x4096 size (50 million)
-# was kept alone, its reference made again for every line, and two GPUs took 26 s for a
-# plan one GPU ran in 30 s serially.
-BYTES_AN_ELEMENT = 24
-
-
-def kept_elements() -> int:
-    """How many elements a worker keeps: a thirty-second of the host's memory (psutil,
-    which Dask needs), 2^25 where it cannot be read."""
+# thirty-second of the host's memory (eight GPUs' workers: a quarter of it), counted in
+# the bytes they hold: a task measures a line's sizes in a row, so the next line comes
+# back to each size. Kept only while they all fit in 2^25 elements in an early version, a
+# 4096x4096 size (50 million) was kept alone, its reference made again for every line,
+# and two GPUs took 26 s for a plan one GPU ran in 30 s serially.
+def kept_bytes() -> int:
+    """How many bytes of inputs a worker keeps: a thirty-second of the host's memory
+    (psutil, which Dask needs), 1 GiB where it cannot be read."""
     try:
         import psutil
 
-        return int(psutil.virtual_memory().total // 32 // BYTES_AN_ELEMENT)
+        return int(psutil.virtual_memory().total // 32)
     except Exception:  # no psutil, or a host that does not say
-        return 1 << 25
+        return 1 << 30
 
 
-KEPT_ELEMENTS = kept_elements()
-
-
-def _elements(shape: Shape, seed: int, batch: int) -> int:
-    return max(batch, 1) * (shape.M * shape.K + shape.K * shape.N + shape.M * shape.N)
+KEPT_BYTES = kept_bytes()
 
 
 class DevicesPlugin(WorkerPlugin):  # type: ignore[misc]  # distributed is untyped here
@@ -104,17 +98,16 @@ class DevicesPlugin(WorkerPlugin):  # type: ignore[misc]  # distributed is untyp
 
     def inputs_for(self, shape: Shape, seed: int, batch: int) -> Inputs:
         """The operands and references of one size, kept for the next points of it: every
-        size's, up to ``KEPT_ELEMENTS`` in all (the oldest dropped first), the last one's
+        size's, up to ``KEPT_BYTES`` in all (the oldest dropped first), the one asked for
         always."""
         key = (shape, seed, batch)
         kept = self.inputs.pop(key, None) or Inputs(shape, seed, batch)
         self.inputs[key] = kept  # the most recent last
-        total = sum(_elements(*other) for other in self.inputs)
+        total = sum(inputs.nbytes for inputs in self.inputs.values())
         for other in list(self.inputs)[:-1]:  # the oldest first, never the one in use
-            if total <= KEPT_ELEMENTS:
+            if total <= KEPT_BYTES:
                 break
-            total -= _elements(*other)
-            del self.inputs[other]
+            total -= self.inputs.pop(other).nbytes
         return kept
 
     def targets(self) -> tuple[list[str], list[str]]:
@@ -138,6 +131,12 @@ def _plugin() -> DevicesPlugin:
     plugin = get_worker().plugins[PLUGIN]
     assert isinstance(plugin, DevicesPlugin)
     return plugin
+
+
+def described(error: BaseException) -> str:
+    """An error raised on a worker, as a point's reason (its traceback stays in the
+    worker's log)."""
+    return f"the worker could not measure it: {type(error).__name__}: {error}"[:4000]
 
 
 def host_name() -> str:
@@ -205,7 +204,9 @@ class _LearningCost(CostModel):
 def measure(task: PointTask) -> tuple[PointResult, ...]:
     """Task: a line's points in order, each measured here as the serial sweep measures it
     (``measure_point``): a failure skips the larger sizes after it, and each point's time
-    feeds the next one's budget, as in the serial sweep."""
+    feeds the next one's budget, as in the serial sweep. An error that escapes a point's
+    measuring (its check, its statistics) is that point's record, and the larger sizes
+    are skipped after it: the points before it keep their records."""
     plugin, line, plan = _plugin(), task.line, task.plan
     backend = plugin.backend(task.target)
     config = Config(line.label, backend, line.op, line.variant, line.tile, line.dtype, line.problem)
@@ -218,7 +219,12 @@ def measure(task: PointTask) -> tuple[PointResult, ...]:
         blank = dataclasses.replace(
             blank, timestamp=now_iso(), host=host_name(), worker=str(get_worker().name)
         )
-        record = measure_point(plan, config, blank, inputs, learning, failed)
+        try:
+            record = measure_point(plan, config, blank, inputs, learning, failed)
+        except Exception as error:
+            reason = described(error)
+            record = dataclasses.replace(blank, status="error", reason=reason)
+            failed[config] = reason.splitlines()[0]
         point_learnt = tuple(learning.learnt[learnt:])
         results.append(PointResult(record, point_learnt, time.perf_counter() - started))
     return tuple(results)
