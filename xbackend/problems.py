@@ -393,7 +393,7 @@ def _check_freivalds(result: np.ndarray, sketch: Freivalds) -> Check:
         bound = tolerance_factor(sketch.K) * eps * spread + rounding
         bound += np.finfo(result.dtype).tiny
     ratio = float(np.max(residual / np.asarray(bound)[..., None]))
-    ratio = max(ratio, _rows_ratio(stack, sketch))
+    ratio = float(np.max([ratio, _rows_ratio(stack, sketch)]))  # a NaN kept, as max() would not
     # A NaN residual (from non-finite operands) fails: NaN <= 1 is false.
     return Check(ratio <= 1.0, float(residual.max()), ratio, 0, FREIVALDS)
 

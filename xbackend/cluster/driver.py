@@ -159,18 +159,19 @@ class Driver:
         assert lane.due is not None and lane.on is not None
         address = lane.on
         try:
-            if address not in set(self.client.nthreads()):
-                # its worker died, with the result or after it: Dask would wait for ever
-                # to compute it again on that worker, the one the task is pinned to
-                raise WorkerGone(address)
-            results: tuple[PointResult, ...] = future.result(timeout=RESULT_S)
+            results = self._results(future, address)
+        except WorkerGone:
+            slot, _ = self.schedule.lost(address)
+            if slot is not None:
+                self._died_under(lane, slot)
+            lane.on = None
+            return
         except (Exception, asyncio.CancelledError) as error:
-            if isinstance(error, (WorkerGone, TimeoutError)) or address not in set(
-                self.client.nthreads()
-            ):
+            if address not in set(self.client.nthreads()):  # it died with the error
                 slot, _ = self.schedule.lost(address)
                 if slot is not None:
                     self._died_under(lane, slot)
+                lane.on = None
                 return
             # the task itself failed on its worker: its first point is the error, and
             # the line's larger sizes are skipped after it, as after any failure
@@ -181,6 +182,20 @@ class Driver:
         for (_, prior), result in zip(lane.batch, results, strict=False):  # a failed task: one
             self._record(lane, result, prior)
         self._advance(lane)
+
+    def _results(self, future: Any, address: str) -> tuple[PointResult, ...]:
+        """A done task's records; ``WorkerGone`` where its worker has died (with the
+        result or after it: Dask would wait for ever to compute it again on that worker,
+        the one the task is pinned to), or its records did not come back in time. An error
+        the task raised is raised here, as itself."""
+        if address not in set(self.client.nthreads()):
+            raise WorkerGone(address)
+        if future.status != "finished":
+            return tuple(future.result())  # raises the task's own error
+        try:
+            return tuple(future.result(timeout=RESULT_S))
+        except TimeoutError:
+            raise WorkerGone(address) from None
 
     def _record(self, lane: Lane, result: PointResult, prior: PointRecord | None) -> None:
         """A point of ``lane`` is done: learnt from and written; the lane moves past it."""

@@ -34,19 +34,16 @@ from xbackend.cluster.devices import (
     shared_gpu_labels,
     targets_of,
 )
-from xbackend.cluster.driver import GRACE_S, POLL_S, Driver, WorkerGone
+from xbackend.cluster.driver import GRACE_S, Driver
 from xbackend.cluster.lines import Prepared, RemoteLine, TuneRequest
 from xbackend.cluster.offered import Offered
 from xbackend.cluster.schedule import Lane, Schedule
-from xbackend.cluster.tune_share import TuneQueue
 from xbackend.cluster.worker import (
     PLUGIN,
     DevicesPlugin,
     planned,
     prepare,
     report,
-    tune,
-    tune_items,
 )
 from xbackend.errors import XBackendError
 from xbackend.machine import environment
@@ -57,7 +54,6 @@ from xbackend.runner import Sweep, new_run_id, recorded, say_closing
 
 if TYPE_CHECKING:
     from xbackend import Backend
-    from xbackend.tune_search import TuneItem
     from xbackend.tuning import TuneResult
 
 # How long to wait for a cluster's first workers (seconds): a batch system may take long.
@@ -162,7 +158,7 @@ class Cluster:
         """Every worker's report, in the order of their names; a local worker that
         cannot open its devices is an error, an existing cluster's is left out."""
         addresses = sorted(self.client.nthreads())
-        futures = [self._submit(report, address) for address in addresses]
+        futures = [self.submit_to(report, address) for address in addresses]
         reports = []
         for future in futures:
             try:
@@ -194,7 +190,7 @@ class Cluster:
             return joined
         return shared_gpu_labels([*self.reports, joined])[-1]
 
-    def _submit(self, function: Callable[..., Any], address: str, *args: Any) -> Any:
+    def submit_to(self, function: Callable[..., Any], address: str, *args: Any) -> Any:
         """``function(*args)`` as a task on the worker at ``address``, and only there."""
         return self.client.submit(
             function, *args, workers=[address], allow_other_workers=False, pure=False
@@ -228,7 +224,7 @@ class Cluster:
         """Each label's header record (its ceilings measured, one device at a time, as the
         serial run measures them) and lines, from the first worker holding it."""
         return {
-            label: self._submit(prepare, worker.address, plan, offer.target, label).result()
+            label: self.submit_to(prepare, worker.address, plan, offer.target, label).result()
             for label, (worker, offer) in self.holders().items()
         }
 
@@ -314,7 +310,9 @@ class Cluster:
         """``compare --dry-run``'s lines, each device's from the worker holding it."""
         lines = []
         for label, (worker, offer) in self.holders().items():
-            found = self._submit(planned, worker.address, plan, offer.target, label, list(recorded))
+            found = self.submit_to(
+                planned, worker.address, plan, offer.target, label, list(recorded)
+            )
             lines.append(f"{label} on worker {worker.name} ({worker.host}):")
             lines += [f"  {line}" for line in found.result()]
         return lines
@@ -323,101 +321,11 @@ class Cluster:
         self, request: TuneRequest, say: Callable[[str], None] = print
     ) -> list[tuple[str, str, list[TuneResult] | str]]:
         """Tune every device the workers hold, each label's searches shared out among its
-        devices (``tune_share``: the GPUs of one model under ``--gpus``), the devices
-        that do not share their host at once. Each (label, device, results in the serial
-        order, or why not)."""
-        groups = self.groups()
-        problems: dict[str, str] = {}
-        found: dict[str, list[TuneItem]] = {}
-        for label, holders in groups.items():
-            worker, offer = holders[0]
-            try:
-                found[label], notes = self._live_result(
-                    self._submit(tune_items, worker.address, offer.target, request),
-                    worker.address,
-                )
-            except Exception as error:
-                problems[label] = f"{type(error).__name__}: {error}"
-                continue
-            devices = ", ".join(w.name for w, _ in holders)
-            say(f"tuning {label} ({offer.device.name}): {len(found[label])} searches "
-                f"on worker{'s' if len(holders) > 1 else ''} {devices}")  # fmt: skip
-            for note in notes:
-                say(f"  {note}")
-        queue = TuneQueue({label: groups[label] for label in found}, found, self.spec.alone)
-        results = self._share(queue, request, say)
-        told: list[tuple[str, str, list[TuneResult] | str]] = []
-        for label, holders in groups.items():
-            device = holders[0][1].device.name
-            if label in problems:
-                told.append((label, device, problems[label]))
-                continue
-            ordered = [results[label][index] for index in sorted(results[label])]
-            failed = [str(result) for result in ordered if isinstance(result, str)]
-            if failed:  # the other searches' choices are cached all the same
-                kept = len(ordered) - len(failed)
-                told.append((label, device, f"{kept} of {len(ordered)} searches done "
-                             f"and cached; failed: {'; '.join(failed)}"))  # fmt: skip
-            else:
-                told.append((label, device, [r for r in ordered if not isinstance(r, str)]))
-        return told
+        devices (``tune_run``). Each (label, device, results in the serial order, or why
+        not)."""
+        from xbackend.cluster.tune_run import tune
 
-    def _live_result(self, future: Any, address: str) -> Any:
-        """``future``'s result, or a ``WorkerGone`` error as soon as the worker it is pinned
-        to has left the cluster (Dask would wait for it for ever)."""
-        from distributed import wait
-
-        while True:
-            with contextlib.suppress(TimeoutError):
-                wait([future], timeout=POLL_S)
-            if address not in set(self.client.nthreads()):
-                future.cancel()
-                raise WorkerGone(f"the worker at {address} died")
-            if future.done():
-                return future.result()
-
-    def _share(
-        self, queue: TuneQueue, request: TuneRequest, say: Callable[[str], None]
-    ) -> dict[str, dict[int, TuneResult | str]]:
-        """Every search of ``queue`` tuned on the device it deals it to, as each becomes
-        free: each label's results (or why not) by the search's index. A search whose
-        worker dies is made again on another device of its label, if one is left; that
-        worker takes no more."""
-        from distributed import wait
-
-        results: dict[str, dict[int, TuneResult | str]] = {label: {} for label in queue.holders}
-        running: dict[Any, tuple[str, int, TuneItem, str]] = {}
-        while not queue.done:
-            for label, index, item, worker, offer in queue.starts():
-                say(f"  {label}: {item} on worker {worker.name}")
-                future = self._submit(tune, worker.address, offer.target, request, item)
-                running[future] = (label, index, item, worker.address)
-            if not running:  # nothing can start and nothing runs: the rules went wrong
-                raise XBackendError("tune: searches left that no worker can take")
-            try:
-                done, _ = wait(list(running), timeout=POLL_S, return_when="FIRST_COMPLETED")
-            except TimeoutError:
-                done = set()
-            live = set(self.client.nthreads())
-            # a task pinned to a worker that died waits for it for ever: given up here
-            lost_tasks = {f for f, (*_, address) in running.items() if address not in live}
-            for future in [*done, *(lost_tasks - set(done))]:
-                label, index, item, address = running.pop(future)
-                queue.finished(label, index)
-                if address not in live:  # its result too: Dask would compute it again there
-                    future.cancel()
-                    say(f"  {label}: the worker tuning {item} died: it is tuned again")
-                    queue.again(label, index, item)  # dropped below if no device is left
-                    continue
-                try:
-                    results[label][index] = future.result()
-                except Exception as error:  # one search's failure: the others' stand
-                    results[label][index] = f"{item}: {type(error).__name__}: {error}"
-            known = {worker.address for found in queue.holders.values() for worker, _ in found}
-            for address in known - live:
-                for label, index, item in queue.drop(address):
-                    results[label][index] = f"{item}: no live worker holds {label} any more"
-        return results
+        return tune(self, request, say)
 
     def close(self) -> None:
         """Stop a local cluster; leave an existing one running, its workers' devices

@@ -103,12 +103,18 @@ class DevicesPlugin(WorkerPlugin):  # type: ignore[misc]  # distributed is untyp
         key = (shape, seed, batch)
         kept = self.inputs.pop(key, None) or Inputs(shape, seed, batch)
         self.inputs[key] = kept  # the most recent last
+        self.trim()
+        return kept
+
+    def trim(self) -> None:
+        """Drop the oldest sizes' inputs while they hold more than ``KEPT_BYTES`` (a new
+        size's grow as points use them: trimmed again after each point), never the most
+        recent one's."""
         total = sum(inputs.nbytes for inputs in self.inputs.values())
-        for other in list(self.inputs)[:-1]:  # the oldest first, never the one in use
+        for other in list(self.inputs)[:-1]:  # the oldest first
             if total <= KEPT_BYTES:
                 break
             total -= self.inputs.pop(other).nbytes
-        return kept
 
     def targets(self) -> tuple[list[str], list[str]]:
         """The targets this worker opens, and the problems of those it cannot."""
@@ -225,6 +231,7 @@ def measure(task: PointTask) -> tuple[PointResult, ...]:
             reason = described(error)
             record = dataclasses.replace(blank, status="error", reason=reason)
             failed[config] = reason.splitlines()[0]
+        plugin.trim()  # the point's size now holds its arrays
         point_learnt = tuple(learning.learnt[learnt:])
         results.append(PointResult(record, point_learnt, time.perf_counter() - started))
     return tuple(results)
