@@ -331,6 +331,13 @@ def test_a_worker_killed_while_it_tunes_ends_the_tune_with_the_reason(tmp_path, 
     assert any("died: it is tuned again" in line for line in said), said
 
 
+def _two_gpus() -> list[tuple[WorkerReport, Offer]]:
+    """Two workers, a GPU each, of one model: the devices of the label cuda."""
+    gpu0 = _worker("gpu0", _offer("cuda", "gpu", identity="pci:0"))
+    gpu1 = _worker("gpu1", _offer("cuda", "gpu", identity="pci:1"))
+    return [(gpu0, gpu0.offers[0]), (gpu1, gpu1.offers[0])]
+
+
 def test_the_gpus_of_one_model_share_the_searches_and_the_cpu_tunes_after_them():
     gpu0 = _worker("gpu0", _offer("cuda", "gpu", identity="pci:0"))
     gpu1 = _worker("gpu1", _offer("cuda", "gpu", identity="pci:1"))
@@ -356,10 +363,8 @@ def test_the_gpus_of_one_model_share_the_searches_and_the_cpu_tunes_after_them()
 
 
 def test_a_search_whose_worker_died_goes_to_another_device_or_is_dropped():
-    gpu0 = _worker("gpu0", _offer("cuda", "gpu", identity="pci:0"))
-    gpu1 = _worker("gpu1", _offer("cuda", "gpu", identity="pci:1"))
+    holders = _two_gpus()
     first, second = (TuneItem(v, "mm", Shape(64, 64, 64), v) for v in ("warp", "vec4"))
-    holders = [(gpu0, gpu0.offers[0]), (gpu1, gpu1.offers[0])]
     queue = TuneQueue({"cuda": holders}, {"cuda": [first, second]})
     assert [(i, w.name) for _, i, _, w, _ in queue.starts()] == [(0, "gpu0"), (1, "gpu1")]
     queue.finished("cuda", 0)  # gpu0 died under it
@@ -375,14 +380,12 @@ def test_a_search_whose_worker_died_goes_to_another_device_or_is_dropped():
 def test_a_search_that_reads_an_earlier_one_s_entry_waits_for_it():
     """rmm's untuned trial reads mm's choice, a medium class the large one's: such a
     search starts once the earlier search it reads is back, as in the serial order."""
-    gpu0 = _worker("gpu0", _offer("cuda", "gpu", identity="pci:0"))
-    gpu1 = _worker("gpu1", _offer("cuda", "gpu", identity="pci:1"))
+    holders = _two_gpus()
     mm, rmm, other = (
         TuneItem("warp_db", "mm", Shape(4096, 4096, 4096), "large"),
         TuneItem("warp_db", "rmm", Shape(4096, 4096, 4096), "large"),
         TuneItem("vec4", "mm", Shape(2048, 2048, 2048), "medium"),
     )
-    holders = [(gpu0, gpu0.offers[0]), (gpu1, gpu1.offers[0])]
     queue = TuneQueue({"cuda": holders}, {"cuda": [mm, rmm, other]})
     assert [i for _, i, *_ in queue.starts()] == [0, 2]  # rmm waits for mm
     queue.finished("cuda", 0)
@@ -395,14 +398,12 @@ def test_a_search_that_reads_an_earlier_one_s_entry_waits_for_it():
 def test_searches_of_one_cache_entry_run_in_the_serial_order():
     """Two sizes of one shape class write one entry: the later search starts once the
     earlier is back, whichever GPU is idle, so the entry is the serial tune's."""
-    gpu0 = _worker("gpu0", _offer("cuda", "gpu", identity="pci:0"))
-    gpu1 = _worker("gpu1", _offer("cuda", "gpu", identity="pci:1"))
+    holders = _two_gpus()
     first, second, other = (
         TuneItem("warp", "mm", Shape(64, 64, 64), "small"),
         TuneItem("warp", "mm", Shape(96, 64, 96), "small"),
         TuneItem("warp", "mm", Shape(4096, 4096, 4096), "large"),
     )
-    holders = [(gpu0, gpu0.offers[0]), (gpu1, gpu1.offers[0])]
     queue = TuneQueue({"cuda": holders}, {"cuda": [first, second, other]})
     assert [(i, w.name) for _, i, _, w, _ in queue.starts()] == [(0, "gpu0"), (2, "gpu1")]
     queue.finished("cuda", 2)
