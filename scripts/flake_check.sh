@@ -8,6 +8,9 @@
 # (exit status, seconds, pytest's last line). Both the suite and the loop run at nice 5,
 # so an interactive shell stays usable. Started from a shell without job control (`&`,
 # nohup) the commands inherit an ignored SIGINT: tests/conftest.py restores it.
+# The clone gets a virtual environment of its own with the package installed as .ci/run
+# installs it: an editable install of another checkout in the shell's Python would
+# otherwise answer the tests' subprocesses (its import hook comes before PYTHONPATH).
 set -u
 out=${1:?usage: scripts/flake_check.sh OUT_DIR [RUNS]}
 runs=${2:-20}
@@ -16,13 +19,15 @@ out=$(cd "$out" && pwd)
 clone=$(mktemp -d)
 git clone -q "$(cd "$(dirname "$0")/.." && pwd)" "$clone"
 cd "$clone"
+python3 -m venv .venv && .venv/bin/python -m pip install -q '.[test,cpu-opencl,clblast]' \
+    > "$out/install.log" 2>&1 || { echo "install failed: $out/install.log"; exit 1; }
 nice -n 5 python3 -c "while True: pass" &
 load=$!
 trap 'kill $load; rm -rf "$clone"' EXIT
 for i in $(seq 1 "$runs"); do
     start=$(date +%s)
     XDG_CACHE_HOME="$out/cache$i" XBACKEND_REQUIRE=${XBACKEND_REQUIRE:-opencl,cpu,oclgrind,clblast} \
-        nice -n 5 python3 -m pytest -q -p no:cacheprovider > "$out/run$i.log" 2>&1
+        nice -n 5 .venv/bin/python -m pytest -q -p no:cacheprovider > "$out/run$i.log" 2>&1
     status=$?
     echo "run $i of $(git log --oneline -1 | cut -c1-7): exit $status, $(( $(date +%s) - start )) s," \
         "$(tail -1 "$out/run$i.log")" >> "$out/summary.txt"
