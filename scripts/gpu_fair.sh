@@ -12,6 +12,9 @@
 #   OUT=/tmp/out bash scripts/gpu_fair.sh MACHINE     (MACHINE: "H100", "H200", ...)
 #   STEPS=tune ...      only steps 1-4;   STEPS=ladder ...   only step 5, with the
 #                       database named by DB (default: the shipped one)
+#   BACKENDS=cuda ...   tune only these (default "cuda opencl:nvidia"; one call each
+#                       keeps each under a 10-minute limit: scripts/tuning_db.py then
+#                       takes the caches of both)
 #
 # Needs CUDA (PyCUDA) and NVIDIA's OpenCL registered; every step has a time limit, so a
 # slow one leaves the others their time. Everything lands in $OUT/fair/.
@@ -39,7 +42,7 @@ EOF
 cat "$out/registers.txt"
 
 steps=${STEPS:-tune ladder}
-[[ $steps == *tune* ]] && for backend in cuda opencl:nvidia; do
+[[ $steps == *tune* ]] && for backend in ${BACKENDS:-cuda opencl:nvidia}; do
     tag=${backend%%:*}
     XBACKEND_TUNE_CACHE=$out/tune_$tag.json XBACKEND_TUNING_DB=off \
         run "${TUNE_LIMIT:-240}" "$out/tune_$tag.txt" python3 -m xbackend tune --backends "$backend"
@@ -62,5 +65,5 @@ fi
     XBACKEND_TUNING_DB=${DB:-${db:-$PWD/xbackend/tuning_db.json}} \
     run "${LADDER_LIMIT:-240}" "$out/ladder.txt" python3 scripts/ladder_benchmark.py --untuned \
     --sizes "${SIZES:-4096x4096x4096,8000x7000x8000,1000x3001x1000}" --rounds 3 \
-    --variants vec4,vec4_db,warp,warp_db --rmm-variants vec4_db,warp_db
+    --variants vec4,vec4_db,warp,warp_db,warp_async --rmm-variants vec4_db,warp_db
 cat "$out/steps.txt"

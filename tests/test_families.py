@@ -50,12 +50,14 @@ def test_the_shipped_manifests_give_the_ladder_in_order():
     table = families.variant_table("opencl", "work-item", "local")
     assert list(table["mm"]) == [
         "naive", "tiled", "reg1d", "reg2d", "reg2d_cf", "reg2d_g4",
-        "vec4", "vec4_db", "warp", "warp_db",
+        "vec4", "vec4_db", "warp", "warp_db", "warp_async",
     ]  # fmt: skip
     assert list(table["rmm"]) == ["naive4", "naive", "tiled", "vec4_db", "warp_db"]
     reg1d = table["mm"]["reg1d"]
     assert reg1d.per_thread(64) == (8, 1) and reg1d.names_at(64)["THREADS"] == 512
     assert "work-item" in table["mm"]["naive"].description
+    assert "local memory" in table["mm"]["warp_async"].description
+    assert table["mm"]["warp_async"].asynchronous and not table["mm"]["warp_db"].asynchronous
 
 
 def test_expressions_are_arithmetic_and_nothing_more():

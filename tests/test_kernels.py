@@ -88,6 +88,9 @@ _CUDA_WORDS = [
     (r"threadIdx\.([xyz])", r"LOCAL_\1"),
     (r"gridDim\.([xyz])", r"GROUPS_\1"),
     (r"\blong long\b", "long"),  # the wide INDEX: 64 bits in both languages
+    # Where cp.async is there, and a shared address for its PTX (mm_warp's ASYNC).
+    (r"#if __CUDA_ARCH__ >= 800", "#if CP_ASYNC_THERE"),
+    (r"#define SHARED_ADDRESS\(p\) .*", "#define SHARED_ADDRESS(p) ADDRESS"),
 ]
 _OPENCL_WORDS = [
     (r"#ifdef XB_FP64\s*#pragma OPENCL EXTENSION cl_khr_fp64 : enable\s*#endif", ""),
@@ -100,6 +103,8 @@ _OPENCL_WORDS = [
     (r"get_group_id\((\d)\)", lambda m: "GROUP_" + "xyz"[int(m.group(1))]),
     (r"get_local_id\((\d)\)", lambda m: "LOCAL_" + "xyz"[int(m.group(1))]),
     (r"get_num_groups\((\d)\)", lambda m: "GROUPS_" + "xyz"[int(m.group(1))]),
+    (r"#if defined\(XB_PTX\) && XB_PTX >= 80", "#if CP_ASYNC_THERE"),
+    (r"#define SHARED_ADDRESS\(p\) .*", "#define SHARED_ADDRESS(p) ADDRESS"),
 ]
 
 

@@ -177,6 +177,9 @@ PTXAS_CONFIGS = [
     (Config(64, 128, 16, 64, 128, 8, 8), True),
     (Config(64, 64, 8, 64, 64, 8, 4), False),
     (Config(128, 128, 8, 128, 128, 8, 8), False),
+    # warp_async's copies hold no loads in registers: estimated as single-buffered.
+    (Config(128, 128, 8, 32, 64, 8, 8, stages=3), False),
+    (Config(128, 128, 8, 64, 64, 16, 8, stages=3), False),
 ]
 
 
@@ -231,3 +234,68 @@ def test_prebuild_builds_each_configuration_once_for_the_runs_after_it(opencl):
         assert measured.params == config.to_dict()
         np.testing.assert_allclose(measured.result, expected, rtol=1e-4, atol=1e-4)
     assert len(opencl._programs) == before + 2
+
+
+def test_an_asynchronous_configuration_carries_its_stages():
+    """Guards warp_async's stage count: in its label, build options and slab memory, absent
+    from the other variants' parameters (their records and entries read as before), and
+    refused outside 2..4."""
+    plain, staged = Config(128, 128, 8, 32, 64, 8, 8), Config(128, 128, 8, 32, 64, 8, 8, stages=3)
+    assert "stages" not in plain.to_dict() and staged.to_dict()["stages"] == 3
+    assert Config.from_dict(staged.to_dict()) == staged
+    assert staged.label.endswith("3 stages") and "stages" not in plain.label
+    assert staged.staged_bytes(4, False) == 3 * (128 * 8 + 32 * 8 + 8 * 128) * 4
+    options = warp.defines(staged, np.dtype(np.float32), vec4=True, double_buffer=False)
+    assert "-DASYNC" in options and "-DSTAGES=3" in options
+    assert "-DASYNC" not in warp.defines(plain, np.dtype(np.float32), True, False)
+    for wrong in (1, 5):
+        assert "stages must be 2 to 4" in str(plain.with_stages(wrong).problem())
+
+
+def test_the_tuner_searches_every_stage_count_of_an_asynchronous_variant():
+    staged = list(warp.candidates("warp", asynchronous=True))
+    plain = list(warp.candidates("warp"))
+    assert {config.stages for config in plain} == {0}
+    assert sorted(staged, key=lambda c: c.label) == sorted(
+        (config.with_stages(n) for config in plain for n in (2, 3, 4)), key=lambda c: c.label
+    )
+
+
+@pytest.mark.parametrize("stages", [2, 3, 4])
+def test_warp_async_computes_every_edge_at_every_stage_count(opencl, stages):
+    """The asynchronous loop (on a processor its copies are loads and stores) at shapes
+    whose edges cut every slab, with K shorter than the stages in flight and longer."""
+    from xbackend.errors import UnsupportedParameter
+
+    config = Config(64, 64, 8, 32, 32, 8, 4, stages=stages)
+    for shape in (Shape(70, 45, 130), Shape(64, 12, 64), Shape(5, 4, 3), Shape(33, 8, 70)):
+        A, B = make_operands(shape, SEED + stages)
+        measured = opencl.measure(A, B, "warp_async", params=config.to_dict(), warmup=0,
+                                  samples=1)  # fmt: skip
+        assert measured.params == config.to_dict()
+        expected = A.astype(np.float64) @ B.astype(np.float64)
+        np.testing.assert_allclose(measured.result, expected, rtol=1e-4, atol=1e-4)
+    with pytest.raises(UnsupportedParameter, match="warp_db copies no slabs asynchronously"):
+        opencl.measure(A, B, "warp_db", params=config.to_dict(), warmup=0, samples=1)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("arch, copies", [("sm_90", True), ("sm_75", False)])
+def test_warp_async_copies_with_cp_async_where_the_gpu_has_it(arch, copies, tmp_path):
+    """On compute capability 8.0 and later the slabs go through cp.async (16-byte copies of
+    B where VEC4 allows, each slab a commit group, a wait for all but STAGES - 2); before
+    it, the same loop with loads and stores."""
+    if not NVCC.exists():
+        pytest.skip(f"{NVCC} is not installed")
+    config = Config(128, 128, 8, 32, 64, 8, 8, stages=3)
+    ptx = tmp_path / "x.ptx"
+    done = subprocess.run(
+        [str(NVCC), "-ptx", f"-arch={arch}", "-o", str(ptx), "-DREAL=float",
+         *warp.defines(config, np.dtype(np.float32), vec4=True, double_buffer=False),
+         "-I", str(ROOT / "kernels" / "cuda"), str(ROOT / "kernels" / "mm_warp" / "mm_warp.cu")],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    text = ptx.read_text()
+    found = [w in text for w in ("cp.async.cg.shared.global", "cp.async.wait_group 1")]
+    assert found == [copies, copies]

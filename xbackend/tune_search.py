@@ -141,11 +141,12 @@ def _block_tile(trial: Trial) -> tuple[int, int]:
     return config.BM, config.BN
 
 
-def _coarse_rank(config: warp.WarpConfig) -> tuple[int, int, int]:
+def _coarse_rank(config: warp.WarpConfig) -> tuple[int, int, int, int]:
     """The first stage's pick of a block tile: the most outputs per thread (the most
     reuse of each value read from the slabs), then the shallowest slab, then the
-    taller patch."""
-    return -(config.TM * config.TN), config.BK, -config.TM
+    taller patch; of an asynchronous variant's, the default stage count."""
+    stages = abs(config.stages - warp.DEFAULT_STAGES) if config.stages else 0
+    return -(config.TM * config.TN), config.BK, -config.TM, stages
 
 
 def _best(trials: list[Trial], key: Callable[[Trial], Key], count: int) -> list[Key]:

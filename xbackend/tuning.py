@@ -190,7 +190,7 @@ def search_space(
     units = backend.device.compute_units or 0
     small = warp.shape_class(*output_size(op, shape), units) == "small"
     configs: list[Candidate] = []
-    for config in warp.candidates(spec.layout):
+    for config in warp.candidates(spec.layout, spec.asynchronous):
         if backend.tile_problem(variant, config.BM, itemsize, op, config.to_dict()):
             continue
         for slices in SPLITS if small else (1,):

@@ -20,6 +20,18 @@
 // from global memory while this one is multiplied, into the other half of a
 // double-sized buffer; one barrier per step then suffices.
 //
+// With ASYNC (mm and bmm), STAGES slabs are in flight at once, copied from global to
+// local memory without passing through registers: cp.async on NVIDIA GPUs of compute
+// capability 8.0 and later, each copy of a slab a commit group of its own. The loop
+// waits for the oldest group, meets the other threads at one barrier, starts the copy
+// of the slab STAGES - 1 ahead into the stage that the step before read, and
+// multiplies. Each copy takes 16 bytes where VEC4 allows: A's slab is not transposed
+// on the way (that takes a copy per element, which ran slower: docs/performance.md)
+// but kept as rows of BK, every 4 rows A_SKEW elements further on, and its fragments
+// are read 4 steps at a time (read_a4). An element outside the matrices is written as zero by
+// the copy itself (source size 0). Elsewhere (older GPUs, other devices,
+// oclgrind) the copies are loads and stores, and the same loop is correct.
+//
 // Split K: with k_slice < K, z runs over ranges of K of k_slice elements (a
 // multiple of BK), and each block writes the partial tile of its range into its
 // own M×N slice of C (strideC apart); mm_sum_slices then adds the slices. A small
@@ -28,7 +40,8 @@
 //
 // Compile-time parameters (-D options): BM, BN, BK, WM, WN, TM, TN; VEC4 and
 // LOCAL4 (4-byte types only: LOCAL4 reads the slabs as 4-element vectors, 16-byte
-// reads that ptxas also finds in the scalar code); DOUBLE_BUFFER; MIN_BLOCKS
+// reads that ptxas also finds in the scalar code); DOUBLE_BUFFER; ASYNC and
+// STAGES (2 to 4: the slabs in flight); MIN_BLOCKS
 // (CUDA's launch bounds); REAL (float, double, int); REDUCED (the reduced product,
 // op rmm, with its pair sums made on the way to the slabs: see load_a); PAD (see
 // above), SUM_BLOCK (the block of mm_sum_slices) and WIDE_INDEX (64-bit offsets, as
@@ -94,9 +107,26 @@
 #define GROUP_THREADS ((WM / TM) * (WN / TN))
 #define THREADS ((BM / WM) * (BN / WN) * GROUP_THREADS)
 #define LDA_S (BM + PAD)  // row length of the transposed A slab in local memory
+#ifdef ASYNC
+// ASYNC's A slab, as A lies: rows of BK, every 4 rows A_SKEW elements further on, so
+// that the 4 rows of a warp's 16-byte fragment reads (4 apart: ROW_OF) start in
+// different quarters of the banks (4 rows are 4·BK + A_SKEW ≡ 8 words apart, mod 32).
+#define A_SKEW 8
+#define A_AT(m, k) ((m) * BK + (m) / 4 * A_SKEW + (k))
+#define A_SLAB (BM * BK + BM / 4 * A_SKEW)
+#else
+#define A_SLAB (BK * LDA_S)
+#endif
 #define A_LOADS (BM * BK / 4 / THREADS)  // 4-element pieces of the A slab per thread
 #define B_LOADS (BK * BN / 4 / THREADS)
-#ifdef DOUBLE_BUFFER
+#ifdef ASYNC
+#ifndef STAGES
+#define STAGES 3
+#endif
+#ifdef REDUCED
+#error "ASYNC copies the slabs as they are: the reduced product sums them on the way"
+#endif
+#elif defined(DOUBLE_BUFFER)
 #define STAGES 2
 #else
 #define STAGES 1
@@ -245,11 +275,136 @@ inline void stash(__local REAL* As, __local REAL* Bs, const REAL* a, const REAL*
     }
 }
 
+#ifdef ASYNC
+// The copies of ASYNC: one element (copy1) or 4 consecutive ones (copy4) from src to
+// dst in local memory, of which the first `valid` come from src and the rest are
+// zero. cp.async where the GPU has it (NVIDIA's, as inline PTX: XB_PTX) (src is then not read past `valid`), else loads
+// and stores. Each slab's copies are a commit group (COPIES_COMMIT); COPIES_WAIT lets
+// this thread's STAGES - 2 newest groups go on and waits for the older ones.
+#if defined(XB_PTX) && XB_PTX >= 80
+#define CP_ASYNC
+#define SHARED_ADDRESS(p) ((uint)(ulong)(p))
+#endif
+inline void copy1(__local REAL* dst, __global const REAL* src, const int valid)
+{
+#ifdef CP_ASYNC
+    if (sizeof(REAL) == 8)
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;"
+                     ::"r"(SHARED_ADDRESS(dst)), "l"(src), "r"(valid * 8));
+    else
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;"
+                     ::"r"(SHARED_ADDRESS(dst)), "l"(src), "r"(valid * 4));
+#else
+    *dst = valid ? *src : (REAL)0;
+#endif
+}
+
+inline void copy4(__local REAL* dst, __global const REAL* src, const int valid)
+{
+#if defined(CP_ASYNC) && defined(VEC4)
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
+                 ::"r"(SHARED_ADDRESS(dst)), "l"(src), "r"(valid * 4));
+#else
+    for (int c = 0; c < 4; ++c)
+        copy1(dst + c, src + c, c < valid);
+#endif
+}
+
+#ifdef CP_ASYNC
+#define COPIES_COMMIT() asm volatile("cp.async.commit_group;" ::)
+#if STAGES == 2
+#define COPIES_WAIT() asm volatile("cp.async.wait_group 0;" ::)
+#elif STAGES == 3
+#define COPIES_WAIT() asm volatile("cp.async.wait_group 1;" ::)
+#elif STAGES == 4
+#define COPIES_WAIT() asm volatile("cp.async.wait_group 2;" ::)
+#else
+#error "STAGES must be 2, 3 or 4"
+#endif
+#else
+#define COPIES_COMMIT()
+#define COPIES_WAIT()
+#endif
+
+// This thread's pieces of the slabs at k0 copied into one stage of the local slabs,
+// to the places stash gives them; outside the matrices, zeros.
+inline void copy_slabs(__local REAL* As, __local REAL* Bs,
+                       __global const REAL* restrict A, __global const REAL* restrict B,
+                       const int M, const int N, const int K,
+                       const INDEX lda, const INDEX ldb,
+                       const int row0, const int col0, const int k0,
+                       const int thread)
+{
+    for (int p = 0; p < A_LOADS; ++p) {
+        const int piece = thread + p * THREADS;
+        const int m = piece / (BK / 4), k = piece % (BK / 4) * 4;
+        const int valid = row0 + m < M ? max(0, min(4, K - k0 - k)) : 0;
+        copy4(&As[A_AT(m, k)], valid ? A + (row0 + m) * lda + k0 + k : A, valid);
+    }
+    for (int p = 0; p < B_LOADS; ++p) {
+        const int piece = thread + p * THREADS;
+        const int k = piece / (BN / 4), n = piece % (BN / 4) * 4;
+        const int valid = k0 + k < K ? max(0, min(4, N - col0 - n)) : 0;
+        copy4(&Bs[k * BN + n], valid ? B + (k0 + k) * ldb + col0 + n : B, valid);
+    }
+}
+
+// copy_slabs for slabs inside K, from the pointers of sources, which then move on.
+inline void copy_inside(__local REAL* As, __local REAL* Bs,
+                        __global const REAL** a_src, __global const REAL** b_src,
+                        const INDEX ldb, const int thread)
+{
+    for (int p = 0; p < A_LOADS; ++p) {
+        const int piece = thread + p * THREADS;
+        const int m = piece / (BK / 4), k = piece % (BK / 4) * 4;
+        copy4(&As[A_AT(m, k)], a_src[p], 4);
+        a_src[p] += BK;
+    }
+    for (int p = 0; p < B_LOADS; ++p) {
+        const int piece = thread + p * THREADS;
+        const int k = piece / (BN / 4), n = piece % (BN / 4) * 4;
+        copy4(&Bs[k * BN + n], b_src[p], 4);
+        b_src[p] += BK * ldb;
+    }
+}
+#endif
+
 // Row i of a thread's patch, in its block's tile, and column j: piece i/4 of the
 // rows lies (i/4)·(WM/TM)·4 rows below the first (m0), and likewise for columns.
 #define ROW_OF(i) (m0 + (i) / 4 * 4 * (WM / TM) + (i) % 4)
 #define COL_OF(j) (n0 + (j) / 4 * 4 * (WN / TN) + (j) % 4)
 
+// This thread's TN values of row k of the B slab.
+inline void read_b(REAL* b, __local const REAL* bs, const int k, const int n0)
+{
+#ifdef LOCAL4
+    for (int j = 0; j < TN; j += 4) {
+        const REAL4 q = *(__local const REAL4*)&bs[k * BN + COL_OF(j)];
+        b[j] = q.x; b[j + 1] = q.y; b[j + 2] = q.z; b[j + 3] = q.w;
+    }
+#else
+    for (int j = 0; j < TN; ++j)
+        b[j] = bs[k * BN + COL_OF(j)];
+#endif
+}
+
+#ifdef ASYNC
+// ASYNC's A fragments of steps k .. k + 3 (its slab as rows: A_AT): a[s][i] is row
+// ROW_OF(i) at step k + s, one 16-byte read a row. (Two steps of 8-byte reads ran as
+// fast on an H200, and ptxas gave both the same registers: docs/performance.md.)
+inline void read_a4(REAL a[4][TM], __local const REAL* as, const int k, const int m0)
+{
+    for (int i = 0; i < TM; ++i) {
+#ifdef LOCAL4
+        const REAL4 q = *(__local const REAL4*)&as[A_AT(ROW_OF(i), k)];
+        a[0][i] = q.x; a[1][i] = q.y; a[2][i] = q.z; a[3][i] = q.w;
+#else
+        for (int s = 0; s < 4; ++s)
+            a[s][i] = as[A_AT(ROW_OF(i), k + s)];
+#endif
+    }
+}
+#else
 // The fragments of step k: this thread's TM values of row k of the transposed A
 // slab and its TN values of row k of the B slab.
 inline void read_fragments(REAL* a, REAL* b,
@@ -261,17 +416,13 @@ inline void read_fragments(REAL* a, REAL* b,
         const REAL4 q = *(__local const REAL4*)&as[k * LDA_S + ROW_OF(i)];
         a[i] = q.x; a[i + 1] = q.y; a[i + 2] = q.z; a[i + 3] = q.w;
     }
-    for (int j = 0; j < TN; j += 4) {
-        const REAL4 q = *(__local const REAL4*)&bs[k * BN + COL_OF(j)];
-        b[j] = q.x; b[j + 1] = q.y; b[j + 2] = q.z; b[j + 3] = q.w;
-    }
 #else
     for (int i = 0; i < TM; ++i)
         a[i] = as[k * LDA_S + ROW_OF(i)];
-    for (int j = 0; j < TN; ++j)
-        b[j] = bs[k * BN + COL_OF(j)];
 #endif
+    read_b(b, bs, k, n0);
 }
+#endif
 
 // One step: the outer product of the fragments, added to the patch.
 inline void multiply(REAL acc[TM][TN], const REAL* a, const REAL* b)
@@ -291,7 +442,7 @@ void mm_warp(__global const REAL* restrict A,
              const INDEX k_slice STAMP_PARAMETER)
 {
     STAMP_ENTER;
-    __local REAL As[STAGES * BK * LDA_S] __attribute__((aligned(16)));
+    __local REAL As[STAGES * A_SLAB] __attribute__((aligned(16)));
     __local REAL Bs[STAGES * BK * BN] __attribute__((aligned(16)));
 
     // z: the batch, or the K range of a split product (see above).
@@ -331,8 +482,37 @@ void mm_warp(__global const REAL* restrict A,
     for (int i = 0; i < TM; ++i)
         for (int j = 0; j < TN; ++j)
             acc[i][j] = 0;
+#ifndef ASYNC
     REAL a_next[RAW * A_LOADS], b_next[RAW * B_LOADS];
+#endif
 
+#ifdef ASYNC
+    // The slabs at k0 into stage s, in the order of k0 (the fast path's pointers).
+#define COPY(k0, s)                                                                    \
+    if (unchecked && (k0) + BK <= K)                                                   \
+        copy_inside(As + (s) * A_SLAB, Bs + (s) * BK * BN, a_src, b_src, ldb,          \
+                    thread);                                                           \
+    else                                                                               \
+        copy_slabs(As + (s) * A_SLAB, Bs + (s) * BK * BN, A, B, M, N, K, lda, ldb,     \
+                   row0, col0, k0, thread)
+    // The first STAGES - 1 slabs set out, a commit group each (empty past the range).
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (k_begin + s * BK < k_end) {
+            COPY(k_begin + s * BK, s);
+        }
+        COPIES_COMMIT();
+    }
+    for (int k0 = k_begin, stage = 0; k0 < k_end; k0 += BK) {
+        // This slab's group is the oldest in flight: once it has landed, for every
+        // thread (the barrier), the slab is whole; and every thread has finished the
+        // step before, so the stage that step read takes the copy STAGES - 1 ahead.
+        COPIES_WAIT();
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (k0 + (STAGES - 1) * BK < k_end) {
+            COPY(k0 + (STAGES - 1) * BK, (stage + STAGES - 1) % STAGES);
+        }
+        COPIES_COMMIT();
+#else
 #ifdef DOUBLE_BUFFER
     FETCH(k_begin);
     stash(As, Bs, a_next, b_next, thread);
@@ -349,26 +529,45 @@ void mm_warp(__global const REAL* restrict A,
         stash(As, Bs, a_next, b_next, thread);
         barrier(CLK_LOCAL_MEM_FENCE);
 #endif
-        __local const REAL* as = As + stage * BK * LDA_S;
+#endif
+        __local const REAL* as = As + stage * A_SLAB;
         __local const REAL* bs = Bs + stage * BK * BN;
         // Unrolled, so that the compiler reads the fragments of step k + 1 while
         // step k multiplies; rolled, each step waited for its own reads
         // (docs/performance.md has the numbers).
+#ifdef ASYNC
+#pragma unroll
+        for (int k = 0; k < BK; k += 4) {
+            REAL a[4][TM];
+            read_a4(a, as, k, m0);
+#pragma unroll
+            for (int s = 0; s < 4; ++s) {
+                REAL b[TN];
+                read_b(b, bs, k + s, n0);
+                multiply(acc, a[s], b);
+            }
+        }
+#else
 #pragma unroll
         for (int k = 0; k < BK; ++k) {
             REAL a[TM], b[TN];
             read_fragments(a, b, as, bs, k, m0, n0);
             multiply(acc, a, b);
         }
+#endif
+#ifdef ASYNC
+        stage = stage + 1 == STAGES ? 0 : stage + 1;
+#else
 #ifdef DOUBLE_BUFFER
         // Nobody reads the other stage now: the barrier below ended its last use.
         stage ^= 1;
         if (k0 + BK < k_end)
-            stash(As + stage * BK * LDA_S, Bs + stage * BK * BN, a_next, b_next, thread);
+            stash(As + stage * A_SLAB, Bs + stage * BK * BN, a_next, b_next, thread);
 #endif
         // Before the next step: its slabs are complete, and no one still reads
         // the ones its stash overwrites.
         barrier(CLK_LOCAL_MEM_FENCE);
+#endif
     }
 
     for (int i = 0; i < TM; ++i) {

@@ -40,9 +40,11 @@ def plan(
     wide: bool,
 ) -> Product:
     """The launches of one product of a block-tiles variant on ``backend``'s device."""
-    config = configure(backend, operation(op), spec, tile, A_, B_, params)
-    problem = config.problem() or backend.tile_problem(
-        spec.name, config.BM, A_.itemsize, op, config.to_dict()
+    config = staged(spec, configure(backend, operation(op), spec, tile, A_, B_, params))
+    problem = (
+        stages_problem(spec, config)
+        or config.problem()
+        or backend.tile_problem(spec.name, config.BM, A_.itemsize, op, config.to_dict())
     )
     if problem:
         raise UnsupportedParameter(f"{backend.name} {spec.name}: {problem}")
@@ -69,7 +71,22 @@ def group_problem(
             config = warp.WarpConfig.from_dict(params)
         except (TypeError, ValueError) as error:
             return str(error)
-    return _warp_problem(device, spec, config, itemsize, workers, memory)
+    return _warp_problem(device, spec, staged(spec, config), itemsize, workers, memory)
+
+
+def staged(spec: VariantSpec, config: warp.WarpConfig) -> warp.WarpConfig:
+    """``config`` with the default stage count where ``spec`` is asynchronous and the
+    configuration names none (an untuned default, an entry made before stages)."""
+    if spec.asynchronous and not config.stages:
+        return config.with_stages(warp.DEFAULT_STAGES)
+    return config
+
+
+def stages_problem(spec: VariantSpec, config: warp.WarpConfig) -> str | None:
+    """Why ``config`` does not fit ``spec``: stages given to a variant without ASYNC."""
+    if config.stages and not spec.asynchronous:
+        return f"{spec.name} copies no slabs asynchronously: it takes no stages"
+    return None
 
 
 def configure(
@@ -221,7 +238,7 @@ def _warp_problem(
     workers: str,
     memory: str,
 ) -> str | None:
-    problem = config.problem()
+    problem = stages_problem(spec, config) or config.problem()
     if problem:
         return problem
     limit = device.max_work_group_size or 0

@@ -379,6 +379,7 @@ class OpenCLBackend(CompiledBackend):
         path, source = read_kernel(family, "opencl", STAMP in options)
         if dtype == np.float64:
             options.append("-DXB_FP64")
+        options += self._ptx_option()
         for include in include_folders(family, "opencl"):
             folder = str(include)
             options += ["-I", f'"{folder}"' if any(c.isspace() for c in folder) else folder]
@@ -399,6 +400,14 @@ class OpenCLBackend(CompiledBackend):
                 device=self._device.name,
                 log=str(error) + note,
             ) from error
+
+    def _ptx_option(self) -> list[str]:
+        """-DXB_PTX=<major><minor> where the compiler takes inline PTX of that compute
+        capability (NVIDIA's GPUs): kernels/mm_warp's ASYNC copies with cp.async there."""
+        capability = self._device.extra.get("compute_capability")
+        if not capability or not self._device_clock():
+            return []
+        return [f"-DXB_PTX={capability.replace('.', '')}"]
 
     def variant_problem(self, variant: str, dtype: np.dtype, op: str = "mm") -> str | None:
         if variant != "vendor":

@@ -32,6 +32,11 @@ TILE_NAMES = ("BM", "BN", "BK", "WM", "WN", "TM", "TN")
 WARP = 32  # threads per warp, and per group of a warp-tiled configuration
 WARP_ROWS, WARP_COLUMNS = 4, 8  # the threads of a warp-tiled group (see _warp_tiles)
 PAD = 4  # the kernels' padding of the transposed A slab
+A_SKEW = 8  # the asynchronous kernels' skew of A's slab, every 4 rows (A_SKEW)
+# An asynchronous variant's slabs in flight (kernels/mm_warp: ASYNC): the untuned default,
+# and the range the kernel takes and the tuner searches.
+DEFAULT_STAGES = 3
+MIN_STAGES, MAX_STAGES = 2, 4
 MIN_K_SLICE = 256  # a K range shorter than this spends more on the sums than it gains
 MAX_SLICES = 16
 
@@ -48,6 +53,7 @@ class WarpConfig:
     TM: int
     TN: int
     slices: int = 1  # K ranges of a split product; 1: no split
+    stages: int = 0  # slabs in flight of an asynchronous variant (ASYNC); 0: the others
 
     @property
     def group_threads(self) -> int:
@@ -62,14 +68,20 @@ class WarpConfig:
         return self.group_threads == WARP
 
     def staged_bytes(self, itemsize: int, double_buffer: bool) -> int:
-        """Shared/local memory of one block: the two slabs, twice when double-buffered."""
+        """Shared/local memory of one block: the two slabs, twice when double-buffered,
+        ``stages`` times for an asynchronous variant."""
+        if self.stages:  # A's slab kept as rows of BK, skewed (the kernel's A_SLAB)
+            a_slab = self.BM * self.BK + self.BM // 4 * A_SKEW
+            return self.stages * (a_slab + self.BK * self.BN) * itemsize
         stages = 2 if double_buffer else 1
         return stages * self.BK * (self.BM + PAD + self.BN) * itemsize
 
     def problem(self) -> str | None:
         """Why the kernel cannot be built with this configuration, or None."""
-        if min(dataclasses.astuple(self)) < 1:
+        if min(dataclasses.astuple(self)[:-1]) < 1:
             return f"every parameter must be positive: {self.label}"
+        if self.stages and not MIN_STAGES <= self.stages <= MAX_STAGES:
+            return f"stages must be {MIN_STAGES} to {MAX_STAGES}: {self.label}"
         if self.TM % 4 or self.TN % 4 or self.BK % 4:
             return f"TM, TN and BK must be multiples of 4: {self.label}"
         if self.WM % self.TM or self.WN % self.TN or self.BM % self.WM or self.BN % self.WN:
@@ -84,13 +96,19 @@ class WarpConfig:
     @property
     def label(self) -> str:
         split = f" K/{self.slices}" if self.slices > 1 else ""
+        stages = f" {self.stages} stages" if self.stages else ""
         return (
             f"{self.BM}×{self.BN}×{self.BK} groups {self.WM}×{self.WN} "
-            f"patches {self.TM}×{self.TN}{split}"
+            f"patches {self.TM}×{self.TN}{split}{stages}"
         )
 
     def to_dict(self) -> dict[str, int]:
-        return dataclasses.asdict(self)
+        """The parameters by name; ``stages`` only where it is set (an asynchronous
+        variant's), so that the other variants' records and entries read as before."""
+        values = dataclasses.asdict(self)
+        if not self.stages:
+            del values["stages"]
+        return values
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> WarpConfig:
@@ -109,12 +127,16 @@ class WarpConfig:
     def with_slices(self, slices: int) -> WarpConfig:
         return dataclasses.replace(self, slices=slices)
 
+    def with_stages(self, stages: int) -> WarpConfig:
+        return dataclasses.replace(self, stages=stages)
+
 
 # The registers a thread of a configuration needs, estimated as the patch (TM × TN
 # sums), its two fragments (TM + TN values), two registers per 4-byte element of the slab
 # loads in flight, and a base; double buffering holds the next slabs' loads besides.
 # Fitted to ptxas's counts (nvcc 13.0, sm_90) of every candidate of the search, single
-# and double-buffered: within 12 registers for 81 of the 104, at most 23 off (a test
+# and double-buffered: within 12 registers for 81 of the 104, at most 23 off; an
+# asynchronous one holds 3·TM more, its A fragments of 4 steps (a test
 # compiles a few with nvcc where it is installed: tests/test_warp_defaults.py).
 BASE_REGISTERS = 40
 DOUBLE_BUFFER_REGISTERS = 16
@@ -135,6 +157,8 @@ def slab_loads(config: WarpConfig) -> int:
 def thread_registers(config: WarpConfig, double_buffered: bool = False) -> int:
     """The registers a thread of ``config`` needs, estimated (see BASE_REGISTERS)."""
     need = config.TM * config.TN + config.TM + config.TN + 8 * slab_loads(config)
+    if config.stages:  # the A fragments of 4 steps at once (kernels/mm_warp: read_a4)
+        need += 3 * config.TM
     return need + BASE_REGISTERS + (DOUBLE_BUFFER_REGISTERS if double_buffered else 0)
 
 
@@ -326,13 +350,15 @@ SEARCH = {
 }
 
 
-def candidates(layout: str) -> Iterator[WarpConfig]:
-    """The tuner's search space for one layout, before the K splits are added."""
+def candidates(layout: str, asynchronous: bool = False) -> Iterator[WarpConfig]:
+    """The tuner's search space for one layout, before the K splits are added; for an
+    asynchronous variant, each configuration at every stage count."""
+    stage_counts = range(MIN_STAGES, MAX_STAGES + 1) if asynchronous else (0,)
     for (bm, bn), patches in SEARCH.items():
         for (tm, tn), bk in ((patch, bk) for patch in patches for bk in (8, 16)):
             groups = [(bm, bn)] if layout == "block" else _warp_tiles(bm, bn, tm, tn)
-            for wm, wn in groups:
-                config = WarpConfig(bm, bn, bk, wm, wn, tm, tn)
+            for (wm, wn), stages in ((group, n) for group in groups for n in stage_counts):
+                config = WarpConfig(bm, bn, bk, wm, wn, tm, tn, stages=stages)
                 if config.problem() is None and 64 <= config.threads <= 256:
                     yield config
 
@@ -351,8 +377,11 @@ def vec4_ok(itemsize: int, *elements: int) -> bool:
 
 
 def defines(config: WarpConfig, dtype: np.dtype[Any], vec4: bool, double_buffer: bool) -> list[str]:
-    """The -D options of a configuration: its tiles, the constants, the switches."""
+    """The -D options of a configuration: its tiles, the constants, the switches (an
+    asynchronous one's: ASYNC and its STAGES)."""
     options = [f"-D{name}={getattr(config, name)}" for name in TILE_NAMES]
+    if config.stages:
+        options += ["-DASYNC", f"-DSTAGES={config.stages}"]
     options += [f"-DPAD={PAD}", f"-DSUM_BLOCK={SUM_BLOCK}"]
     if dtype.itemsize == 4:
         options.append("-DLOCAL4")

@@ -84,6 +84,12 @@ class VariantSpec:
         return "DOUBLE_BUFFER" in self.defines
 
     @property
+    def asynchronous(self) -> bool:
+        """Whether its slabs are copied asynchronously, several in flight (a block-tiles
+        variant's switch ASYNC; the stage count is a parameter of its configuration)."""
+        return "ASYNC" in self.defines
+
+    @property
     def user(self) -> bool:
         """Whether the variant comes from a user's folder, not with xbackend."""
         return bool(self.source) and not self.source.startswith("shipped:")
