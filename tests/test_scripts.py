@@ -139,7 +139,7 @@ def test_ladder_benchmark_runs_small_anywhere(tmp_path):
     with xbackend.get_backend("opencl") as opencl:  # CLBlast's line, where it is installed
         vendor = {"vendor"} & set(opencl.runnable_variants())
     expected = [
-        (mm, {*ladder, "warp", "warp_db", *vendor}),
+        (mm, {*ladder, "warp", "warp_db", "warp_async", *vendor}),
         (rmm, {"tiled", "vec4_db", "warp_db", *vendor}),
     ]
     for table, variants in expected:
@@ -236,7 +236,7 @@ def test_index_cost_runs_small_anywhere():
     assert table.startswith("size") and "wide/default [95%]" in table, done.stdout
     rows = [line.split() for line in table.splitlines() if "·" in line]
     ladder = {"naive", "tiled", "reg1d", "reg2d", "reg2d_cf", "reg2d_g4", "vec4", "vec4_db"}
-    assert {row[4] for row in rows} == {*ladder, "warp", "warp_db"}, table
+    assert {row[4] for row in rows} == {*ladder, "warp", "warp_db", "warp_async"}, table
     for row in rows:  # 33×20 · 20×17  mm  VARIANT  TILE  32/64  MS  MS  COST [LOW–HIGH]
         assert row[3] == "mm" and row[6] == "32/64", table
         found = re.fullmatch(r"([\d.]+) \[([\d.]+)–([\d.]+)\]", " ".join(row[9:]))

@@ -40,7 +40,8 @@ def plan(
     wide: bool,
 ) -> Product:
     """The launches of one product of a block-tiles variant on ``backend``'s device."""
-    config = staged(spec, configure(backend, operation(op), spec, tile, A_, B_, params))
+    config = configure(backend, operation(op), spec, tile, A_, B_, params)
+    config = staged(spec, config, A_.itemsize, backend.device.local_mem_bytes)
     problem = (
         stages_problem(spec, config)
         or config.problem()
@@ -71,15 +72,23 @@ def group_problem(
             config = warp.WarpConfig.from_dict(params)
         except (TypeError, ValueError) as error:
             return str(error)
-    return _warp_problem(device, spec, staged(spec, config), itemsize, workers, memory)
+    config = staged(spec, config, itemsize, device.local_mem_bytes)
+    return _warp_problem(device, spec, config, itemsize, workers, memory)
 
 
-def staged(spec: VariantSpec, config: warp.WarpConfig) -> warp.WarpConfig:
-    """``config`` with the default stage count where ``spec`` is asynchronous and the
-    configuration names none (an untuned default, an entry made before stages)."""
-    if spec.asynchronous and not config.stages:
-        return config.with_stages(warp.DEFAULT_STAGES)
-    return config
+def staged(
+    spec: VariantSpec, config: warp.WarpConfig, itemsize: int, memory: int | None
+) -> warp.WarpConfig:
+    """``config`` with a stage count where ``spec`` is asynchronous and the configuration
+    names none (an untuned default): DEFAULT_STAGES, or fewer where their slabs would
+    not fit the ``memory`` bytes of shared/local memory (8-byte elements: 2 stages of a
+    128×128×8 block), at least MIN_STAGES."""
+    if not spec.asynchronous or config.stages:
+        return config
+    for stages in range(warp.DEFAULT_STAGES, warp.MIN_STAGES, -1):
+        if config.with_stages(stages).staged_bytes(itemsize, False) <= (memory or 0):
+            return config.with_stages(stages)
+    return config.with_stages(warp.MIN_STAGES)
 
 
 def stages_problem(spec: VariantSpec, config: warp.WarpConfig) -> str | None:

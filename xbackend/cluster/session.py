@@ -179,8 +179,10 @@ class Cluster:
 
     @property
     def _shared_labels(self) -> bool:
-        """Whether the GPUs of one model share their lines' labels (``--gpus`` here)."""
-        return self.local is not None and self.spec.gpus is not None and not self.spec.each_gpu
+        """Whether the GPUs of one model share their lines' labels: on a local cluster
+        (``--gpus``, and ``--workers``, which opens every GPU too), so that its lines are
+        the serial run's (``opencl``, not ``opencl:0``); not under ``--each-gpu``."""
+        return self.local is not None and not self.spec.each_gpu
 
     def labelled(self, joined: WorkerReport) -> WorkerReport:
         """A worker that joins mid-run (a nanny restarted it), its lines named as those of
