@@ -299,3 +299,19 @@ def test_warp_async_copies_with_cp_async_where_the_gpu_has_it(arch, copies, tmp_
     text = ptx.read_text()
     found = [w in text for w in ("cp.async.cg.shared.global", "cp.async.wait_group 1")]
     assert found == [copies, copies]
+
+
+def test_the_untuned_stage_count_fits_the_devices_shared_memory():
+    """warp_async's untuned default takes DEFAULT_STAGES where their slabs fit, fewer
+    where they do not (float64 at 128×128×8 on 48 KB: 2), and keeps a tuned count."""
+    from xbackend.backends.block_tiles import staged
+    from xbackend.families import variant_table
+
+    spec = variant_table("cuda", "thread", "shared")["mm"]["warp_async"]
+    default = Config(128, 128, 8, 64, 64, 16, 8)
+    assert staged(spec, default, 4, 49152).stages == warp.DEFAULT_STAGES == 3
+    assert staged(spec, default, 8, 49152).stages == 2
+    assert staged(spec, default, 8, 49152).staged_bytes(8, False) <= 49152
+    assert staged(spec, default.with_stages(4), 4, 49152).stages == 4
+    plain = variant_table("cuda", "thread", "shared")["mm"]["warp_db"]
+    assert staged(plain, default, 4, 49152).stages == 0
