@@ -11,13 +11,15 @@
 #   4. (STEP=big) the default schedule serially (the kernels built), on one GPU's worker
 #      twice and on every GPU; then the plan of millisecond points, serial then every
 #      GPU, ROUNDS times (default 2); all side by side;
-#   5. (STEP=tune) tune of two block-tile variants at the default sizes: shared among the
+#   5. (STEP=ms) the plan of millisecond points alone, serial then every GPU, ROUNDS times
+#      (default 2), with the full check and then with --check freivalds;
+#   6. (STEP=tune) tune of two block-tile variants at the default sizes: shared among the
 #      GPUs, then serially on GPU 0, each into its own cache (the shared one first: the
 #      serial tune finds the kernels compiled), and the two caches compared.
 # Each run's wall time (the command, start to exit) is printed; the records' timestamps
 # give first point to last.
 #
-#   OUT=/tmp/out [STEP=compare|host|big|tune] bash scripts/gpu_cluster.sh
+#   OUT=/tmp/out [STEP=compare|host|big|ms|tune] bash scripts/gpu_cluster.sh
 #
 # Needs CUDA (PyCUDA), NVIDIA's OpenCL registered and Dask (scripts/gpu_proof.sh says how).
 set -u
@@ -77,6 +79,18 @@ if [ "${STEP:-compare}" = big ]; then
     python3 scripts/cluster_timeline.py "$out"/b_*/ "$out"/d_*/
     $X diff "$out/d_one" "$out/d_all" > "$out/d_diff.txt" 2>&1
     tail -1 "$out/d_diff.txt" | head -1; grep "^verdicts" "$out/d_diff.txt"
+fi
+if [ "${STEP:-compare}" = ms ]; then
+    big=(--backends cuda,opencl --variants all --base 1024x1024 --steps 4 --no-plots)
+    for check in full freivalds; do
+        for round in $(seq 1 "${ROUNDS:-2}"); do
+            timed "m_${check}_serial$round" $X compare "${big[@]}" --check "$check" \
+                --out "$out/m_${check}_serial$round"
+            timed "m_${check}_all$round" $X compare "${big[@]}" --check "$check" --gpus all \
+                --out "$out/m_${check}_all$round"
+        done
+    done
+    python3 scripts/cluster_timeline.py "$out"/m_*/
 fi
 if [ "${STEP:-compare}" = tune ]; then
     tune=(tune --backends cuda --variants "${VARIANTS:-warp_db,vec4}" --op mm)
