@@ -315,3 +315,17 @@ def test_the_untuned_stage_count_fits_the_devices_shared_memory():
     assert staged(spec, default.with_stages(4), 4, 49152).stages == 4
     plain = variant_table("cuda", "thread", "shared")["mm"]["warp_db"]
     assert staged(plain, default, 4, 49152).stages == 0
+
+
+def test_an_asynchronous_variant_defaults_to_the_halved_block_with_deep_slabs():
+    """Guards warp_async's untuned default on a GPU: 64×128×16 with 8×8 patches (the
+    tuner's choice at 4096³ on an H100 and an H200), where warp_db keeps 128×128×8."""
+    size, units = (4096, 4096, 4096), H100["compute_units"]
+    chosen = warp.untuned_config("warp", H100["registers"], False, size, units, None, True)
+    assert chosen == Config(64, 128, 16, 32, 64, 8, 8)
+    plain = warp.untuned_config("warp", H100["registers"], True, size, units)
+    assert plain == Config(128, 128, 8, 64, 64, 16, 8)
+    # On a processor the runtime's vector width decides, as for the other variants.
+    assert warp.untuned_config("warp", None, False, size, 2, 1, True) == warp.processor_config(
+        "warp", 1
+    )

@@ -125,7 +125,9 @@ def configure(
     size = None if op.batched else (M, N, K)  # a batch is z already: no split along K
     if tile is None:
         lanes = (backend.device.vector_width or 1) if backend.device.kind == "cpu" else None
-        return warp.untuned_config(spec.layout, registers, double, size, units, lanes)
+        return warp.untuned_config(
+            spec.layout, registers, double, size, units, lanes, spec.asynchronous
+        )
     config = _default_config(backend, spec, tile)
     if size is not None:
         resident = warp.resident_blocks(config, registers, double)

@@ -136,7 +136,9 @@ class WarpConfig:
 # loads in flight, and a base; double buffering holds the next slabs' loads besides.
 # Fitted to ptxas's counts (nvcc 13.0, sm_90) of every candidate of the search, single
 # and double-buffered: within 12 registers for 81 of the 104, at most 23 off; an
-# asynchronous one holds 3·TM more, its A fragments of 4 steps (a test
+# asynchronous one holds 3·TM more, its A fragments of 4 steps (with BK 16 ptxas gives
+# it more still: 237 for 64×128×16 with 8×8 patches, estimated 192, the same 2 blocks of
+# 128 threads on a multiprocessor; a test
 # compiles a few with nvcc where it is installed: tests/test_warp_defaults.py).
 BASE_REGISTERS = 40
 DOUBLE_BUFFER_REGISTERS = 16
@@ -274,10 +276,15 @@ def untuned_config(
     size: tuple[int, int, int] | None,
     compute_units: int,
     vector_width: int | None = None,
+    asynchronous: bool = False,
 ) -> WarpConfig:
     """A product's configuration without a tuned choice or a tile asked for:
     ``default_config`` at the 128 tile (on a processor, whose ``vector_width`` is given,
-    ``processor_config``), split along K to fill the device where its output is small
+    ``processor_config``; for an ``asynchronous`` variant on a GPU, the halved block with
+    slabs of 16, as for a small output: its copies hold no registers, and the tuner chose
+    64×128×16 with 8×8 patches at 4096³ on an H100 and an H200, 5% faster than
+    128×128×8 with 16×8 in CUDA and 11% in OpenCL), split along K to fill the device
+    where its output is small
     (``size``: M, N and K; None for a batch, which fills the device along z instead).
     For a small output on a device that says its registers, the default with the
     block's rows halved competes: the one of the two that keeps the more threads at work
@@ -287,7 +294,9 @@ def untuned_config(
     if vector_width is not None:
         full = processor_config(layout, vector_width)
     else:
-        full = default_config(layout, 128, registers, double_buffered=double_buffered)
+        full = default_config(
+            layout, 128, registers, double_buffered=double_buffered, small=asynchronous
+        )
     if size is None:
         return full
     M, N, K = size
@@ -297,7 +306,9 @@ def untuned_config(
                                       small=True))  # fmt: skip
 
     def fitted(config: WarpConfig) -> tuple[int, WarpConfig]:
-        resident = resident_blocks(config, registers, double_buffered)
+        # An asynchronous variant's registers counted with its default stages (read_a4).
+        staged = config.with_stages(DEFAULT_STAGES) if asynchronous else config
+        resident = resident_blocks(staged, registers, double_buffered)
         split = config.with_slices(auto_slices(config, M, N, K, compute_units, resident))
         blocks = output_tiles(split, M, N) * split.slices
         return min(blocks, resident * compute_units) * split.threads, split
