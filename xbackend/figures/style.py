@@ -47,11 +47,11 @@ VARIANT_COLOURS = {
     "vec4_db": "#7f7f7f",  # grey
     "warp": "#17becf",  # cyan
     "warp_db": "#a55194",  # magenta
+    "warp_async": "#393b79",  # indigo
     "naive4": "#bcbd22",  # olive
     "blas": "#000000",  # the vendor line's older name
 }
 SPARE_COLOURS = (
-    "#393b79",
     "#637939",
     "#843c39",
     "#6b6ecf",
