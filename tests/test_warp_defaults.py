@@ -329,3 +329,19 @@ def test_an_asynchronous_variant_defaults_to_the_halved_block_with_deep_slabs():
     assert warp.untuned_config("warp", None, False, size, 2, 1, True) == warp.processor_config(
         "warp", 1
     )
+
+
+def test_opencl_builds_name_the_ptx_of_nvidias_gpus_only(opencl, monkeypatch):
+    """warp_async's OpenCL twin issues cp.async as inline PTX where the backend says the
+    compiler takes it (-DXB_PTX=<major><minor>: NVIDIA's GPUs), and loads and stores
+    elsewhere: a processor's build names no PTX."""
+    import dataclasses
+
+    assert opencl._ptx_option() == []
+    hopper = dataclasses.replace(
+        opencl.device, extra={**opencl.device.extra, "compute_capability": "9.0"}
+    )
+    monkeypatch.setattr(opencl, "_device", hopper)
+    assert opencl._ptx_option() == []  # not an NVIDIA GPU's platform: no PTX
+    monkeypatch.setattr(opencl, "_device_clock", lambda: True)
+    assert opencl._ptx_option() == ["-DXB_PTX=90"]
