@@ -78,7 +78,7 @@ class WarpConfig:
 
     def problem(self) -> str | None:
         """Why the kernel cannot be built with this configuration, or None."""
-        if min(dataclasses.astuple(self)[:-1]) < 1:
+        if min(dataclasses.astuple(self)[:-1]) < 1:  # all but stages, the last: 0 allowed
             return f"every parameter must be positive: {self.label}"
         if self.stages and not MIN_STAGES <= self.stages <= MAX_STAGES:
             return f"stages must be {MIN_STAGES} to {MAX_STAGES}: {self.label}"
