@@ -42,10 +42,8 @@ def plan(
     """The launches of one product of a block-tiles variant on ``backend``'s device."""
     config = configure(backend, operation(op), spec, tile, A_, B_, params)
     config = staged(spec, config, A_.itemsize, backend.device.local_mem_bytes)
-    problem = (
-        stages_problem(spec, config)
-        or config.problem()
-        or backend.tile_problem(spec.name, config.BM, A_.itemsize, op, config.to_dict())
+    problem = config.problem() or backend.tile_problem(
+        spec.name, config.BM, A_.itemsize, op, config.to_dict()
     )
     if problem:
         raise UnsupportedParameter(f"{backend.name} {spec.name}: {problem}")

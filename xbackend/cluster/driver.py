@@ -167,12 +167,6 @@ class Driver:
             lane.on = None
             return
         except (Exception, asyncio.CancelledError) as error:
-            if address not in set(self.client.nthreads()):  # it died with the error
-                slot, _ = self.schedule.lost(address)
-                if slot is not None:
-                    self._died_under(lane, slot)
-                lane.on = None
-                return
             # the task itself failed on its worker: its first point is the error, and
             # the line's larger sizes are skipped after it, as after any failure
             blank = dataclasses.replace(lane.due[0], timestamp=now_iso())
@@ -186,16 +180,22 @@ class Driver:
     def _results(self, future: Any, address: str) -> tuple[PointResult, ...]:
         """A done task's records; ``WorkerGone`` where its worker has died (with the
         result or after it: Dask would wait for ever to compute it again on that worker,
-        the one the task is pinned to), or its records did not come back in time. An error
-        the task raised is raised here, as itself."""
+        the one the task is pinned to, or with the error it raised), or its records did not
+        come back in time. An error the task raised on a live worker is raised here, as
+        itself."""
         if address not in set(self.client.nthreads()):
             raise WorkerGone(address)
-        if future.status != "finished":
-            return tuple(future.result())  # raises the task's own error
         try:
-            return tuple(future.result(timeout=RESULT_S))
-        except TimeoutError:
-            raise WorkerGone(address) from None
+            if future.status != "finished":
+                return tuple(future.result())  # raises the task's own error
+            try:
+                return tuple(future.result(timeout=RESULT_S))
+            except TimeoutError:
+                raise WorkerGone(address) from None
+        except (Exception, asyncio.CancelledError):
+            if address not in set(self.client.nthreads()):  # it died with the error
+                raise WorkerGone(address) from None
+            raise
 
     def _record(self, lane: Lane, result: PointResult, prior: PointRecord | None) -> None:
         """A point of ``lane`` is done: learnt from and written; the lane moves past it."""
