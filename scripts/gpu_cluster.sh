@@ -12,7 +12,8 @@
 #      twice and on every GPU; then the plan of millisecond points, serial then every
 #      GPU, ROUNDS times (default 2); all side by side;
 #   5. (STEP=ms) the plan of millisecond points alone, serial then every GPU, ROUNDS times
-#      (default 2), with the full check and then with --check freivalds;
+#      (default 2), with the full check and then with --check freivalds (CHECKS names
+#      which); MS_STEPS squares from 1024 (default 4: to 4096);
 #   6. (STEP=tune) tune of two block-tile variants at the default sizes: shared among the
 #      GPUs, then serially on GPU 0, each into its own cache (the shared one first: the
 #      serial tune finds the kernels compiled), and the two caches compared.
@@ -81,8 +82,8 @@ if [ "${STEP:-compare}" = big ]; then
     tail -1 "$out/d_diff.txt" | head -1; grep "^verdicts" "$out/d_diff.txt"
 fi
 if [ "${STEP:-compare}" = ms ]; then
-    big=(--backends cuda,opencl --variants all --base 1024x1024 --steps 4 --no-plots)
-    for check in full freivalds; do
+    big=(--backends cuda,opencl --variants all --base 1024x1024 --steps "${MS_STEPS:-4}" --no-plots)
+    for check in ${CHECKS:-full freivalds}; do
         for round in $(seq 1 "${ROUNDS:-2}"); do
             timed "m_${check}_serial$round" $X compare "${big[@]}" --check "$check" \
                 --out "$out/m_${check}_serial$round"

@@ -96,3 +96,24 @@ def test_a_nan_in_the_reference_fails_the_check():
     reference.product.reshape(-1)[70_000] = np.nan
     verdict = check(A @ B, reference)
     assert not verdict.equal and np.isnan(verdict.bound_ratio)
+
+
+def test_a_check_split_between_threads_says_what_one_thread_says(monkeypatch):
+    import xbackend.problems as problems
+
+    A, B = make_operands(Shape(515, 40, 509), seed=5)  # 262,135 elements: 4 chunks, a short last
+    reference = Reference.of(A, B)
+    C = A @ B
+    C[300, 7] += 0.01  # a wrong element in the third chunk
+
+    def by(threads):
+        monkeypatch.setattr(problems, "_check_threads", lambda: threads)
+        return check(C, reference)
+
+    one, three = by(1), by(3)
+    assert len(problems._parts(C.size)) == 3
+    assert not one.equal and one.bound_ratio > 1
+    assert three == one
+    C[-1, -1] = np.inf  # one not finite in the last chunk
+    C[2, 2] = np.nan  # and one in the first
+    assert by(3).nan_count == by(1).nan_count == 2

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 import traceback
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -52,11 +53,19 @@ def fewest_samples(plan: Plan) -> int:
     return min(plan.min_samples, FEWEST_SAMPLES)
 
 
-class Inputs:
-    """Operands and references of one size, made once and shared by every configuration."""
+class SharedReferences(Protocol):
+    """Where references are shared with other processes (``cluster/host_references.py``):
+    the one named, made by ``make`` where none was made yet."""
 
-    def __init__(self, shape: Shape, seed: int, batch: int):
-        self.shape, self.seed, self.batch = shape, seed, batch
+    def reference(self, name: str, make: Callable[[], Reference]) -> Reference: ...
+
+
+class Inputs:
+    """Operands and references of one size, made once and shared by every configuration
+    (and the full references with the processes of ``shared``)."""
+
+    def __init__(self, shape: Shape, seed: int, batch: int, shared: SharedReferences | None = None):
+        self.shape, self.seed, self.batch, self.shared = shape, seed, batch, shared
         self._operands: dict[tuple[bool, str], tuple[Array, Array]] = {}
         self._references: dict[tuple[str, str, str], Reference | Freivalds] = {}
         self._checks: dict[tuple[str, str, str], str] = {}
@@ -93,6 +102,10 @@ class Inputs:
             A, B = self.operands(op, dtype)
             if method == FREIVALDS:
                 self._references[key] = Freivalds.of(A, B, op, seed=self.seed)
+            elif self.shared is not None:
+                shape = self.shape
+                name = f"{op.name}-{dtype}-{shape.M}x{shape.K}x{shape.N}-b{self.batch}-s{self.seed}"
+                self._references[key] = self.shared.reference(name, lambda: Reference.of(A, B, op))
             else:
                 self._references[key] = Reference.of(A, B, op=op)
         return self._references[key]

@@ -98,8 +98,10 @@ as in the full check (beyond 2⁵³ the rounding terms (c) are added to it).
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import math
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -150,8 +152,11 @@ FREIVALDS_ROWS = 16  # rows of each product also checked in full (module docstri
 FREIVALDS_TAIL = 8.0  # τ: a correct row fails with probability at most 2·exp(−τ²/2)
 # Matrices are converted to float64 a block of rows of about this many elements at a time.
 CHUNK_ELEMENTS = 2**22
-# Elements of a result checked at once against the reference (``check``).
+# Elements of a result checked at once against the reference (``check``), and the most
+# threads one check is split between: at 4096² on a 16-core H200 host one thread took
+# 0.1 s a check (two a point), and the check was a quarter of a plan's time.
 _CHECK_CHUNK = 2**16
+_CHECK_THREADS = 8
 _UNIT_ROUNDOFF = 2.0**-53  # float64's u
 _EXACT_BELOW = 2.0**53  # integers float64 holds exactly
 
@@ -335,28 +340,82 @@ def check(result: np.ndarray, reference: Reference | Freivalds) -> Check:
     tiny = float(np.finfo(result.dtype).tiny)
     found, product = result.reshape(-1), reference.product.reshape(-1)
     magnitude = np.broadcast_to(reference.magnitude, result.shape).reshape(-1)
+
+    def part(start: int, stop: int) -> tuple[float, float, int]:
+        return _checked_part(found[start:stop], product[start:stop], magnitude[start:stop],
+                             scale, tiny)  # fmt: skip
+
+    parts = _parts(found.size)
+    if len(parts) == 1:
+        done = [part(*parts[0])]
+    else:
+        starts, stops = zip(*parts, strict=True)
+        done = list(_check_pool().map(part, starts, stops))
+    nan_count = sum(count for _, _, count in done)
+    if nan_count:
+        return Check(False, float("nan"), float("inf"), nan_count)
+    ratio = float(np.max([ratio for _, ratio, _ in done]))
+    return Check(ratio <= 1.0, float(np.max([largest for largest, _, _ in done])), ratio, 0)
+
+
+def _checked_part(
+    found: np.ndarray, product: np.ndarray, magnitude: np.ndarray, scale: float, tiny: float
+) -> tuple[float, float, int]:
+    """(largest |error|, largest |error| / tolerance, elements not finite) of one part of
+    a full check, a chunk at a time in two buffers that stay in the cache.
+
+    The whole arrays' float64 temporaries took 2-3 times as long at 4096² (0.14-0.24 s
+    against 0.07-0.08 s, a check of each of a point's two results): host work that
+    every point waits for. A chunk's elements are tested for being finite only where
+    its largest error is not (a NaN or an infinity in the chunk makes it so)."""
     largests, ratios = [], []  # each chunk's; np.max of them keeps a NaN, as max() would not
     nan_count = 0
     error = np.empty(min(found.size, _CHECK_CHUNK), np.float64)
     bound = np.empty_like(error)
-    # A chunk at a time, in two buffers that stay in the cache: the whole arrays' float64
-    # temporaries took 2-3 times as long at 4096² (0.14-0.24 s against 0.07-0.08 s, a
-    # check of each of a point's two results), host work that every point waits for.
     for start in range(0, found.size, _CHECK_CHUNK):
         part = found[start : start + _CHECK_CHUNK]
         e, b = error[: part.size], bound[: part.size]
-        nan_count += int(np.count_nonzero(~np.isfinite(part)))
         np.subtract(part, product[start : start + part.size], out=e, dtype=np.float64)
         np.abs(e, out=e)
         largests.append(e.max())
+        if not math.isfinite(largests[-1]):
+            nan_count += int(np.count_nonzero(~np.isfinite(part)))
         np.multiply(magnitude[start : start + part.size], scale, out=b)
         b += tiny
         np.divide(e, b, out=e)
         ratios.append(e.max())
-    if nan_count:
-        return Check(False, float("nan"), float("inf"), nan_count)
-    ratio = float(np.max(ratios))
-    return Check(ratio <= 1.0, float(np.max(largests)), ratio, 0)
+    return float(np.max(largests)), float(np.max(ratios)), nan_count
+
+
+def _parts(size: int) -> list[tuple[int, int]]:
+    """Where a full check of ``size`` elements is split between threads: parts of whole
+    chunks, at most ``_check_threads()`` of them."""
+    chunks = -(-size // _CHECK_CHUNK)
+    count = max(1, min(_check_threads(), chunks))
+    edges = [(chunks * i // count) * _CHECK_CHUNK for i in range(count + 1)]
+    return [(edges[i], min(edges[i + 1], size)) for i in range(count)]
+
+
+def _check_threads() -> int:
+    """The threads a full check is split between: this process's cores, at most
+    ``_CHECK_THREADS``."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, _CHECK_THREADS))
+
+
+_POOL: concurrent.futures.ThreadPoolExecutor | None = None
+
+
+def _check_pool() -> concurrent.futures.ThreadPoolExecutor:
+    """The threads of full checks, made at the first check that splits (NumPy's loops
+    let go of the GIL, so parts of one check run at once)."""
+    global _POOL
+    if _POOL is None:
+        _POOL = concurrent.futures.ThreadPoolExecutor(_CHECK_THREADS, "xbackend-check")
+    return _POOL
 
 
 def _gamma(terms: int) -> float:

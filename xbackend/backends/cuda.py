@@ -7,7 +7,7 @@ never used): it is made current only while the backend works, and detached by
 Kernel times come from CUDA events recorded around the launches, queued behind
 kernels/cuda/hold.cu's ``hold`` so that they time the GPU's work and not the
 host's launching of it (see ``_Gate``). Tile sizes reach nvcc as ``-DTILE=…``;
-PyCUDA caches each compiled module by source and options.
+each compiled module is kept in xbackend's cache of cubins (``cubins.py``).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from xbackend.backends.compiled import CompiledBackend, index_environment
+from xbackend.backends.cubins import cubin
 from xbackend.backends.cublas import cublas_math_environment, cublas_math_note
 from xbackend.backends.execution import Device, Queued, Timer
 from xbackend.backends.kernels import STAMP, extern_c, include_folders, read_kernel
@@ -279,7 +280,7 @@ class CudaBackend(CompiledBackend):
             raise XBackendError(reason)
         index = self._select(device)
         self._device = _describe(index)
-        # What SourceModule compiles for in this context (see _prebuild).
+        # What the kernels are compiled for (see _cubin).
         self._arch = "sm_{}{}".format(*drv.Device(index).compute_capability())
         self._context = drv.Device(index).make_context()
         self._context.pop()  # current only inside _active()
@@ -346,16 +347,9 @@ class CudaBackend(CompiledBackend):
         key = (family, options, kernel)
         if key not in self._functions:
             if (family, options) not in self._modules:
-                from pycuda.compiler import SourceModule
-
                 path, source = read_kernel(family, "cuda", STAMP in options)
                 try:
-                    module = SourceModule(
-                        source,
-                        options=list(options),
-                        no_extern_c=extern_c(source),
-                        include_dirs=_include_dirs(family),
-                    )
+                    built = self._cubin(family, source, options)
                 except drv.CompileError as error:
                     raise KernelCompileError(
                         backend=self.name,
@@ -365,6 +359,7 @@ class CudaBackend(CompiledBackend):
                         device=self._device.name,
                         log=error.stderr or str(error),
                     ) from error
+                module = drv.module_from_buffer(built)  # in the current context
                 self._modules[family, options] = module
             function = self._modules[family, options].get_function(kernel)
             function.prepare(args)
@@ -372,20 +367,16 @@ class CudaBackend(CompiledBackend):
         return self._functions[key]
 
     def _prebuild(self, family: str, options: tuple[str, ...], dtype: np.dtype[Any]) -> None:
-        """Compile into PyCUDA's binary cache, as ``SourceModule`` will for this device:
-        with its architecture named, since a thread has no current context to ask."""
+        """Compile into the cache of cubins (``cubins.py``), as ``_function`` will."""
         if (family, options) in self._modules:
             return
-        from pycuda.compiler import compile as nvcc
-
         _, source = read_kernel(family, "cuda", STAMP in options)
-        nvcc(
-            source,
-            options=list(options),
-            no_extern_c=extern_c(source),
-            arch=self._arch,
-            include_dirs=_include_dirs(family),
-        )
+        self._cubin(family, source, options)
+
+    def _cubin(self, family: str, source: str, options: tuple[str, ...]) -> bytes:
+        """A kernel file's cubin for this device (cached: ``cubins.py``); for the
+        architecture named, since a thread of ``prebuild`` has no current context."""
+        return cubin(source, options, self._arch, _include_dirs(family), extern_c(source))
 
     def _gate(self) -> _Gate:
         """The stream's gate for timed launches, made once per context."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,6 +36,7 @@ from xbackend.cluster.devices import (
     targets_of,
 )
 from xbackend.cluster.driver import GRACE_S, Driver
+from xbackend.cluster.host_references import HostReferences, run_folder
 from xbackend.cluster.lines import Prepared, RemoteLine, TuneRequest
 from xbackend.cluster.offered import Offered
 from xbackend.cluster.schedule import Lane, Schedule
@@ -79,6 +81,7 @@ class Cluster:
     def __init__(self, client: Any, spec: ClusterSpec, backends: str, local: Any = None):
         self.client, self.spec, self.backends, self.local = client, spec, backends, local
         self.reports: list[WorkerReport] = []
+        self.token = uuid.uuid4().hex  # names the folder of its workers' shared references
         self._log_level: int | None = None  # Dask's log level before this client quieted it
 
     @classmethod
@@ -95,7 +98,8 @@ class Cluster:
         try:
             if pressed:
                 raise KeyboardInterrupt
-            cluster.client.register_plugin(DevicesPlugin(backends, assigned), name=PLUGIN)
+            plugin = DevicesPlugin(backends, assigned, run=cluster.token)
+            cluster.client.register_plugin(plugin, name=PLUGIN)
             cluster._wait_for_workers(expected)
             cluster.reports = cluster._describe(say)
         except BaseException as error:
@@ -345,6 +349,9 @@ class Cluster:
         finally:
             if self.local is not None:
                 self.local.close()
+                # its workers' host is this one: their shared references go, whether or
+                # not a worker lived to remove them (the plugin's teardown)
+                HostReferences(run_folder(self.token)).remove()
             if self._log_level is not None:
                 _DASK_LOG.setLevel(self._log_level)
 

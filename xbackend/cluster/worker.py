@@ -5,7 +5,8 @@ line's points, tune a device).
 Each worker opens its backends once (the first task that needs one) and keeps them,
 with their compiled kernels, until it stops: the plugin's ``teardown`` closes them. The
 operands of a size are made on the worker from the plan's seed, so every worker makes
-the same ones, and kept for the next line's points of that size (``KEPT_BYTES``).
+the same ones, and kept for the next line's points of that size (``KEPT_BYTES``); the
+full references are made once per host and shared (``host_references.py``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from distributed import WorkerPlugin, get_worker
 
 from xbackend.backends.registry import backend_class, backend_names, get_backend
 from xbackend.cluster.devices import Offer, WorkerReport, every_device, identity, model_label
+from xbackend.cluster.host_references import HostReferences, run_folder
 from xbackend.cluster.lines import PointResult, PointTask, Prepared, RemoteLine, TuneRequest
 from xbackend.configs import Config, configs
 from xbackend.cost import CostModel
@@ -71,14 +73,17 @@ class DevicesPlugin(WorkerPlugin):  # type: ignore[misc]  # distributed is untyp
 
     name = PLUGIN
 
-    def __init__(self, backends: str, assigned: dict[str, list[str]] | None = None):
+    def __init__(self, backends: str, assigned: dict[str, list[str]] | None = None, run: str = ""):
         self.backends_text = backends
         self.assigned = assigned
+        self.run = run  # the run's token: the folder its references are shared in
         self.opened: dict[str, Backend] = {}
         self.inputs: dict[tuple[Shape, int, int], Inputs] = {}
+        self.shared: HostReferences | None = None
 
     def setup(self, worker: Any) -> None:
         self.opened, self.inputs = {}, {}
+        self.shared = HostReferences(run_folder(self.run)) if self.run else None
         # Ctrl-C on a terminal reaches the workers too: the main process stops them
         # (ValueError: not the main thread of the worker's process).
         with contextlib.suppress(ValueError):
@@ -88,6 +93,8 @@ class DevicesPlugin(WorkerPlugin):  # type: ignore[misc]  # distributed is untyp
         for backend in self.opened.values():
             backend.close()
         self.opened.clear()
+        if self.shared is not None:
+            self.shared.remove()  # the first worker to close; the others' maps stay valid
 
     def backend(self, target: str) -> Backend:
         """The backend of ``target``, opened on first use and kept."""
@@ -101,7 +108,7 @@ class DevicesPlugin(WorkerPlugin):  # type: ignore[misc]  # distributed is untyp
         size's, up to ``KEPT_BYTES`` in all (the oldest dropped first), the one asked for
         always."""
         key = (shape, seed, batch)
-        kept = self.inputs.pop(key, None) or Inputs(shape, seed, batch)
+        kept = self.inputs.pop(key, None) or Inputs(shape, seed, batch, self.shared)
         self.inputs[key] = kept  # the most recent last
         self.trim()
         return kept

@@ -1,0 +1,99 @@
+"""The CUDA backend's own cache of compiled kernels (cubins), keyed without the compiler.
+
+PyCUDA caches a module by the text nvcc's preprocessor makes of it, so that an edited
+header is seen: each load runs ``nvcc -E`` first, 0.1 s a module on a 16-core H200 host,
+1.5 s of a 25 s plan of 15 modules (docs/cluster.md). This cache keys a cubin by what
+goes into it, read here: the compiler's version, the architecture, the options, the
+source and every header of the folders it includes from. A load is then a file read.
+
+The cubins live in ``$XDG_CACHE_HOME/xbackend/cuda`` (``~/.cache`` by default). A cache
+that cannot be written is not an error: the cubin is compiled and used, not kept.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import subprocess
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from xbackend.resources import user_cache_dir
+from xbackend.safeio import atomic_write
+
+# What an ``#include`` of a kernel file may name in its folders: every such file is in
+# the key, read or not (a folder of kernels holds a few).
+HEADER_SUFFIXES = (".h", ".cuh", ".hpp", ".inc", ".cu")
+
+Compiler = Callable[..., bytes]  # pycuda.compiler.compile's signature
+
+
+def cache_folder() -> Path:
+    return user_cache_dir() / "cuda"
+
+
+def cubin(
+    source: str,
+    options: Sequence[str],
+    arch: str,
+    include_dirs: Sequence[str],
+    no_extern_c: bool,
+    compiler: Compiler | None = None,
+) -> bytes:
+    """The cubin of ``source`` built with ``options`` for ``arch`` (``sm_90``): from the
+    cache where built before, else compiled by ``compiler`` (PyCUDA's) and kept."""
+    path = cache_folder() / f"{key(source, options, arch, include_dirs, no_extern_c)}.cubin"
+    try:
+        return path.read_bytes()
+    except OSError:
+        pass
+    built = (compiler or _nvcc)(
+        source, options=list(options), no_extern_c=no_extern_c, arch=arch,
+        include_dirs=list(include_dirs),
+    )  # fmt: skip
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, built)
+    except OSError:
+        pass  # a cache that cannot be written: built each time, as without one
+    return built
+
+
+def _nvcc(source: str, **how: object) -> bytes:
+    """PyCUDA's nvcc, its own cache off (this one replaces it)."""
+    from pycuda.compiler import compile as nvcc
+
+    return bytes(nvcc(source, cache_dir=False, **how))
+
+
+def key(
+    source: str, options: Sequence[str], arch: str, include_dirs: Sequence[str], no_extern_c: bool
+) -> str:
+    """The digest a cubin is kept under: everything that goes into it."""
+    digest = hashlib.sha256()
+    for part in (nvcc_version(), arch, str(no_extern_c), *options, source):
+        digest.update(part.encode() + b"\x00")
+    for folder in include_dirs:
+        for header in _headers(Path(folder)):
+            digest.update(str(header).encode() + b"\x00")
+            digest.update(header.read_bytes() + b"\x00")
+    return digest.hexdigest()[:32]
+
+
+def _headers(folder: Path) -> list[Path]:
+    try:
+        found = [path for path in folder.iterdir() if path.suffix in HEADER_SUFFIXES]
+    except OSError:
+        return []  # nvcc will say what it cannot find
+    return sorted(path for path in found if path.is_file())
+
+
+@functools.cache
+def nvcc_version() -> str:
+    """``nvcc --version`` as PyCUDA runs it (the ``nvcc`` on PATH); empty where it does
+    not run (the compile then says why)."""
+    try:
+        done = subprocess.run(["nvcc", "--version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return done.stdout
