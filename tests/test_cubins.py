@@ -70,6 +70,12 @@ def test_whatever_goes_into_a_cubin_builds_it_again(
 def test_a_cache_that_cannot_be_written_still_builds(cache: Path) -> None:
     (cache / "cache").write_text("a file where the cache folder would be")
     compiler = Compiler()
-    args = ("__global__ void k() {}", (), "sm_90", [], True)
+    args: tuple[str, tuple[str, ...], str, list[str], bool] = (
+        "__global__ void k() {}",
+        (),
+        "sm_90",
+        [],
+        True,
+    )
     assert cubins.cubin(*args, compiler=compiler).endswith(b"|1")
     assert cubins.cubin(*args, compiler=compiler).endswith(b"|2")  # nothing kept
