@@ -325,6 +325,10 @@ def test_an_asynchronous_variant_defaults_to_the_halved_block_with_deep_slabs():
     assert chosen == Config(64, 128, 16, 32, 64, 8, 8)
     plain = warp.untuned_config("warp", H100["registers"], True, size, units)
     assert plain == Config(128, 128, 8, 64, 64, 16, 8)
+    # A small output: the tuner's 128×256×8 on both GPUs, split along K to fill the device.
+    small = warp.untuned_config("warp", H100["registers"], False, (1000, 1000, 3001), units,
+                                None, True, (4, 49152))  # fmt: skip
+    assert small == Config(128, 256, 8, 64, 64, 16, 8, slices=4)
     # On a processor the runtime's vector width decides, as for the other variants.
     assert warp.untuned_config("warp", None, False, size, 2, 1, True) == warp.processor_config(
         "warp", 1
@@ -337,11 +341,34 @@ def test_opencl_builds_name_the_ptx_of_nvidias_gpus_only(opencl, monkeypatch):
     elsewhere: a processor's build names no PTX."""
     import dataclasses
 
-    assert opencl._ptx_option() == []
-    hopper = dataclasses.replace(
-        opencl.device, extra={**opencl.device.extra, "compute_capability": "9.0"}
-    )
+    extra = {k: v for k, v in opencl.device.extra.items() if k != "compute_capability"}
+    monkeypatch.setattr(opencl, "_device", dataclasses.replace(opencl.device, extra=extra))
+    monkeypatch.setattr(opencl, "_device_clock", lambda: False)
+    assert opencl._ptx_option() == []  # a processor: no compute capability
+    hopper = dataclasses.replace(opencl.device, extra={**extra, "compute_capability": "9.0"})
     monkeypatch.setattr(opencl, "_device", hopper)
     assert opencl._ptx_option() == []  # not an NVIDIA GPU's platform: no PTX
     monkeypatch.setattr(opencl, "_device_clock", lambda: True)
     assert opencl._ptx_option() == ["-DXB_PTX=90"]
+
+
+@pytest.mark.parametrize("size", [(4096, 4096, 4096), (1000, 1000, 3001), (640, 640, 640), None])
+@pytest.mark.parametrize("itemsize", [4, 8])
+@pytest.mark.parametrize("variant", ["warp_async", "warp_db", "warp"])
+def test_an_untuned_default_fits_shared_memory_at_every_size(size, itemsize, variant):
+    """Whatever the size, the untuned default keeps its slabs within 48 KB as it runs
+    (double-buffered, or at the stages block_tiles.staged gives): on an H100 in float64,
+    warp_db's halved block for a small output took 50,176 bytes and every such point
+    failed; warp_async's 64×128×16 and 128×256×8 would not fit even at 2 stages."""
+    from xbackend.backends.block_tiles import staged
+    from xbackend.families import variant_table
+
+    spec = variant_table("cuda", "thread", "shared")["mm"][variant]
+    chosen = warp.untuned_config(
+        "warp", H100["registers"], spec.double_buffered, size, H100["compute_units"], None,
+        spec.asynchronous, (itemsize, 49152),
+    )  # fmt: skip
+    given = staged(spec, chosen, itemsize, 49152)
+    assert given.staged_bytes(itemsize, spec.double_buffered) <= 49152
+    if itemsize == 4 and size == (640, 640, 640):  # float32 keeps the halved block
+        assert (chosen.BM, chosen.BN, chosen.BK) == (64, 128, 16)

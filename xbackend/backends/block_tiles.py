@@ -123,8 +123,9 @@ def configure(
     size = None if op.batched else (M, N, K)  # a batch is z already: no split along K
     if tile is None:
         lanes = (backend.device.vector_width or 1) if backend.device.kind == "cpu" else None
+        shared = (A.itemsize, backend.device.local_mem_bytes)
         return warp.untuned_config(
-            spec.layout, registers, double, size, units, lanes, spec.asynchronous
+            spec.layout, registers, double, size, units, lanes, spec.asynchronous, shared
         )
     config = _default_config(backend, spec, tile)
     if size is not None:

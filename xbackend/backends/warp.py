@@ -277,33 +277,47 @@ def untuned_config(
     compute_units: int,
     vector_width: int | None = None,
     asynchronous: bool = False,
+    shared: tuple[int, int | None] = (4, None),
 ) -> WarpConfig:
     """A product's configuration without a tuned choice or a tile asked for:
     ``default_config`` at the 128 tile (on a processor, whose ``vector_width`` is given,
-    ``processor_config``; for an ``asynchronous`` variant on a GPU, the halved block with
-    slabs of 16, as for a small output: its copies hold no registers, and the tuner chose
-    64×128×16 with 8×8 patches at 4096³ on an H100 and an H200, 5% faster than
-    128×128×8 with 16×8 in CUDA and 11% in OpenCL), split along K to fill the device
-    where its output is small
-    (``size``: M, N and K; None for a batch, which fills the device along z instead).
+    ``processor_config``; for an ``asynchronous`` variant, ``asynchronous_options``),
+    split along K to fill the device where its output is small (``size``: M, N and K;
+    None for a batch, which fills the device along z instead).
     For a small output on a device that says its registers, the default with the
     block's rows halved competes: the one of the two that keeps the more threads at work
     in one wave (blocks in flight, at most the resident slots, times threads per block)
-    is taken, the full block where they tie (its larger patch reuses more of each value
-    read)."""
+    is taken, the first where they tie (the larger patch: it reuses more of each value
+    read). ``shared``: the element size and the device's shared memory per block (None:
+    not said): a candidate whose slabs do not fit it (double-buffered, or at MIN_STAGES)
+    is left out (float64 on 48 KB: the halved block, 128×256×8), 128×128×8 left where
+    none fits."""
+    small = size is not None and shape_class(size[0], size[1], compute_units) == "small"
     if vector_width is not None:
-        full = processor_config(layout, vector_width)
+        options = [processor_config(layout, vector_width)]
     else:
-        full = default_config(
-            layout, 128, registers, double_buffered=double_buffered, small=asynchronous
-        )
+        if asynchronous:
+            options = asynchronous_options(layout, registers, small)
+        else:
+            full = default_config(layout, 128, registers, double_buffered=double_buffered)
+            options = [full]
+            if registers and small:
+                halved = default_config(
+                    layout, 128, registers, double_buffered=double_buffered, small=True
+                )
+                options.append(halved)
+        itemsize, memory = shared
+
+        def fits(config: WarpConfig) -> bool:  # at the fewest stages an asynchronous one takes
+            least = config.with_stages(MIN_STAGES) if asynchronous else config
+            return memory is None or least.staged_bytes(itemsize, double_buffered) <= memory
+
+        # 128×128×8 fits every device's 48 KB in float64, double-buffered or in 2 stages.
+        fallback = default_config(layout, 128, registers, double_buffered=double_buffered)
+        options = [config for config in options if fits(config)] or [fallback]
     if size is None:
-        return full
+        return options[0]
     M, N, K = size
-    options = [full]
-    if registers and shape_class(M, N, compute_units) == "small":
-        options.append(default_config(layout, 128, registers, double_buffered=double_buffered,
-                                      small=True))  # fmt: skip
 
     def fitted(config: WarpConfig) -> tuple[int, WarpConfig]:
         # An asynchronous variant's registers counted with its default stages (read_a4).
@@ -314,6 +328,22 @@ def untuned_config(
         return min(blocks, resident * compute_units) * split.threads, split
 
     return max((fitted(config) for config in options), key=lambda pair: pair[0])[1]
+
+
+def asynchronous_options(layout: str, registers: int | None, small: bool) -> list[WarpConfig]:
+    """An asynchronous variant's untuned candidates on a device (``untuned_config``), in
+    the order ties go: for a ``small`` output, 128×256×8 with 16×8 patches, the tuner's
+    choice at 1000×3001·3001×1000 on an H100 and an H200 in CUDA and OpenCL (on the H100
+    17% faster than the halved block's split in CUDA, 11% in OpenCL); then the halved
+    block with slabs of 16 (64×128×16, 8×8 patches: the tuner's choice at 4096³ on both
+    GPUs, 5% faster than 128×128×8 with 16×8 in CUDA and 11% in OpenCL; its copies hold
+    no registers)."""
+    candidates = []
+    if registers and small:
+        patch = default_patch(layout, 128, 256, 8, registers, False)
+        if patch is not None:
+            candidates.append(_block(layout, 128, 256, 8, patch))
+    return [*candidates, default_config(layout, 128, registers, small=True)]
 
 
 def refit_slices(config: WarpConfig, blocks: int, M: int, N: int, K: int) -> WarpConfig:
