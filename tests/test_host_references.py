@@ -51,15 +51,10 @@ def test_a_folder_that_cannot_be_made_leaves_each_worker_its_own(tmp_path: Path)
     (tmp_path / "run").write_text("a file where the folder would be")
     shared = HostReferences(tmp_path / "run" / "references")
     A, B = _operands()
-    calls = []
-
-    def make() -> Reference:
-        calls.append(1)
-        return Reference.of(A, B)
-
+    make = _Counted(A, B)
     first = shared.reference("r", make)
     shared.reference("r", make)
-    assert len(calls) == 2
+    assert make.count == 2
     np.testing.assert_array_equal(first.product, Reference.of(A, B).product)
 
 
@@ -96,3 +91,31 @@ def test_a_shared_reference_checks_as_a_made_one(tmp_path: Path, op: str) -> Non
     bad = check(result, other.reference(operation_, "float32"))
     assert not bad.equal and bad == check(result, alone.reference(operation_, "float32"))
     assert len(list((tmp_path / "run").glob("*.json"))) == 1
+
+
+def test_a_parent_folder_open_to_others_or_a_link_is_not_shared_through(tmp_path: Path) -> None:
+    A, B = _operands()
+    open_to_all = tmp_path / "open"
+    open_to_all.mkdir(mode=0o777)
+    open_to_all.chmod(0o777)
+    (tmp_path / "elsewhere").mkdir(mode=0o700)
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path / "elsewhere")
+    for parent in (open_to_all, link):
+        make = _Counted(A, B)
+        shared = HostReferences(parent / "references-run")
+        shared.reference("r", make)
+        shared.reference("r", make)
+        assert make.count == 2  # each made its own: nothing written there
+        assert not (parent / "references-run").exists()
+
+
+class _Counted:
+    """``make`` for HostReferences.reference, counting its calls."""
+
+    def __init__(self, A: np.ndarray, B: np.ndarray):
+        self.A, self.B, self.count = A, B, 0
+
+    def __call__(self) -> Reference:
+        self.count += 1
+        return Reference.of(self.A, self.B)

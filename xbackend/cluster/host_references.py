@@ -8,9 +8,10 @@ meanwhile (docs/cluster.md). Here the first worker to need one makes it, under a
 file, and writes it into a folder of the run (``/dev/shm``, memory, where the host has
 it); the others wait for the lock and map the same files, read-only.
 
-The folder is the run's alone (a token made by the main process), and goes when the
-workers close (``DevicesPlugin.teardown``). A folder that cannot be written leaves each
-worker making its own references, as before.
+The folder is the run's alone (a token made by the main process), inside a folder of
+the user's alone (refused where it is not: another user's, a link, open to others), and
+goes when the workers close (``DevicesPlugin.teardown``). A folder that cannot be
+written, or refused, leaves each worker making its own references, as before.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import contextlib
 import json
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -40,6 +42,16 @@ def run_folder(token: str) -> Path:
     """Where the references of the run ``token`` go on this host."""
     parent = SHARED_MEMORY if SHARED_MEMORY.is_dir() else Path(tempfile.gettempdir())
     return parent / f"xbackend-{os.getuid()}" / f"references-{token}"
+
+
+def _private(folder: Path) -> None:
+    """Make ``folder`` this user's alone, or raise OSError: in a folder every user can
+    write (``/dev/shm``), another user could have made it first, or a link of that name,
+    and changed a reference between its writing and its reading."""
+    folder.mkdir(mode=0o700, exist_ok=True)
+    found = os.lstat(folder)
+    if not stat.S_ISDIR(found.st_mode) or found.st_uid != os.getuid() or found.st_mode & 0o077:
+        raise OSError(f"{folder} is not this user's private folder")
 
 
 class HostReferences:
@@ -69,7 +81,8 @@ class HostReferences:
     def _locked(self, name: str) -> Iterator[None]:
         if fcntl is None:
             raise OSError("no file locks here")
-        self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        _private(self.folder.parent)
+        self.folder.mkdir(exist_ok=True, mode=0o700)
         with open(self.folder / f"{name}.lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # the worker making it holds it
             yield
