@@ -79,3 +79,14 @@ def test_a_cache_that_cannot_be_written_still_builds(cache: Path) -> None:
     )
     assert cubins.cubin(*args, compiler=compiler).endswith(b"|1")
     assert cubins.cubin(*args, compiler=compiler).endswith(b"|2")  # nothing kept
+
+
+def test_a_fresh_build_replaces_what_the_cache_holds(cache: Path) -> None:
+    compiler = Compiler()
+    args: tuple[str, tuple[str, ...], str, list[str], bool] = ("k", (), "sm_90", [], True)
+    cubins.cubin(*args, compiler=compiler)
+    (cached,) = (cache / "cache" / "xbackend" / "cuda").glob("*.cubin")
+    cached.write_bytes(b"what the driver refused")
+    assert cubins.cubin(*args, compiler=compiler, fresh=True).endswith(b"|2")
+    assert cubins.cubin(*args, compiler=compiler).endswith(b"|2")  # kept in its place
+    assert compiler.builds == 2

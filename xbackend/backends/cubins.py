@@ -39,14 +39,18 @@ def cubin(
     include_dirs: Sequence[str],
     no_extern_c: bool,
     compiler: Compiler | None = None,
+    fresh: bool = False,
 ) -> bytes:
     """The cubin of ``source`` built with ``options`` for ``arch`` (``sm_90``): from the
-    cache where built before, else compiled by ``compiler`` (PyCUDA's) and kept."""
+    cache where built before, else compiled by ``compiler`` (PyCUDA's) and kept;
+    ``fresh``: compiled again whatever the cache holds (a cached cubin the driver
+    refused), and kept in its place."""
     path = cache_folder() / f"{key(source, options, arch, include_dirs, no_extern_c)}.cubin"
-    try:
-        return path.read_bytes()
-    except OSError:
-        pass
+    if not fresh:
+        try:
+            return path.read_bytes()
+        except OSError:
+            pass
     built = (compiler or _nvcc)(
         source, options=list(options), no_extern_c=no_extern_c, arch=arch,
         include_dirs=list(include_dirs),

@@ -359,7 +359,10 @@ class CudaBackend(CompiledBackend):
                         device=self._device.name,
                         log=error.stderr or str(error),
                     ) from error
-                module = drv.module_from_buffer(built)  # in the current context
+                try:
+                    module = drv.module_from_buffer(built)  # in the current context
+                except drv.Error:  # a cached cubin the driver refuses: built again
+                    module = drv.module_from_buffer(self._cubin(family, source, options, True))
                 self._modules[family, options] = module
             function = self._modules[family, options].get_function(kernel)
             function.prepare(args)
@@ -373,10 +376,14 @@ class CudaBackend(CompiledBackend):
         _, source = read_kernel(family, "cuda", STAMP in options)
         self._cubin(family, source, options)
 
-    def _cubin(self, family: str, source: str, options: tuple[str, ...]) -> bytes:
-        """A kernel file's cubin for this device (cached: ``cubins.py``); for the
-        architecture named, since a thread of ``prebuild`` has no current context."""
-        return cubin(source, options, self._arch, _include_dirs(family), extern_c(source))
+    def _cubin(
+        self, family: str, source: str, options: tuple[str, ...], fresh: bool = False
+    ) -> bytes:
+        """A kernel file's cubin for this device (cached: ``cubins.py``; ``fresh``: built
+        again); for the architecture named, since a thread of ``prebuild`` has no
+        current context."""
+        folders = _include_dirs(family)
+        return cubin(source, options, self._arch, folders, extern_c(source), fresh=fresh)
 
     def _gate(self) -> _Gate:
         """The stream's gate for timed launches, made once per context."""
