@@ -117,3 +117,27 @@ def test_a_check_split_between_threads_says_what_one_thread_says(monkeypatch):
     C[-1, -1] = np.inf  # one not finite in the last chunk
     C[2, 2] = np.nan  # and one in the first
     assert by(3).nan_count == by(1).nan_count == 2
+
+
+def test_a_forked_child_checks_with_threads_of_its_own():
+    """The check's threads are made once per process: a child forked after the parent's
+    first split check makes its own (the parent's pool has no threads there)."""
+    import os
+
+    import xbackend.problems as problems
+
+    A, B = make_operands(Shape(515, 40, 509), seed=5)
+    reference, C = Reference.of(A, B), A @ B  # no BLAS in the child
+    assert check(C, reference).equal  # the parent's pool, made where it splits
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child's outcome is read through the pipe
+        try:
+            ok = problems._POOL is None and check(C, reference).equal
+            os.write(write, b"1" if ok else b"0")
+        finally:
+            os._exit(0)
+    os.close(write)
+    said = os.read(read, 1)
+    os.waitpid(child, 0)
+    assert said == b"1"

@@ -418,6 +418,16 @@ def _check_pool() -> concurrent.futures.ThreadPoolExecutor:
     return _POOL
 
 
+def _forget_pool() -> None:
+    """In a forked child: the parent's threads are not there, so a pool of its own."""
+    global _POOL
+    _POOL = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
 def _gamma(terms: int) -> float:
     """γ_n: the relative rounding bound of a float64 sum of n products."""
     return terms * _UNIT_ROUNDOFF / (1 - terms * _UNIT_ROUNDOFF)
