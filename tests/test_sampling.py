@@ -13,6 +13,7 @@ import xbackend.measure as measure_module
 from xbackend.backends.cpu import CpuBackend, _HostExecution
 from xbackend.backends.monitor import SampleState
 from xbackend.backends.peaks import Peaks
+from xbackend.backends import sampler as sampler_module
 from xbackend.backends.sampler import sample
 from xbackend.cli import main
 from xbackend.problems import Shape
@@ -189,6 +190,67 @@ def test_a_short_kernel_is_timed_as_a_batch_and_divided():
     assert sampled.launches == 100  # 200 µs of batch for a 2 µs kernel
     assert sampled.kernel_s == pytest.approx([3e-6] * 3)  # the batch's time over 100
     assert execution.log.count("batch100") == 3
+
+
+class _HostBoundClock:
+    """A host clock the stand-in below advances: what each step costs the host."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def perf_counter(self):
+        return self.now
+
+
+class _CostlyLaunches(_Scripted):
+    """Each launch costs the host 200 µs (a slow driver's enqueue) for a 2 µs span on the
+    device; the copies cost 50 µs each way."""
+
+    LAUNCH_S, COPY_S = 200e-6, 50e-6
+
+    def __init__(self, clock):
+        super().__init__(kernel_s=2e-6)
+        self.clock = clock
+
+    def upload(self):
+        super().upload()
+        self.clock.now += self.COPY_S
+
+    def run(self):
+        self.clock.now += self.LAUNCH_S
+        return super().run()
+
+    def run_batch(self, launches):
+        self.clock.now += self.LAUNCH_S * launches
+        self.log.append(f"batch{launches}")
+        return self.kernel_s * launches
+
+    def download(self):
+        self.clock.now += self.COPY_S
+        return super().download()
+
+
+@pytest.mark.parametrize("batch_target_s", [0.0, 200e-6, 2e-3])
+def test_the_end_to_end_time_is_one_product_whatever_the_batch(monkeypatch, batch_target_s):
+    """One product's upload, launch and download, however many launches the kernel
+    clock batches (issue 37: it grew with the batch by the launches' host cost)."""
+    clock = _HostBoundClock()
+    monkeypatch.setattr(sampler_module, "time", clock)
+    execution = _CostlyLaunches(clock)
+    sampling = Sampling(min_samples=4, max_samples=4, batch_target_s=batch_target_s)
+    sampled = sample(execution, sampling)
+    assert sampled.launches == max(1, round(batch_target_s / 2e-6))
+    one_product = 2 * _CostlyLaunches.COPY_S + _CostlyLaunches.LAUNCH_S
+    assert sampled.end_to_end_s == pytest.approx([one_product] * 4)
+    assert sampled.kernel_s == pytest.approx([2e-6] * 4)
+
+
+def test_a_batch_runs_after_the_product_on_a_poisoned_output():
+    execution = _Scripted(kernel_s=2e-6)
+    sample(execution, Sampling(warmup=0, min_samples=2, max_samples=2))
+    timed = execution.log[execution.log.index("download") + 1 :]
+    one = ["poison", "upload", "run", "download", "poison", "batch100", "download"]
+    assert timed == one * 2
 
 
 def test_batches_can_be_turned_off():

@@ -3,12 +3,12 @@ timed samples until ``timing.stop_reason`` says enough.
 
 Each sample poisons the output, uploads the inputs, prepares the cache as the
 mode asks (``--cache``: flushed for ``cold``, one untimed run for ``hot``), runs
-the kernel (a batch of back-to-back launches where one launch is shorter than
-``Sampling.short_kernel_s``) and downloads the output. The kernel time is the
-device clock's, divided by the launches (where the kernels stamp the device's own
-clock, their span, with the API's time kept beside it: stamps.py); the end-to-end
-time is the host clock's over the upload, one launch and the download, without the
-cache preparation.
+the product once and downloads the output: the end-to-end time is the host clock's
+over the upload, that run and the download, without the cache preparation. The
+kernel time is that run's by the device's clock; where one launch is shorter than
+``Sampling.short_kernel_s``, it is a batch's instead, of back-to-back launches run
+after the product and divided by their number (where the kernels stamp the device's
+own clock, their span, with the API's time kept beside it: stamps.py).
 A sample is marked, and left out of the statistics and the stopping rule, when
 the device throttled during it or the CUDA hold gave up (the time may then
 include the host's launching).
@@ -133,23 +133,37 @@ def _stamped(execution: Runs, into: Sampled) -> None:
 
 def _one_sample(execution: Runs, sampling: Sampling, into: Sampled) -> tuple[float, float]:
     """(kernel seconds per launch, end-to-end seconds) of one sample; the output is
-    downloaded into ``into.last_result``."""
+    downloaded into ``into.last_result``.
+
+    The end-to-end time is one product's, as a user's call makes it: the upload, one run
+    (every launch of the product) and the download, on the host's clock. A short kernel's
+    batch, which the kernel clock needs, runs after that, outside the end-to-end window:
+    each of its launches costs the host a launch too (about 10 µs in CUDA, over 100 µs
+    in some OpenCL drivers), which no device clock sees and no subtraction removes."""
     execution.poison()
     start = time.perf_counter()
     execution.upload()
     uploaded = time.perf_counter()
+    _prepare_cache(execution, sampling)
+    launched = time.perf_counter()
+    kernel_s = execution.run()
+    into.last_result = execution.download()  # copied once sampling ends, untimed
+    done = time.perf_counter()
+    end_to_end_s = max((uploaded - start) + (done - launched), kernel_s)
+    if into.launches > 1:
+        # The batch finds the cache the product above left (never used with a cold
+        # cache: Sampling.launches_for); its output is poisoned first and is the one
+        # checked, so a launch of the batch that writes nothing is still caught.
+        execution.poison()
+        kernel_s = execution.run_batch(into.launches) / into.launches
+        into.last_result = execution.download()
+    return kernel_s, end_to_end_s
+
+
+def _prepare_cache(execution: Runs, sampling: Sampling) -> None:
+    """The cache state ``--cache`` asks for, outside every timed window."""
     if sampling.cache == "cold":
         execution.flush_cache()
     elif sampling.cache == "hot":
         execution.run()  # the timed run finds what this one left in the cache
         execution.poison()
-    launched = time.perf_counter()
-    if into.launches == 1:
-        kernel_s = execution.run()
-    else:
-        kernel_s = execution.run_batch(into.launches) / into.launches
-    into.last_result = execution.download()  # copied once sampling ends, untimed
-    done = time.perf_counter()
-    # The other launches of a batch are not part of one product's end-to-end time.
-    end_to_end_s = (uploaded - start) + (done - launched) - (into.launches - 1) * kernel_s
-    return kernel_s, max(end_to_end_s, kernel_s)
