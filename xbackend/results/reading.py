@@ -101,8 +101,10 @@ def _record(item: dict[str, Any] | RecordError) -> RunHeader | PointRecord:
     raise RecordError("type", f"expected 'run' or 'point', found {kind!r:.40}")
 
 
-# With ``warn``, a file with more bad lines than this is taken for something else.
-_MOST_BAD_LINES = 10
+# With ``warn``, the bad lines of a file told one by one; the rest are counted, and named
+# (up to _NAMED_LINES of them) in one warning at the end of the file.
+_TOLD_LINES = 3
+_NAMED_LINES = 10
 
 
 def load(paths: Iterable[Path | str], *, warn: Callable[[str], None] | None = None) -> Loaded:
@@ -110,13 +112,15 @@ def load(paths: Iterable[Path | str], *, warn: Callable[[str], None] | None = No
 
     Every line is checked (:meth:`PointRecord.from_dict`). A bad line raises
     :class:`ResultsError` naming the file, the line and the field; with ``warn``,
-    it is skipped and ``warn`` told why instead. A last line cut short by a crash
-    is dropped either way. A point without a host gets its run header's (of its file).
+    it is skipped and every good line of the file is still read: ``warn`` is told why
+    for the first few bad lines, and once more with their count and line numbers where
+    there were more. A last line cut short by a crash is dropped either way. A point
+    without a host gets its run header's (of its file).
     """
     loaded = Loaded({}, [])
     for given in paths:
         path = _results_file(given)
-        bad_lines = 0
+        bad_lines: list[int] = []
         headers: dict[str, RunHeader] = {}
         first = len(loaded.points)
         for number, item in _lines(path):
@@ -125,19 +129,29 @@ def load(paths: Iterable[Path | str], *, warn: Callable[[str], None] | None = No
             except RecordError as error:
                 if warn is None:
                     raise _BadLine(path, number, str(error)) from None
-                warn(f"{_BadLine(path, number, str(error))}; line skipped")
-                bad_lines += 1
-                if bad_lines == _MOST_BAD_LINES:
-                    warn(f"{path}: {bad_lines} bad lines; the rest of the file is skipped")
-                    break
+                bad_lines.append(number)
+                if len(bad_lines) <= _TOLD_LINES:
+                    warn(f"{_BadLine(path, number, str(error))}; line skipped")
                 continue
             if isinstance(record, RunHeader):
                 loaded.runs[record.run_id] = record
                 headers[record.run_id] = record
             else:
                 loaded.points.append(record)
+        if warn is not None and len(bad_lines) > _TOLD_LINES:
+            warn(_bad_lines_told(path, bad_lines))
         loaded.points[first:] = _hosted(loaded.points[first:], headers)
     return loaded
+
+
+def _bad_lines_told(path: Path, numbers: list[int]) -> str:
+    """One warning for a file's bad lines: their count and the first few numbers."""
+    named = ", ".join(str(number) for number in numbers[:_NAMED_LINES])
+    more = ", ..." if len(numbers) > _NAMED_LINES else ""
+    return (
+        f"{path}: {len(numbers)} bad lines skipped in all (lines {named}{more}); "
+        "every other line was read"
+    )
 
 
 def _with_host(

@@ -1,0 +1,107 @@
+"""Issue 38 ("Reliability round 4"), the results' side: every good line of a results file
+is read however many bad lines it holds (3), Ctrl-C while ``python -m xbackend`` imports
+is one line and exit 130 (16), and text from the machine or the records is shown, never
+obeyed, in the figures' warnings and the report (20)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from test_diff import SIZES, VARIANTS, record, write
+
+from xbackend.cli import main
+from xbackend.results import load
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# The kinds of bad line a damaged file holds: not JSON, not an object, a bad field.
+BAD_LINES = ["not json", "[1, 2]", '{"type": "point", "M": "abc"}', '{"type": "elsewhere"}']
+
+
+def _points(seed: int, *, run: str, slow_from: int | None = None) -> list[Any]:
+    """Every variant at every size of one label; from point ``slow_from`` on, 10x slower."""
+    rng = np.random.default_rng(seed)
+    made = []
+    for index, (variant, n) in enumerate((v, n) for n in SIZES for v in VARIANTS):
+        slow = slow_from is not None and index >= slow_from
+        made.append(record(rng, variant, n, run=run, scale=10.0 if slow else 1.0))
+    return made
+
+
+def _spoil(folder: Path, count: int, seed: int, *, before: int) -> list[int]:
+    """``count`` bad lines put among the first ``before`` lines of the folder's file, at
+    seeded places; their line numbers (1-based) in the file as written."""
+    jsonl = folder / "results.jsonl"
+    lines = jsonl.read_text().splitlines()
+    rng = np.random.default_rng(seed)
+    for _ in range(count):
+        place = int(rng.integers(1, before + 1))  # never before the run header
+        lines.insert(place, BAD_LINES[int(rng.integers(len(BAD_LINES)))])
+        before += 1
+    jsonl.write_text("\n".join(lines) + "\n")
+    return [number for number, line in enumerate(lines, 1) if line in BAD_LINES]
+
+
+# -- 3: a file's bad lines never hide its good ones ---------------------------------------------
+
+
+@pytest.mark.parametrize(("count", "seed"), [(10, 1), (11, 2), (25, 3), (60, 4)])
+def test_every_good_line_is_read_however_many_bad_lines(tmp_path, count, seed):
+    """Before: after the 10th bad line the rest of the file was skipped, good lines too."""
+    good = _points(seed, run="ra")
+    folder = write(tmp_path / "run", good)
+    numbers = _spoil(folder, count, seed, before=3)
+    told: list[str] = []
+    loaded = load([folder], warn=told.append)
+    read = [(p.key, p.kernel_samples_s, p.host) for p in loaded.points]
+    assert read == [(p.key, p.kernel_samples_s, "testhost") for p in good]
+    assert len(told) <= 4  # the first three by line, then one with the count
+    jsonl = folder / "results.jsonl"
+    for number in numbers[:3]:
+        assert any(f"{jsonl}:{number}:" in message for message in told)
+    if count > 3:
+        assert f"{count} bad lines" in told[-1]
+        assert f"lines {', '.join(map(str, numbers[:5]))}" in told[-1]
+
+
+@pytest.mark.parametrize(("count", "seed"), [(11, 5), (30, 6)])
+def test_diff_fails_on_a_slower_second_half_behind_bad_lines(tmp_path, capsys, count, seed):
+    """The issue's example: B's later half 10x slower, behind 11 or more bad lines, passed
+    ``--fail-on slower`` (exit 0)."""
+    half = len(SIZES) * len(VARIANTS) // 2
+    a = write(tmp_path / "a", _points(seed, run="ra"))
+    b = write(tmp_path / "b", _points(seed + 100, run="rb", slow_from=half), run="rb")
+    _spoil(b, count, seed, before=half)
+    out = tmp_path / "out"
+    argv = ["diff", str(a), str(b), "--out", str(out), "--no-plots", "--floors", "none"]
+    code = main([*argv, "--fail-on", "slower"])
+    printed = capsys.readouterr()
+    assert code == 1
+    assert printed.out.count("SLOWER") >= len(SIZES) * len(VARIANTS) - half
+    assert f"{count} bad lines" in printed.err
+    assert "rest of the file is skipped" not in printed.err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", ["plot", "report"])
+def test_plot_and_report_draw_the_points_behind_many_bad_lines(tmp_path, capsys, command):
+    folder = write(tmp_path / "run", _points(7, run="ra"))
+    _spoil(folder, 14, 7, before=2)  # the last size's points all come after them
+    out = tmp_path / "out"
+    assert main([command, str(folder), "--out", str(out)]) == 0
+    printed = capsys.readouterr()
+    assert "14 bad lines" in printed.err
+    assert printed.err.count("xbackend: warning:") == 4
+    if command == "report":
+        assert f"| {SIZES[-1]} |" in (out / "report.md").read_text()
+    else:
+        assert str(SIZES[-1]) in printed.out.split("figures:")[0]
