@@ -105,3 +105,70 @@ def test_plot_and_report_draw_the_points_behind_many_bad_lines(tmp_path, capsys,
         assert f"| {SIZES[-1]} |" in (out / "report.md").read_text()
     else:
         assert str(SIZES[-1]) in printed.out.split("figures:")[0]
+
+
+# -- 16: Ctrl-C while the command line imports ----------------------------------------------
+
+# Put first on the path of the command the test starts: the process sends itself SIGINT as
+# it starts importing the module named in XBACKEND_TEST_INTERRUPT_AT, deterministically
+# inside the window a person's Ctrl-C falls in (the first 0.1-0.6 s).
+_SITECUSTOMIZE = '''
+import importlib.abc, os, signal, sys
+
+class _InterruptAt(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == os.environ.get("XBACKEND_TEST_INTERRUPT_AT"):
+            sys.meta_path.remove(self)
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+
+sys.meta_path.insert(0, _InterruptAt())
+'''
+
+# In order of import: the package's own (xbackend/__init__.py, before any handler of the
+# command's could run), then the command line's, then a command's module.
+INTERRUPT_AT = [
+    "numpy",
+    "xbackend.operations",
+    "xbackend.backends.registry",
+    "xbackend.errors",
+    "xbackend.cli",
+    "xbackend.cli.exits",
+    "xbackend.cli.compare",
+    "xbackend.backends.cpu",
+]
+
+
+def _started(how: str) -> list[str]:
+    if how == "module":
+        return [sys.executable, "-m", "xbackend"]
+    script = Path(sys.executable).with_name("xbackend")
+    if not script.is_file():
+        pytest.skip(f"no xbackend script beside {sys.executable}")
+    return [sys.executable, str(script)]
+
+
+@pytest.mark.parametrize("how", ["module", "script"])
+@pytest.mark.parametrize("module", INTERRUPT_AT)
+def test_ctrl_c_while_the_command_line_imports_is_one_line(tmp_path, how, module):
+    """Before: a KeyboardInterrupt traceback from the package's imports (``python -m``
+    imports ``xbackend/__init__.py`` before ``__main__.py`` runs)."""
+    (tmp_path / "sitecustomize.py").write_text(_SITECUSTOMIZE)
+    path = [str(tmp_path), str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path), "XBACKEND_TEST_INTERRUPT_AT": module}
+    out = tmp_path / "run"
+    argv = [*_started(how), "compare", "--backends", "cpu", "--sizes", "8x8", "--out", str(out)]
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 130, done.stderr
+    assert lines == ["xbackend: interrupted: nothing was recorded yet"], done.stderr
+    assert not out.exists()
+
+
+def test_the_command_lines_handler_is_not_an_api_users(tmp_path):
+    """Imported by a program of its own, xbackend leaves Ctrl-C as Python has it."""
+    code = "import signal, xbackend; print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)"
+    for argv in ([sys.executable, "-c", code], [sys.executable, str(tmp_path / "x.py")]):
+        (tmp_path / "x.py").write_text(code)
+        done = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, timeout=120)
+        assert done.stdout.strip() == "True", done.stderr

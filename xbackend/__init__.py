@@ -13,6 +13,30 @@ Importing xbackend starts no driver; a backend's driver starts when
 __version__ = "0.1.0"
 
 import os as _os
+import signal as _signal
+import sys as _sys
+
+
+def _interrupted_while_starting(signum: int, frame: object) -> None:
+    """Ctrl-C while the command line starts: one line and exit 130, as everywhere after."""
+    print("\nxbackend: interrupted: nothing was recorded yet", file=_sys.stderr)
+    raise SystemExit(130)
+
+
+def _started_as_command() -> bool:
+    """Whether this process is ``python -m xbackend`` or the ``xbackend`` script (its
+    own command line: a worker process a run spawns is neither)."""
+    argv = getattr(_sys, "orig_argv", [])
+    module = argv[argv.index("-m") + 1 :][:1] if "-m" in argv else []
+    script = len(argv) > 1 and _os.path.basename(argv[1]) == "xbackend"
+    return module == ["xbackend"] or script
+
+
+# `python -m xbackend` and the `xbackend` script import this package (NumPy, the backends:
+# 0.1-0.3 s) before any handler of theirs runs; Ctrl-C then was a traceback. Started as
+# the command line, Ctrl-C is handled from here until `xbackend.cli.main` takes it over.
+if _started_as_command() and _signal.getsignal(_signal.SIGINT) is _signal.default_int_handler:
+    _signal.signal(_signal.SIGINT, _interrupted_while_starting)
 
 # NumPy's OpenBLAS keeps each idle thread spinning for 2^28 cycles (about 0.1 s) after a
 # call. The float64 references and the CPU's points left a core's worth of spinning

@@ -36,6 +36,7 @@ from xbackend.cli.exits import (
     EXIT_USAGE,
     interrupted_before_recording,
     silence_stdout,
+    take_over_ctrl_c,
 )
 from xbackend.errors import XBackendError
 
@@ -85,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:  # the commands' modules are imported here, inside the handler
+        take_over_ctrl_c()
         parser = build_parser()
         args = parser.parse_args(argv)
     except KeyboardInterrupt:

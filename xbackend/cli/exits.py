@@ -4,6 +4,7 @@ anything was recorded, and a reader of its output that went away."""
 from __future__ import annotations
 
 import os
+import signal
 import sys
 
 EXIT_USAGE = 2
@@ -16,6 +17,15 @@ def interrupted_before_recording() -> int:
     to resume); the exit status for it."""
     print("\nxbackend: interrupted: nothing was recorded yet", file=sys.stderr)
     return EXIT_INTERRUPTED
+
+
+def take_over_ctrl_c() -> None:
+    """Ctrl-C from here on is a KeyboardInterrupt, which the command turns into its line:
+    the handler that covered the imports before (``xbackend/__init__.py``) steps down."""
+    import xbackend
+
+    if signal.getsignal(signal.SIGINT) is xbackend._interrupted_while_starting:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def silence_stdout() -> None:
