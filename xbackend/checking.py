@@ -16,6 +16,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -75,6 +76,8 @@ def check_variant(
     """``variant`` at each of ``shapes``, at its default tile; a build error ends it."""
     spec = backend.variant_spec(variant)
     problem = backend.variant_problem(variant, np.dtype(np.float32))
+    if not problem and spec.default_tile is not None:  # a size of its manifest's that
+        problem = spec.expression_problem(spec.default_tile)  # has no value at its tile
     if problem:
         yield Verdict(label, variant, None, None, problem)
         return
@@ -111,6 +114,36 @@ def median_time_s(
         return None, ""
     kept, _ = measured.kept
     return (float(np.median(kept)) if kept else None), measured.clock
+
+
+def unrunnable(variants: Sequence[str], opened: Sequence[tuple[str, Backend]]) -> dict[str, str]:
+    """The variants no opened backend runs, each with why: its family has no source in the
+    languages of the backends here."""
+    found = {}
+    for variant in variants:
+        if any(variant in backend.variants() for _, backend in opened):
+            continue
+        spec = next(
+            s for each in families.catalogue() for _, s in each.variants if s.name == variant
+        )
+        languages = ", ".join(families.family(spec.family).sources) or "none"
+        here = ", ".join(label for label, _ in opened) or "none"
+        found[variant] = f"no backend here runs it (its kernels are {languages}; here: {here})"
+    return found
+
+
+def check_bytes(shape: Shape) -> int:
+    """The host memory one check at ``shape`` takes, about: the float32 operands and
+    result, and their float64 copies for the reference."""
+    return 12 * (shape.M * shape.K + shape.K * shape.N + shape.M * shape.N)
+
+
+def host_memory_bytes() -> int:
+    """This machine's memory (8 GiB where the system does not say)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 8 << 30
 
 
 def schedule(steps: int) -> list[Shape]:
@@ -177,20 +210,61 @@ def sanitizer_findings(log: str) -> dict[str, Finding]:
     }
 
 
-def sanitize(folders: Sequence[str], oclgrind: str, seed: int) -> tuple[dict[str, Finding], str]:
-    """Run the folders' kernels under oclgrind (a simulated OpenCL device that reports
-    out-of-bounds accesses, data races and reads of uninitialized memory) at
-    SANITIZED_SHAPES; each kernel's first report, and oclgrind's last words where it
-    failed without one. Unoptimized builds: oclgrind 21.10 reads every access of them."""
+SANITIZER_TIMEOUT_S = 300  # one variant's run under oclgrind (seconds)
+_CAPPED = "errors generated - suppressing further errors"  # oclgrind at --max-errors
+
+
+@dataclasses.dataclass(frozen=True)
+class Sanitized:
+    """oclgrind's word on one variant: its first report, if any, and why oclgrind did not
+    finish checking it ("" where it did: then no report means no fault at those shapes)."""
+
+    finding: Finding | None
+    unfinished: str = ""
+
+
+def sanitize(
+    folders: Sequence[str],
+    variant: str,
+    oclgrind: str,
+    seed: int,
+    timeout_s: float = SANITIZER_TIMEOUT_S,
+) -> Sanitized:
+    """Run one variant of the folders under oclgrind (a simulated OpenCL device that
+    reports out-of-bounds accesses, data races and reads of uninitialized memory) at
+    SANITIZED_SHAPES. One run per variant: its reports are its own, whatever the other
+    families name their kernels, and oclgrind's cap on reports or a crash ends one
+    variant's check, never lets another's pass unread. Done means the run wrote its
+    verdicts (``check.csv``) with no report cut off. Unoptimized builds: oclgrind 21.10
+    reads every access of them."""
     env = {**os.environ, "XBACKEND_OPENCL_OPTIONS": "-cl-opt-disable"}
     sizes = ",".join(f"{s.M}x{s.K}x{s.N}" for s in SANITIZED_SHAPES)
-    command = [oclgrind, "--data-races", "--uninitialized", sys.executable, "-m", "xbackend",
-               "check", *folders, "--backends", "opencl", "--steps", "0", "--shapes", sizes,
-               "--seed", str(seed), "--no-times", "--sanitize", "off"]  # fmt: skip
-    try:
-        done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
-    except subprocess.TimeoutExpired:
-        return {}, "oclgrind took more than 10 minutes"
-    findings = sanitizer_findings(done.stderr)
-    failed = "" if findings or "checking" in done.stdout else done.stderr.strip()[-300:]
-    return findings, failed
+    with tempfile.TemporaryDirectory(prefix="xbackend-oclgrind-") as out:
+        command = [oclgrind, "--data-races", "--uninitialized", sys.executable, "-m",
+                   "xbackend", "check", *folders, "--variants", variant, "--backends", "opencl",
+                   "--steps", "0", "--shapes", sizes, "--seed", str(seed), "--no-times",
+                   "--sanitize", "off", "--out", out]  # fmt: skip
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, env=env,
+                                  timeout=timeout_s)  # fmt: skip
+        except subprocess.TimeoutExpired as expired:
+            log = expired.stderr or ""
+            log = log.decode(errors="replace") if isinstance(log, bytes) else log
+            return Sanitized(_first(log), f"oclgrind took more than {timeout_s:g} s")
+        finished = (Path(out) / "check.csv").is_file()
+    finding = _first(done.stderr)
+    if _CAPPED in done.stderr:
+        return Sanitized(finding, "oclgrind stopped reporting at its cap of errors")
+    if not finished:
+        said = done.stderr.strip().splitlines()[-1:] or ["nothing"]
+        return Sanitized(finding, f"oclgrind ended early (exit {done.returncode}): {said[0][:200]}")
+    return Sanitized(finding)
+
+
+def _first(log: str) -> Finding | None:
+    """The first report in oclgrind's output (any write out of bounds flagged on it)."""
+    found = list(sanitizer_findings(log).values())
+    if not found:
+        return None
+    writes = any(each.writes_out_of_bounds for each in found)
+    return dataclasses.replace(found[0], writes_out_of_bounds=writes)

@@ -21,8 +21,9 @@ from collections.abc import Iterable, Iterator
 from importlib.metadata import entry_points
 from pathlib import Path
 
+from xbackend.families import sources
 from xbackend.families.manifest import MANIFEST, Family, ManifestError, load
-from xbackend.families.variant import VariantSpec, VariantTable
+from xbackend.families.variant import LIBRARY_LINES, VariantSpec, VariantTable
 from xbackend.resources import shipped_kernels_path
 
 __all__ = [
@@ -116,10 +117,20 @@ def _families_in(folder: Path, shipped: bool) -> Iterator[Family]:
 
 def _check_variants(families: list[Family]) -> None:
     """A variant's name is one line of the comparison: the same name for the same
-    operation in two families is refused, naming the second."""
+    operation in two families is refused, naming the second; a user's variant named as
+    one of xbackend's lines (a shipped kernel's, for any operation, or the vendor
+    library's) is refused too, so that a user's line never hides one of xbackend's nor
+    is hidden by it."""
     seen: dict[tuple[str, str], Family] = {}
+    shipped = {spec.name for each in families if each.shipped for _, spec in each.variants}
     for each in families:
         for op, spec in each.variants:
+            if not each.shipped and (spec.name in LIBRARY_LINES or spec.name in shipped):
+                whose = "the vendor library's" if spec.name in LIBRARY_LINES else "a shipped"
+                raise ManifestError(
+                    f"{each.manifest}: variant '{spec.name}' is already declared as {whose} "
+                    f"line of xbackend: give it another name"
+                )
             if (op, spec.name) in seen:
                 first = seen[op, spec.name].manifest
                 raise ManifestError(
@@ -150,7 +161,8 @@ def provenance() -> dict[str, dict[str, str]]:
     for each in catalogue():
         digest = hashlib.sha256()
         for path in (each.manifest, *each.sources.values()):
-            digest.update(path.name.encode() + b"\x00" + path.read_bytes())
+            text = sources.read_source(path)  # bounded: a file grown since is refused
+            digest.update(path.name.encode() + b"\x00" + text.encode())
         where = "shipped" if each.shipped else str(each.folder)
         found[each.name] = {"folder": where, "digest": digest.hexdigest()[:16]}
     return found

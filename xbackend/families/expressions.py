@@ -3,7 +3,9 @@
 ``"TILE / 8"``, ``"2 * BK * TILE"``, ``"THREADS % TILE == 0 and TM % 4 == 0"``: integers,
 names the launch knows (TILE, TM, TN, THREADS and the family's constants), the four
 operations with ``/`` as exact division, ``%``, comparisons, ``and``, ``or``, ``not`` and
-parentheses. Nothing else parses: a manifest is data, and is never run as Python.
+parentheses. Nothing else parses: a manifest is data, and is never run as Python. An
+expression is at most ``MAX_LENGTH`` characters and ``MAX_DEPTH`` operations deep, so that
+neither the parser nor the evaluator (which recurses) meets Python's recursion limit.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ import ast
 import operator
 from collections.abc import Callable, Mapping
 from typing import Any
+
+from xbackend.errors import XBackendError
 
 _BINARY: dict[type[ast.operator], Callable[[int, int], int]] = {
     ast.Add: operator.add,
@@ -30,16 +34,32 @@ _COMPARE: dict[type[ast.cmpop], Callable[[int, int], bool]] = {
 }
 
 
-class ExpressionError(ValueError):
+# Far above any real size or rule (the shipped ones are under 60 characters, 4 deep).
+MAX_LENGTH = 1000
+MAX_DEPTH = 100
+
+
+class ExpressionError(XBackendError, ValueError):
     """An expression that does not parse, names what is not known, or divides unevenly."""
 
 
 def parse(text: str) -> ast.expr:
     """``text`` parsed and checked to use only what this module evaluates."""
+    if len(text) > MAX_LENGTH:
+        raise ExpressionError(
+            f"{text[:40]!r}...: an expression of {len(text)} characters (at most {MAX_LENGTH})"
+        )
     try:
         tree = ast.parse(text.strip(), mode="eval").body
     except SyntaxError as error:
         raise ExpressionError(f"{text!r} is not an expression: {error.msg}") from None
+    except (RecursionError, MemoryError):  # nested past what the parser takes
+        raise ExpressionError(f"{text[:40]!r}...: nested too deeply") from None
+    if _depth(tree) > MAX_DEPTH:
+        raise ExpressionError(
+            f"{text[:40]!r}...: nested more than {MAX_DEPTH} operations deep "
+            "(write a constant for a long product)"
+        )
     for node in ast.walk(tree):
         allowed = (
             ast.BinOp, ast.BoolOp, ast.Compare, ast.UnaryOp, ast.Name, ast.Constant,
@@ -50,6 +70,16 @@ def parse(text: str) -> ast.expr:
         if isinstance(node, ast.Constant) and type(node.value) is not int:
             raise ExpressionError(f"{text!r}: only integers, not {node.value!r}")
     return tree
+
+
+def _depth(tree: ast.AST) -> int:
+    """How deep ``tree`` nests, counted without recursing (as deep as it may be)."""
+    deepest, stack = 0, [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack += [(child, depth + 1) for child in ast.iter_child_nodes(node)]
+    return deepest
 
 
 def names(text: str) -> set[str]:

@@ -25,11 +25,13 @@ from xbackend.families.sources import (
     STAMP_PARAMETERS,
     SUFFIXES,
     Parameters,
+    check_includes,
     kernels_of,
     read_source,
 )
 from xbackend.families.variant import ARGUMENTS, GEOMETRIES, VariantSpec
 from xbackend.operations import OPS, operation
+from xbackend.resources import kernel_file
 
 MANIFEST = "family.toml"
 DTYPES = ("float32", "float64", "int32")
@@ -67,9 +69,11 @@ def load(folder: Path, shipped: bool = False) -> Family:
     """The family in ``folder``, checked; a ``ManifestError`` naming the file otherwise."""
     path = folder / MANIFEST
     try:
-        data = tomllib.loads(read_source(path))
+        data = tomllib.loads(read_source(path, "manifest"))
     except tomllib.TOMLDecodeError as error:
         raise ManifestError(f"{path}: {error}") from None
+    except RecursionError:  # arrays or tables nested thousands deep
+        raise ManifestError(f"{path}: nested too deeply to be a manifest") from None
     except XBackendError as error:
         raise ManifestError(f"{folder}: not a kernel family ({error})") from None
     return _Reader(path, shipped).family(data)
@@ -95,7 +99,7 @@ class _Reader:
         if type(order) is not int:
             raise self.fail(f"order must be an integer, not {order!r}")
         sources = self._sources(head.get("sources"))
-        declared = {language: kernels_of(read_source(p)) for language, p in sources.items()}
+        declared = {language: self._declared(language, p) for language, p in sources.items()}
         entries = data.get("variant")
         if not isinstance(entries, list) or not entries:
             raise self.fail("no [[variant]]: a family declares at least one")
@@ -113,9 +117,20 @@ class _Reader:
         if twice:
             op, variant = sorted(twice)[0]
             raise self.fail(f"variant '{variant}' of {op} is declared twice")
-        description = head.get("description", "")
+        description = self._text(head.get("description", ""), "[family]")
         folder = self.path.parent
-        return Family(name, folder, str(description), sources, tuple(variants), order, self.shipped)
+        return Family(name, folder, description, sources, tuple(variants), order, self.shipped)
+
+    def _declared(self, language: str, path: Path) -> dict[str, tuple[Parameters, int]]:
+        """The kernels ``path`` declares, its includes checked (a device or a FIFO named
+        by an ``#include`` is refused here, before a compiler opens it)."""
+        stamp_folder = kernel_file(language, "stamp.h").parent
+        try:
+            text = read_source(path)
+            check_includes(path, text, [path.parent, stamp_folder])
+        except XBackendError as error:
+            raise self.fail(str(error)) from None
+        return kernels_of(text)
 
     def _twins(
         self, declared: dict[str, dict[str, tuple[Parameters, int]]], sources: dict[str, Path]
@@ -161,6 +176,8 @@ class _Reader:
             return found
         table = self._table(named, "sources")
         self._known(table, LANGUAGES, "sources")
+        if not table:
+            raise self.fail("sources = {} names no kernel file: name a .cu or a .cl file")
         found = {}
         for language, name in table.items():
             path = folder / str(name)
@@ -187,6 +204,8 @@ class _Reader:
         if geometry == "element" and not tiles:
             raise self.fail(f"{where} needs tiles: the sizes of its groups")
         default = entry.get("default_tile", tiles[0] if tiles else None)
+        if default is not None and type(default) is not int:
+            raise self.fail(f"{where}: default_tile must be an integer, not {default!r}")
         if tiles and default not in tiles:
             raise self.fail(f"{where}: default_tile {default!r} is not one of tiles {tiles}")
         constants = self._constants(entry.get("constants", {}), where)
@@ -221,7 +240,14 @@ class _Reader:
         if spec.geometry != "element":
             return  # the planner of block tiles gives its own arguments (plans.py)
         params, line = kernels[spec.kernel]
-        names = [p for p, _ in params if p not in STAMP_PARAMETERS]
+        names = [p for p, _ in params]
+        kept = next((p for p in names if p in STAMP_PARAMETERS), None)
+        if kept:  # the clock's hooks pass these (kernels/*/stamp.h): a kernel's own is never bound
+            raise self.fail(
+                f"variant '{spec.name}': parameter '{kept}' of {spec.kernel} ({path.name} line "
+                f"{line}) has a name xbackend keeps for the device clock's hooks "
+                f"({', '.join(STAMP_PARAMETERS)}): rename it"
+            )
         for param in names:
             if spec.takes(param) not in ARGUMENTS:
                 raise self.fail(

@@ -9,20 +9,30 @@ declaration orders them.
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
 from xbackend.errors import XBackendError
+from xbackend.safeio import UnsafePath, read_small_text
 
 SUFFIXES = {"cuda": ".cu", "opencl": ".cl"}
 LANGUAGES = tuple(SUFFIXES)
+# The largest kernel file (or file it includes) read: far above any real one (the shipped
+# files are under 40 kB), so that a runaway file is refused by name, not read into memory.
+MAX_SOURCE_BYTES = 4 << 20
 
-_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
 _PARENS = r"\((?:[^()]|\((?:[^()]|\([^()]*\))*\))*\)"  # balanced, three deep
+# Every quantifier here is bounded or stops at a character that ends it, so that a scan
+# is linear in the text (a file of 1 MB of ``kernel`` words is not a minute's search):
+# at most 16 words between ``__kernel`` and ``void``, none of them a kernel's keyword
+# (each word is then read for one keyword at most), and a parameter list holds no
+# parenthesis (a kernel's parameters take no function pointers).
+_KEYWORD = r"(?:\b__kernel\b|\bkernel\b|\b__global__\b)"  # what makes a function a kernel
+_WORD = rf"__attribute__\s*{_PARENS}|__launch_bounds__\s*{_PARENS}|(?!{_KEYWORD})\w+"
 _DECLARATION = re.compile(
-    r"(?:\b__kernel\b|\bkernel\b|\b__global__\b)"  # what makes a function a kernel
-    rf"(?:\s+(?:__attribute__\s*{_PARENS}|__launch_bounds__\s*{_PARENS}|\w+))*?"
-    rf"\s+void\s+(?:__launch_bounds__\s*{_PARENS}\s*)?(\w+)\s*\(([^)]*)\)"
+    rf"{_KEYWORD}(?:\s+(?:{_WORD})){{0,16}}?"
+    rf"\s+void\s+(?:__launch_bounds__\s*{_PARENS}\s*)?(\w+)\s*\(([^()]*)\)"
 )
 # The clock's hooks (kernels/*/stamp.h), as the kernel files write them: the include,
 # the parameter macro after a kernel's last parameter, a line at its start and at its end.
@@ -30,41 +40,71 @@ _HOOKS = re.compile(
     r'^#include "stamp\.h"\n| STAMP_PARAMETER(?=\))|^[ \t]*STAMP_(?:ENTER|EXIT);\n', re.MULTILINE
 )
 STAMP_PARAMETERS = ("stamps", "stamp_slot")
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*(?:"([^"\n]*)"|<([^>\n]*)>)', re.MULTILINE)
 
 Parameters = tuple[tuple[str, str], ...]  # (name, the words before it), in order
 
 
-def read_source(path: Path) -> str:
-    """The text of a kernel file. A file that is not UTF-8 text (a folder, a binary, NUL
-    bytes) is an ``XBackendError`` naming it, never a driver's confusion."""
+def read_source(path: Path, what: str = "kernel file") -> str:
+    """The text of a kernel file (or of a manifest: ``what``). A file that is not UTF-8
+    text (a folder, a device, a binary, NUL bytes) or is over ``MAX_SOURCE_BYTES`` is an
+    ``XBackendError`` naming it, never a driver's confusion nor a memory error."""
     try:
-        if not path.is_file():
-            what = "a folder" if path.is_dir() else "missing or not a regular file"
-            raise XBackendError(f"the kernel file {path} is {what}")
-        text = path.read_text(encoding="utf-8")
+        text = read_small_text(path, MAX_SOURCE_BYTES)
+    except FileNotFoundError:
+        raise XBackendError(f"the {what} {path} is missing") from None
+    except UnsafePath as error:
+        raise XBackendError(f"the {what} {path} is {error}") from None
     except (OSError, UnicodeDecodeError) as error:
-        raise XBackendError(f"cannot read the kernel file {path} as UTF-8 text: {error}") from error
+        raise XBackendError(f"cannot read the {what} {path} as UTF-8 text: {error}") from error
     if "\x00" in text:
-        raise XBackendError(f"the kernel file {path} holds NUL bytes: it is not source text")
+        raise XBackendError(f"the {what} {path} holds NUL bytes: it is not source text")
     return text
+
+
+def check_includes(path: Path, text: str, folders: list[Path], depth: int = 0) -> None:
+    """Every file ``text`` (the file at ``path``) includes, and what those include, that is
+    found in ``folders`` (or named by an absolute path) is a regular UTF-8 file within
+    the size limit: an ``#include "/dev/zero"`` or of a FIFO is refused by name, before
+    a compiler blocks on it or reads it without end."""
+    if depth > 16:
+        raise XBackendError(f"{path}: includes nested more than 16 deep")
+    code = blank_comments(text)
+    for match in _INCLUDE.finditer(code):
+        named = match.group(1) if match.group(1) is not None else match.group(2)
+        line = code.count("\n", 0, match.start()) + 1
+        candidates = [Path(named)] if os.path.isabs(named) else [f / named for f in folders]
+        found = next((c for c in candidates if os.path.lexists(c)), None)
+        if found is None:
+            continue  # a system header, or one the compiler reports missing itself
+        where = f"{path} line {line}: #include {named!r}"
+        try:
+            included = read_source(found, "included file")
+        except XBackendError as error:
+            raise XBackendError(f"{where}: {error}") from None
+        check_includes(found, included, [found.parent, *folders[1:]], depth + 1)
 
 
 def _blank(match: re.Match[str]) -> str:
     """A comment as blanks, its line breaks kept, so offsets keep their line numbers."""
-    return re.sub(r"[^\n]", " ", match.group(0))
+    piece = match.group(0)
+    return re.sub(r"[^\n]", " ", piece) if "\n" in piece else " " * len(piece)
 
 
 def kernels_of(text: str) -> dict[str, tuple[Parameters, int]]:
     """Each kernel a source declares, with its parameters and the line it starts on."""
-    code = _COMMENT.sub(_blank, without_stamps(text))
+    code = blank_comments(without_stamps(text))
     found = {}
+    line, counted = 1, 0  # lines counted as the matches come, once over the text
     for match in _DECLARATION.finditer(code):
         name, params = match.group(1), match.group(2).strip()
         words = [param.replace("*", "* ").replace("&", "& ").split() for param in params.split(",")]
         declared = tuple((param[-1], " ".join(param[:-1])) for param in words if param)
         if params in ("", "void"):
             declared = ()
-        found[name] = (declared, code.count("\n", 0, match.start(1)) + 1)
+        line += code.count("\n", counted, match.start(1))
+        counted = match.start(1)
+        found[name] = (declared, line)
     return found
 
 
@@ -79,10 +119,23 @@ def without_stamps(text: str) -> str:
     return _HOOKS.sub("", text)
 
 
-_CODE_SKIPS = re.compile(
-    r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.DOTALL
-)
+# A comment, or (``_CODE_SKIPS``) a string or character literal. Each alternative ends
+# where it can: a comment not closed runs to the end of the text, a literal not closed to
+# the end of its line, so that a match is never tried again from inside what one failed
+# to match (one pass over the text, however many ``/*`` it holds).
+_COMMENTS = r"//[^\n]*|/\*.*?(?:\*/|\Z)"
+_COMMENT = re.compile(_COMMENTS, re.DOTALL)
+_CODE_SKIPS = re.compile(rf"{_COMMENTS}|\"(?:\\.|[^\"\\\n])*\"?|'(?:\\.|[^'\\\n])*'?", re.DOTALL)
+
+
+def blank_comments(text: str) -> str:
+    """``text`` with its comments as blanks, line breaks kept (offsets keep their lines)."""
+    return _COMMENT.sub(_blank, text)
+
+
 _RETURN = re.compile(r"\breturn\s*;")
+_AFTER = re.compile(r"\s*([{;])")  # what follows a parameter list: a body, or not
+_BRACE = re.compile(r"[{}]")
 
 
 def with_hooks(text: str) -> str:
@@ -96,27 +149,32 @@ def with_hooks(text: str) -> str:
         return text
     code = _CODE_SKIPS.sub(_blank, text)  # same offsets, no braces in comments or strings
     edits: list[tuple[int, int, str]] = []  # (start, end, replacement), in order
+    body_end = -1
     for match in _DECLARATION.finditer(code):
         close = match.end() - 1  # the parameter list's ")"
-        if code[close + 1 :].lstrip().startswith(";"):
-            continue  # a declaration without a body: nothing to stamp
-        opening = code.index("{", close)
-        end = _matching_brace(code, opening)
+        after = _AFTER.match(code, close + 1)
+        if match.start() < body_end or after is None or after.group(1) == ";":
+            continue  # inside a kernel's body, not a definition, or without a body
+        opening = after.end() - 1
+        body_end = _matching_brace(code, opening)
         edits.append((close, close, " STAMP_PARAMETER"))
         edits.append((opening + 1, opening + 1, " STAMP_ENTER;"))
-        for ret in _RETURN.finditer(code, opening, end):
+        for ret in _RETURN.finditer(code, opening, body_end):
             edits.append((ret.start(), ret.end(), "STAMP_RETURN;"))
-        edits.append((end, end, "STAMP_EXIT; "))
-    for start, stop, replacement in sorted(edits, reverse=True):
-        text = text[:start] + replacement + text[stop:]
-    return f'#include "stamp.h"\n#line 1\n{text}'
+        edits.append((body_end, body_end, "STAMP_EXIT; "))
+    pieces, position = [], 0
+    for start, stop, replacement in edits:  # in order, none overlapping
+        pieces += [text[position:start], replacement]
+        position = stop
+    pieces.append(text[position:])
+    return '#include "stamp.h"\n#line 1\n' + "".join(pieces)
 
 
 def _matching_brace(code: str, opening: int) -> int:
     """The offset of the ``}`` that closes the ``{`` at ``opening``."""
     depth = 0
-    for offset in range(opening, len(code)):
-        depth += {"{": 1, "}": -1}.get(code[offset], 0)
+    for brace in _BRACE.finditer(code, opening):
+        depth += 1 if brace.group() == "{" else -1
         if depth == 0:
-            return offset
+            return brace.start()
     raise ValueError("a kernel's body is not closed")

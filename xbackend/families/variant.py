@@ -24,6 +24,9 @@ ARGUMENTS = (
     "A", "B", "C", "M", "N", "K", "lda", "ldb", "ldc", "strideA", "strideB", "strideC",
 )  # fmt: skip
 BUFFERS = ("A", "B", "C")
+# The lines the backends add themselves, beside the families' (the vendor library's GEMM;
+# "blas": its older name in results files): a user's variant never takes one of these names.
+LIBRARY_LINES = ("vendor", "blas")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,6 +67,20 @@ class VariantSpec:
         rows, columns = self.per_thread(tile)
         threads = (tile // rows) * (tile // columns) if rows > 0 and columns > 0 else 0
         return {"TILE": tile, "TM": rows, "TN": columns, "THREADS": threads, **self.constants}
+
+    def expression_problem(self, tile: int) -> str | None:
+        """Why this variant's sizes cannot be worked out at ``tile`` (a ``build``, ``staged``
+        or ``patch`` that divides by zero or unevenly, a rule that does), naming the
+        manifest; None where every one has a value."""
+        try:
+            names = self.names_at(tile)
+            for value in (*(v for _, v in self.build if v != "REAL"), self.staged):
+                expressions.evaluate(value, names)
+            for rule in self.requires:
+                expressions.evaluate(rule, names)
+        except expressions.ExpressionError as error:
+            return f"tile {tile}: {error} ({self.source or 'its manifest'})"
+        return None
 
     def takes(self, parameter: str) -> str:
         """What the kernel's ``parameter`` is bound to."""
