@@ -10,6 +10,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from xbackend import host_load
+
 
 def cpu_name() -> str:
     """The processor's model name, as the OS reports it."""
@@ -67,6 +69,7 @@ def environment() -> dict[str, Any]:
         "os": platform.platform(),
         "cpu": cpu_name(),
         "cpu_count": os.cpu_count(),
+        "host_load": host_load.header(),
         "python": sys.version.split()[0],
         "packages": {name: _version_of(name) for name in packages if _version_of(name)},
         "command": _command(),

@@ -227,6 +227,7 @@ def _verified(
         gap_samples_s=list(measurement.gap_s),
         sample_marks=marks if any(marks) else [],
         state=measurement.state,
+        host_load=measurement.host_load,
         flags=flags,
     )
 

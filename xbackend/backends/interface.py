@@ -302,10 +302,9 @@ class Backend(abc.ABC):
         ``params`` sets every launch parameter of a tuned variant (see
         ``backends/warp.py``); without it the variant chooses them per product.
         Before every run the output is poisoned (NaN; for integers the most
-        negative value), so an element the kernel misses fails the check.
-
-        A product with a zero dimension is what NumPy gives (an empty matrix, or
-        zeros when K is 0) and runs nothing, so it has no samples.
+        negative value), so an element the kernel misses fails the check. A product
+        with a zero dimension is what NumPy gives (an empty matrix, or zeros when K
+        is 0) and runs nothing: no samples.
         """
         sampling = _overridden(sampling or Sampling(), warmup, samples, min_samples)
         A, B, tile = self._checked(A, B, variant, tile, op, params)
@@ -338,6 +337,7 @@ class Backend(abc.ABC):
             cache=sampling.cache,
             host_memory=host_memory,
             state=sampled.state,
+            host_load=sampled.host_load,
         )
 
     def ceilings(self, dtypes: Iterable[str] = ("float32",)) -> Ceilings | None:

@@ -23,6 +23,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from xbackend.backends.monitor import NullMonitor, SampleState
+from xbackend.host_load import HostWatch
 from xbackend.timing import Sampling, stop_reason, unmarked
 
 Array = np.ndarray[Any, Any]
@@ -70,6 +71,8 @@ class Sampled:
     launches: int = 1
     stop: str = ""
     state: dict[str, Any] | None = None
+    # What other processes took of the host while the samples were taken (host_load.py).
+    host_load: dict[str, Any] | None = None
 
     def kept(self) -> tuple[list[float], list[float]]:
         return unmarked(self.kernel_s, self.marks), unmarked(self.end_to_end_s, self.marks)
@@ -89,10 +92,13 @@ def sample(execution: Runs, sampling: Sampling, monitor: Monitor = NO_MONITOR) -
     if sampling.max_samples <= 0:
         return sampled
     monitor.start()
+    host = HostWatch()
+    host.start()
     try:
         _take_samples(execution, sampling, monitor, sampled)
     finally:
         sampled.state = monitor.finish()
+        sampled.host_load = host.finish()
     # The last sample's output, copied once (before its host array is reused or freed).
     sampled.last_result = sampled.last_result.copy()
     return sampled

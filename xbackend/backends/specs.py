@@ -73,6 +73,7 @@ class Measurement:
     cache: str = "warm"  # timing.CACHE_MODES
     host_memory: str = "pageable"  # "pageable", "pinned", "" where nothing is copied
     state: dict[str, Any] | None = None  # the device's clocks and temperature (NVML)
+    host_load: dict[str, Any] | None = None  # other processes' share of the host (host_load.py)
 
     @property
     def kept(self) -> tuple[list[float], list[float]]:

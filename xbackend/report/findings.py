@@ -26,6 +26,7 @@ from xbackend.report.document import Block, Cell, Heading, Paragraph, Sentences,
 from xbackend.report.points import ambiguous_labels, group, size_text, three_digits
 from xbackend.results import PointRecord
 from xbackend.results.records import PROFILER_CLOCK
+from xbackend.speedups import Speedup, speedups, usable
 from xbackend.timing import format_seconds
 
 VENDOR_VARIANTS = ("vendor", "blas")  # "blas": the CPU's vendor line in older files
@@ -124,20 +125,47 @@ def _fastest_pairs(
     return found
 
 
-def tiled_over_naive(points: Sequence[PointRecord], names: _Names) -> list[str]:
-    """Per backend, device and group: tiled against naive at the largest size both
-    measured (the fastest tile of each there)."""
-    found = []
-    pairs = _fastest_pairs(points, lambda p: p.variant == "naive", lambda p: p.variant == "tiled")
-    for slow, fast in pairs:
-        ratio = _kernel_s(slow) / _kernel_s(fast)
-        found.append(
-            f"{names.on(fast)}, {_variant_name(fast)} is {_faster(ratio)} than "
-            f"{_variant_name(slow)} at {size_text(fast)}{names.where(fast)}: "
-            f"{format_seconds(_kernel_s(fast))} against {format_seconds(_kernel_s(slow))} "
-            "median kernel time."
+def _speedup_sentence(found: Speedup, names: _Names) -> str:
+    """One variant against its baseline: at the largest size, with its interval, and
+    from which size the answer holds."""
+    last = found.largest
+    fast, slow = last.variant, last.baseline
+    doubt = f" ({' and '.join(last.doubtful)})" if last.doubtful else ""
+    where = f"{names.on(fast)}, {_variant_name(fast)}"
+    at = f"at {size_text(fast)}{names.where(fast)}, the largest size both measured"
+    interval = f"{three_digits(last.low)}–{three_digits(last.high)}×"
+    if last.verdict == "unclear":
+        sentence = (
+            f"{where} and {_variant_name(slow)} cannot be told apart {at}{doubt}: "
+            f"{three_digits(last.value)}× ({interval} from the two medians' 95% intervals)"
         )
-    return found
+        clear = found.largest_clear()
+        if clear is not None:
+            sentence += (
+                f"; the largest size where one is clearly faster is {size_text(clear.variant)}"
+                f": {_variant_name(clear.variant)} {_faster(clear.value)}"
+            )
+        return sentence + "."
+    first = found.holds_from()
+    assert first is not None
+    held = sum(r.size >= first.size for r in found.ratios)
+    span = (
+        f"{last.verdict} at every size from {size_text(first.variant)} up ({held} of "
+        f"{len(found.ratios)} sizes)" if held > 1 else f"{last.verdict} at that size alone"
+    )  # fmt: skip
+    return (
+        f"{where} is {_faster(last.value)} than {_variant_name(slow)} {at}{doubt} "
+        f"({interval} from the two medians' 95% intervals): "
+        f"{format_seconds(_kernel_s(fast))} against {format_seconds(_kernel_s(slow))} "
+        f"median kernel time; {span}."
+    )
+
+
+def tiled_over_naive(points: Sequence[PointRecord], names: _Names) -> list[str]:
+    """Per backend, device and group: tiled against naive, and each of a user family's
+    variants against the family's own naive (``speedups.py``), at the largest size both
+    measured, noisy points included and said."""
+    return [_speedup_sentence(found, names) for found in speedups(points)]
 
 
 def _against(
@@ -296,7 +324,7 @@ def findings(points: Sequence[PointRecord]) -> list[str]:
     kept = [p for p in points if counted(p)]
     names = _Names(kept)
     return [
-        *tiled_over_naive(kept, names),
+        *tiled_over_naive(points, _Names([p for p in points if usable(p)])),
         *backend_against_backend(kept, names),
         *launch_overheads(kept, names),
         *vendor_lines(kept, names),
@@ -372,7 +400,7 @@ def findings_section(points: Sequence[PointRecord]) -> list[Block]:
     other as one table; nothing where there are none."""
     kept = [p for p in points if counted(p)]
     names = _Names(kept)
-    before = tiled_over_naive(kept, names)
+    before = tiled_over_naive(points, _Names([p for p in points if usable(p)]))
     after = [
         *launch_overheads(kept, names),
         *vendor_lines(kept, names),

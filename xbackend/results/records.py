@@ -143,6 +143,7 @@ class PointRecord:
     # "throttled" (the device slowed its clocks), "hold" (the CUDA hold gave up).
     sample_marks: list[str] = dataclasses.field(default_factory=list)
     state: dict[str, Any] | None = None  # the device's clocks, temperature, power (NVML)
+    host_load: dict[str, Any] | None = None  # others' share of the host (host_load.py)
     flags: list[str] = dataclasses.field(default_factory=list)  # see FLAGS
     # The machine that measured it: "" where its run header says (results.load fills it in).
     host: str = ""
@@ -159,6 +160,8 @@ class PointRecord:
             del point["worker"]  # a serial run's, as in files from before
         if self.counters is None:
             del point["counters"]  # not profiled, as in files from before
+        if self.host_load is None:
+            del point["host_load"]  # not measured, as in files from before
         for field in ("api_samples_s", "gap_samples_s"):
             if not point[field]:
                 del point[field]  # not stamped, as in files from before
@@ -452,7 +455,20 @@ def _sampling(point: Mapping[str, Any]) -> dict[str, Any]:
     if state is not None and not isinstance(state, dict):
         raise RecordError("state", "expected an object")
     found["state"] = state
+    found["host_load"] = _host_load(point.get("host_load"))
     return found
+
+
+def _host_load(value: Any) -> dict[str, float] | None:
+    """A point's ``host_load``: an object of finite numbers, or None (files from before)."""
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not all(
+        isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+        for v in value.values()
+    ):
+        raise RecordError("host_load", "expected an object of finite numbers")
+    return {str(name): float(v) for name, v in value.items()}
 
 
 def _params(params: Any) -> dict[str, int] | None:

@@ -1,0 +1,153 @@
+"""The host's load while a point is measured: how much of the machine other processes took.
+
+A time measured on a CPU (the CPU backend, OpenCL on a CPU) halves when another process
+takes half the cores, and a GPU's end-to-end time moves with the host too. Nothing in a
+sample says so; this module does. ``HostWatch`` reads the OS's counters as a point's
+sampling starts and ends and gives the point's ``host`` record:
+
+- ``others_cores``: the CPU time every other process took over the window, in cores
+  (the busy time of ``/proc/stat`` less this process's own, every thread of it: the
+  BLAS's, an OpenCL runtime's), over the window's wall time;
+- ``load_1m``: the OS's one-minute load average at the end (this process's threads in it);
+- ``window_s``: the window the counters cover. The counters tick every 10 ms, so a window
+  shorter than ``MIN_WINDOW_S`` reaches back to an earlier reading of this process
+  (another point's, at most ``MAX_WINDOW_S`` before): a point of 20 ms says what the
+  machine did over the last half second, not 20 ms of rounding (a window that still
+  covers less than ``COUNTED_WINDOW_S`` gives no ``others_cores``: it is not known);
+- ``throttle_events``: the cores' thermal-throttle events over the window, where the OS
+  counts them (Linux's ``thermal_throttle``; absent elsewhere).
+
+Where the OS has no such counters (not Linux), only the load average is kept, if any.
+A reading never raises into a measurement: what cannot be read is left out.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import glob
+import os
+import time
+from typing import Any, ClassVar
+
+MIN_WINDOW_S = 0.5
+MAX_WINDOW_S = 5.0
+# Below this window the counters' 10 ms ticks say nothing: no ``others_cores`` is given.
+COUNTED_WINDOW_S = 0.1
+# Other processes' work, in cores, from which the host counts as busy: half a core taken
+# away is enough to move a time measured on the CPU by more than its 1% target.
+BUSY_CORES = 0.5
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+_THROTTLE_FILES = "/sys/devices/system/cpu/cpu*/thermal_throttle/core_throttle_count"
+
+
+@dataclasses.dataclass(frozen=True)
+class Reading:
+    """The host's counters at one moment: wall seconds, every core's busy seconds, this
+    process's CPU seconds, and the summed throttle events (None: not counted here)."""
+
+    wall_s: float
+    busy_s: float | None
+    own_s: float
+    throttles: int | None
+
+
+def _busy_seconds() -> float | None:
+    """Every core's non-idle time since boot, from ``/proc/stat``'s first line."""
+    try:
+        with open("/proc/stat", encoding="ascii") as stat:
+            fields = stat.readline().split()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if len(fields) < 8 or fields[0] != "cpu":
+        return None
+    try:
+        user, nice, system, _idle, _iowait, irq, softirq, *rest = (int(f) for f in fields[1:])
+    except ValueError:
+        return None
+    steal = rest[0] if rest else 0
+    return (user + nice + system + irq + softirq + steal) / _TICK
+
+
+def _throttle_events() -> int | None:
+    total, found = 0, False
+    for path in glob.glob(_THROTTLE_FILES):
+        try:
+            with open(path, encoding="ascii") as count:
+                total += int(count.read().strip() or 0)
+            found = True
+        except (OSError, ValueError):
+            continue
+    return total if found else None
+
+
+def read() -> Reading:
+    times = os.times()
+    return Reading(time.monotonic(), _busy_seconds(), times.user + times.system, _throttle_events())
+
+
+def load_average() -> float | None:
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):
+        return None
+
+
+def between(begin: Reading, end: Reading) -> dict[str, Any]:
+    """The ``host`` record of the window from ``begin`` to ``end``."""
+    window = end.wall_s - begin.wall_s
+    found: dict[str, Any] = {"window_s": round(window, 3)}
+    load = load_average()
+    if load is not None:
+        found["load_1m"] = load
+    if begin.busy_s is not None and end.busy_s is not None and window >= COUNTED_WINDOW_S:
+        others = (end.busy_s - begin.busy_s) - (end.own_s - begin.own_s)
+        found["others_cores"] = round(max(0.0, others) / window, 2)
+    if begin.throttles is not None and end.throttles is not None:
+        found["throttle_events"] = end.throttles - begin.throttles
+    return found
+
+
+class HostWatch:
+    """Watches the host over one point's sampling (``start``, then ``finish``).
+
+    Readings of earlier points in this process are kept for ``MAX_WINDOW_S``, so that a
+    short point's window can reach back to one at least ``MIN_WINDOW_S`` before its end.
+    """
+
+    _recent: ClassVar[collections.deque[Reading]] = collections.deque(maxlen=64)
+
+    def __init__(self) -> None:
+        self._begin: Reading | None = None
+
+    def start(self) -> None:
+        self._begin = read()
+        HostWatch._recent.append(self._begin)
+
+    def finish(self) -> dict[str, Any]:
+        end = read()
+        begin = self._begin or end
+        if end.wall_s - begin.wall_s < MIN_WINDOW_S:
+            earlier = [
+                r for r in HostWatch._recent
+                if MIN_WINDOW_S <= end.wall_s - r.wall_s <= MAX_WINDOW_S
+            ]  # fmt: skip
+            if earlier:
+                begin = earlier[-1]  # the newest that is old enough
+        HostWatch._recent.append(end)
+        return between(begin, end)
+
+
+def busy(host: dict[str, Any] | None) -> bool:
+    """Whether other processes took at least ``BUSY_CORES`` over a point (a ``host`` record;
+    None, or one without ``others_cores``: not known, so not busy)."""
+    return host is not None and float(host.get("others_cores") or 0.0) >= BUSY_CORES
+
+
+def header() -> dict[str, Any]:
+    """The host as a run starts: the OS's 1, 5 and 15-minute load averages (each point
+    then says what other processes took while it was measured)."""
+    try:
+        return {"load": [round(value, 2) for value in os.getloadavg()]}
+    except (AttributeError, OSError):
+        return {}
