@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import argparse
 import csv
+import io
 import shutil
+import sys
 from collections import defaultdict
+from pathlib import Path
 from typing import Any
 
 import xbackend.cli.arguments as arguments
@@ -16,18 +19,22 @@ from xbackend.checking import (
     REFERENCE_VARIANTS,
     SANITIZED_SHAPES,
     Verdict,
+    check_bytes,
     check_folders,
     folder_variants,
+    host_memory_bytes,
     median_time_s,
     sanitize,
     schedule,
+    unrunnable,
 )
 from xbackend.cli.compare import open_backends
 from xbackend.cli.exits import EXIT_USAGE
 from xbackend.errors import XBackendError
-from xbackend.safeio import output_folder
+from xbackend.safeio import UnsafePath, atomic_write, output_folder, refuse_link
 
 EXIT_WRONG = 1  # a kernel wrong, or not run, at some shape
+EXIT_NOTHING_CHECKED = EXIT_USAGE  # no kernel of the folders can run here: nothing passed
 
 
 def add_parser(commands: Any) -> None:
@@ -39,12 +46,18 @@ def add_parser(commands: Any) -> None:
         "sizes no tile divides, K = 1) and at the assignment's sizes, against the float64 "
         "reference, and print a verdict per kernel and shape; then each kernel's median "
         "time at the largest size beside the shipped naive and tiled kernels. Exit status "
-        f"{EXIT_WRONG} if any kernel is wrong or does not run at some shape.",
+        f"{EXIT_WRONG} if any kernel is wrong or does not run at some shape; "
+        f"{EXIT_NOTHING_CHECKED} if nothing could be checked (no backend here runs the "
+        "folders' kernels) or the input is bad.",
         epilog="example:\n  xbackend check examples/assignment/student "
         "examples/assignment/edge_bug",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("folders", nargs="+", metavar="DIR", help="folders of kernels")
+    parser.add_argument(
+        "--variants", type=arguments.names("variant"), default=None, metavar="LIST",
+        help="only these variants of the folders, comma-separated (default: every one)",
+    )  # fmt: skip
     parser.add_argument(
         "--backends", default="auto", metavar="LIST",
         help="cuda, opencl (or NAME:DEVICE), comma-separated; 'auto' (default): each available",
@@ -71,41 +84,95 @@ def add_parser(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     families.add_folders(args.folders)
-    variants = folder_variants(args.folders)
-    if not variants:
-        raise XBackendError(f"{', '.join(args.folders)}: no variants of mm to check")
+    variants = _variants(args)
+    shapes = list(args.shapes) if args.shapes else [*EDGE_SHAPES, *schedule(args.steps)]
+    _check_shapes(shapes)
+    csv_path = _csv_path(args.out)  # a bad --out is said before anything runs
     opened = [
         (label, backend)
         for label, backend in open_backends(args.backends)
         if backend.name in ("cuda", "opencl")
     ]
     if not opened:
-        print("xbackend: error: no CUDA or OpenCL backend here to run kernels on")
-        return EXIT_USAGE
-    shapes = list(args.shapes) if args.shapes else [*EDGE_SHAPES, *schedule(args.steps)]
-    labels = ", ".join(label for label, _ in opened)
-    print(f"checking {', '.join(variants)} on {labels}: {len(shapes)} shapes")
+        print("xbackend: error: no CUDA or OpenCL backend here to run kernels on", file=sys.stderr)
+        return EXIT_NOTHING_CHECKED
     try:
-        found = _sanitized(args, opened, variants)
-        unsafe = {v.variant for v in found if v.equal is None}
-        verdicts = found + check_folders(opened, [v for v in variants if v not in unsafe],
-                                         shapes, args.seed, _say)  # fmt: skip
+        missing = unrunnable(variants, opened)
+        if len(missing) == len(variants):
+            shown = "; ".join(f"{variant}: {why}" for variant, why in missing.items())
+            print(f"xbackend: error: nothing to check: {shown}", file=sys.stderr)
+            return EXIT_NOTHING_CHECKED
+        verdicts = _checked(args, opened, [v for v in variants if v not in missing], shapes)
+        verdicts += [Verdict("-", variant, None, None, why) for variant, why in missing.items()]
         _summary(verdicts)
-        if args.steps and not args.no_times:
-            _times(opened, [v for v in variants if v not in unsafe], schedule(args.steps)[-1],
-                   args.seed)  # fmt: skip
     finally:
         for _, backend in opened:
             backend.close()
-    if args.out:
-        _write(output_folder(args.out) / "check.csv", verdicts)
-    return EXIT_WRONG if any(v.equal is not True for v in verdicts) else 0
+    wrong = any(v.equal is not True for v in verdicts)
+    if csv_path is not None and not _written(csv_path, verdicts):
+        return EXIT_WRONG if wrong else EXIT_USAGE  # the verdicts say more than the file
+    return EXIT_WRONG if wrong else 0
+
+
+def _variants(args: argparse.Namespace) -> list[str]:
+    """The folders' variants of mm to check: every one, or those ``--variants`` names."""
+    variants = folder_variants(args.folders)
+    if not variants:
+        raise XBackendError(f"{', '.join(args.folders)}: no variants of mm to check")
+    if args.variants:
+        unknown = [name for name in args.variants if name not in variants]
+        if unknown:
+            raise XBackendError(
+                f"--variants: no variant {', '.join(unknown)} of mm in {', '.join(args.folders)} "
+                f"(its variants: {', '.join(variants)})"
+            )
+        variants = [name for name in variants if name in args.variants]
+    return variants
+
+
+def _check_shapes(shapes: list[Any]) -> None:
+    """A shape whose check would not fit this machine's memory is refused by name."""
+    limit = host_memory_bytes() // 2
+    for shape in shapes:
+        if check_bytes(shape) > limit:
+            raise XBackendError(
+                f"--shapes {shape.M}x{shape.K}x{shape.N}: checking it takes about "
+                f"{check_bytes(shape) / 1e9:.3g} GB of host memory, over half of this "
+                f"machine's {host_memory_bytes() / 1e9:.3g} GB"
+            )
+
+
+def _csv_path(out: str | None) -> Path | None:
+    """Where check.csv goes (``--out``), checked now: a folder that cannot be one, or a
+    link at check.csv, is an error before anything runs."""
+    if out is None:
+        return None
+    path = output_folder(Path(out)) / "check.csv"
+    refuse_link(path)
+    return path
+
+
+def _checked(
+    args: argparse.Namespace, opened: list[Any], variants: list[str], shapes: list[Any]
+) -> list[Verdict]:
+    """oclgrind's verdicts, then every variant that is safe to run at every shape, then
+    the times (``--no-times``: none)."""
+    print(f"checking {', '.join(variants)} on {', '.join(label for label, _ in opened)}: "
+          f"{len(shapes)} shapes")  # fmt: skip
+    found = _sanitized(args, opened, variants)
+    unsafe = {v.variant for v in found if v.equal is None}
+    safe = [v for v in variants if v not in unsafe]
+    verdicts = found + check_folders(opened, safe, shapes, args.seed, _say)
+    if args.steps and not args.no_times:
+        _times(opened, safe, schedule(args.steps)[-1], args.seed)
+    return verdicts
 
 
 def _sanitized(args: argparse.Namespace, opened: list[Any], variants: list[str]) -> list[Verdict]:
-    """oclgrind's verdicts, where it runs (``--sanitize``): a report is a wrong kernel;
-    one that writes out of bounds is also not run natively (it could corrupt this
-    process's memory), said as a verdict of its own."""
+    """oclgrind's verdicts, where it runs (``--sanitize``), one run per variant: a report
+    is a wrong kernel; one that writes out of bounds, or that oclgrind did not finish
+    checking (its cap on reports, a crash, a timeout), is also not run natively (it could
+    corrupt this process's memory), said as a verdict of its own."""
     path = shutil.which("oclgrind")
     wanted = args.sanitize == "on" or (args.sanitize == "auto" and path)
     opencl = next((backend for _, backend in opened if backend.name == "opencl"), None)
@@ -114,25 +181,24 @@ def _sanitized(args: argparse.Namespace, opened: list[Any], variants: list[str])
     if path is None:
         raise XBackendError("--sanitize on needs oclgrind (apt-get install oclgrind)")
     print(f"oclgrind: the OpenCL kernels at {len(SANITIZED_SHAPES)} small edge shapes first")
-    findings, failed = sanitize(args.folders, path, args.seed)
-    if failed:
-        print(f"  oclgrind could not run them: {failed}")
     verdicts = []
-    for variant in variants:
-        if variant not in opencl.variants():
-            continue
-        spec = opencl.variant_spec(variant)
-        finding = findings.get(spec.kernel)
-        if finding is None:
-            continue
-        source = families.family(spec.family).sources["opencl"].name
-        code = f": {finding.code}" if finding.code else ""
-        detail = f"{finding.what}: {source} line {finding.line}{code}"
-        print(f"  oclgrind {variant}: WRONG ({detail})")
-        verdicts.append(Verdict("oclgrind", variant, None, False, detail))
-        if finding.writes_out_of_bounds:
-            verdicts.append(Verdict("opencl", variant, None, None, "not run: it writes out of "
-                                    "bounds under oclgrind (fix that first)"))  # fmt: skip
+    for variant in [v for v in variants if v in opencl.variants()]:
+        done = sanitize(args.folders, variant, path, args.seed)
+        if done.finding is not None:
+            source = families.family(opencl.variant_spec(variant).family).sources["opencl"]
+            finding = done.finding
+            code = f": {finding.code}" if finding.code else ""
+            detail = f"{finding.what}: {source.name} line {finding.line}{code}"
+            print(f"  oclgrind {variant}: WRONG ({detail})")
+            verdicts.append(Verdict("oclgrind", variant, None, False, detail))
+        writes = done.finding is not None and done.finding.writes_out_of_bounds
+        if done.unfinished and not writes:
+            print(f"  oclgrind {variant}: not finished ({done.unfinished})")
+        why = "it writes out of bounds under oclgrind (fix that first)" if writes else ""
+        if why or done.unfinished:
+            verdicts.append(
+                Verdict("opencl", variant, None, None, f"not run: {why or done.unfinished}")
+            )
     return verdicts
 
 
@@ -176,11 +242,21 @@ def _times(opened: list[Any], variants: list[str], shape: Any, seed: int) -> Non
                 print(f"  {label:10s} {variant:20s} {shown}")
 
 
-def _write(path: Any, verdicts: list[Verdict]) -> None:
-    with open(path, "w", newline="", encoding="utf-8") as file:
-        writer = csv.writer(file)
-        writer.writerow(["backend", "variant", "M", "K", "N", "verdict", "detail"])
-        for v in verdicts:
-            sizes = (v.shape.M, v.shape.K, v.shape.N) if v.shape else ("", "", "")
-            writer.writerow([v.label, v.variant, *sizes, v.word, v.detail])
+def _written(path: Path, verdicts: list[Verdict]) -> bool:
+    """check.csv written whole (``safeio.atomic_write``: never through a link); False,
+    said on stderr, where it could not be."""
+    text = io.StringIO()
+    writer = csv.writer(text)
+    writer.writerow(["backend", "variant", "M", "K", "N", "verdict", "detail"])
+    for v in verdicts:
+        sizes = (v.shape.M, v.shape.K, v.shape.N) if v.shape else ("", "", "")
+        writer.writerow([v.label, v.variant, *sizes, v.word, v.detail])
+    try:
+        atomic_write(path, text.getvalue())
+    except (OSError, UnsafePath) as error:
+        where = f"{error.filename}: " if getattr(error, "filename", None) else ""
+        print(f"xbackend: error: {where}{getattr(error, 'strerror', None) or error}",
+              file=sys.stderr)  # fmt: skip
+        return False
     print(f"\nverdicts: {path}")
+    return True

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Stands in for oclgrind in tests/test_round4_check.py, failing as FAKE_OCLGRIND says:
+# "sleep" never ends, "crash" dies of a signal before any verdict, "cap" runs the
+# program (without checking anything) and then says oclgrind's cap on reports was reached.
+while [ $# -gt 0 ] && [ "${1#--}" != "$1" ]; do shift; done  # oclgrind's own options
+case "$FAKE_OCLGRIND" in
+    sleep) exec sleep 600 ;;
+    crash) echo "oclgrind: simulated internal error" >&2; kill -SEGV $$ ;;
+    cap) "$@"; echo "Oclgrind: 1000 errors generated - suppressing further errors" >&2 ;;
+esac
