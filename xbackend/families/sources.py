@@ -62,27 +62,31 @@ def read_source(path: Path, what: str = "kernel file") -> str:
     return text
 
 
-def check_includes(path: Path, text: str, folders: list[Path], depth: int = 0) -> None:
+def check_includes(
+    path: Path, text: str, folders: list[Path], depth: int = 0, seen: set[Path] | None = None
+) -> None:
     """Every file ``text`` (the file at ``path``) includes, and what those include, that is
     found in ``folders`` (or named by an absolute path) is a regular UTF-8 file within
     the size limit: an ``#include "/dev/zero"`` or of a FIFO is refused by name, before
-    a compiler blocks on it or reads it without end."""
+    a compiler blocks on it or reads it without end. Each file is read once."""
     if depth > 16:
         raise XBackendError(f"{path}: includes nested more than 16 deep")
+    seen = set() if seen is None else seen
     code = blank_comments(text)
+    line, counted = 1, 0
     for match in _INCLUDE.finditer(code):
         named = match.group(1) if match.group(1) is not None else match.group(2)
-        line = code.count("\n", 0, match.start()) + 1
+        line, counted = line + code.count("\n", counted, match.start()), match.start()
         candidates = [Path(named)] if os.path.isabs(named) else [f / named for f in folders]
         found = next((c for c in candidates if os.path.lexists(c)), None)
-        if found is None:
-            continue  # a system header, or one the compiler reports missing itself
-        where = f"{path} line {line}: #include {named!r}"
+        if found is None or found in seen:
+            continue  # a system header, one the compiler reports missing, or one read
+        seen.add(found)
         try:
             included = read_source(found, "included file")
         except XBackendError as error:
-            raise XBackendError(f"{where}: {error}") from None
-        check_includes(found, included, [found.parent, *folders[1:]], depth + 1)
+            raise XBackendError(f"{path} line {line}: #include {named!r}: {error}") from None
+        check_includes(found, included, [found.parent, *folders[1:]], depth + 1, seen)
 
 
 def _blank(match: re.Match[str]) -> str:
