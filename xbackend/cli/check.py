@@ -253,10 +253,11 @@ def _written(path: Path, verdicts: list[Verdict]) -> bool:
         writer.writerow([v.label, v.variant, *sizes, v.word, v.detail])
     try:
         atomic_write(path, text.getvalue())
-    except (OSError, UnsafePath) as error:
-        where = f"{error.filename}: " if getattr(error, "filename", None) else ""
-        print(f"xbackend: error: {where}{getattr(error, 'strerror', None) or error}",
-              file=sys.stderr)  # fmt: skip
+    except UnsafePath as error:  # a link put there since --out was checked
+        print(f"xbackend: error: {error}", file=sys.stderr)
+        return False
+    except OSError as error:  # a full disk, a file size limit: the error names check.csv
+        print(f"xbackend: error: {error.filename}: {error.strerror or error}", file=sys.stderr)
         return False
     print(f"\nverdicts: {path}")
     return True
