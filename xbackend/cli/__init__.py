@@ -34,9 +34,11 @@ from xbackend.cli.exits import (
     EXIT_BROKEN_PIPE,
     EXIT_INTERRUPTED,
     EXIT_USAGE,
+    Terminated,
+    exit_status,
     interrupted_before_recording,
     silence_stdout,
-    take_over_ctrl_c,
+    take_over_signals,
 )
 from xbackend.errors import XBackendError
 
@@ -85,8 +87,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command ``argv`` names; its exit status (an ending signal's: 128 + its
+    number, after the command kept and released what it holds, as on Ctrl-C)."""
+    return exit_status(_command(argv))
+
+
+def _command(argv: Sequence[str] | None) -> int:
     try:  # the commands' modules are imported here, inside the handler
-        take_over_ctrl_c()
+        take_over_signals()
         parser = build_parser()
         args = parser.parse_args(argv)
     except KeyboardInterrupt:
@@ -99,8 +107,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             families.add_folders(args.kernels)
         code: int = args.func(args)
         return code
-    except KeyboardInterrupt:  # a command that said nothing more itself
-        print("\nxbackend: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as error:  # a command that said nothing more itself
+        why = f" ({error})" if isinstance(error, Terminated) else ""
+        print(f"\nxbackend: interrupted{why}", file=sys.stderr)
         return EXIT_INTERRUPTED
     except (XBackendError, ValueError) as error:
         print(f"xbackend: error: {error}", file=sys.stderr)

@@ -1,7 +1,8 @@
 """The cluster's connection: an existing scheduler's address tried within a bound, before
 Dask's client is made (Dask's own first contact waits without a bound for an answer
 that never comes); Ctrl-C held while a local cluster starts (Dask cannot stop one half
-started); the scheduler's loss mid-run noticed; Dask quiet while a lost client closes.
+started); the scheduler's loss mid-run noticed; Dask quiet while a lost client closes,
+and about workers that die under their tasks.
 
 Each failure is one ``XBackendError`` naming ``--scheduler`` and the address, never a
 traceback of Dask's internals.
@@ -137,22 +138,61 @@ def quiet_dask() -> Iterator[None]:
         logging.disable(before)
 
 
+# What Dask logs, in this process, when workers die under their tasks: a task's result
+# that can no longer be fetched from a killed worker ("Couldn't gather keys", a
+# CommClosedError, an AllExit in a task nobody awaits). The driver sees each worker go
+# and measures its points again; these say nothing the command does not (issue 38).
+_LOST_WORKER_ERRORS = frozenset({"CommClosedError", "StreamClosedError", "AllExit"})
+_LOST_WORKER_TEXT = ("Couldn't gather keys", "CommClosedError", "StreamClosedError")
+
+
+def _not_a_lost_worker(record: logging.LogRecord) -> bool:
+    """A log filter: False for what Dask says of a worker gone (``_LOST_WORKER_*``)."""
+    error = record.exc_info[1] if record.exc_info else None
+    if error is not None and {kind.__name__ for kind in type(error).__mro__} & _LOST_WORKER_ERRORS:
+        return False
+    try:
+        text = record.getMessage()
+    except Exception:  # a record whose arguments do not fit its message: kept as it is
+        return True
+    return not any(said in text for said in _LOST_WORKER_TEXT)
+
+
+def quiet_lost_workers() -> None:
+    """Leave out what Dask logs of workers gone (``_not_a_lost_worker``), from now until
+    the process ends: its asyncio tasks are collected, and say it, as late as its exit.
+    Only those records: every other warning and error of Dask's is shown as before."""
+    for name in ("distributed", "distributed.client"):  # the loggers Dask gives a handler
+        for handler in logging.getLogger(name).handlers:
+            handler.addFilter(_not_a_lost_worker)  # for every record of their children
+    for name in ("asyncio", "distributed", "distributed.client", "tornado.application"):
+        logging.getLogger(name).addFilter(_not_a_lost_worker)
+
+
+# The signals that end a command besides Ctrl-C (SIGTERM: a batch system's time limit;
+# SIGHUP: a terminal closed): held as Ctrl-C is while a local cluster starts.
+_ENDING = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
 @contextlib.contextmanager
-def held_interrupts() -> Iterator[list[bool]]:
-    """Ctrl-C held back for the block, and said afterwards (the list holds ``True``).
+def held_interrupts() -> Iterator[list[int]]:
+    """Ctrl-C, SIGTERM and SIGHUP held back for the block, and said afterwards (the list
+    holds the numbers of the signals that came; :func:`deliver` raises them).
 
     A local cluster stopped half started cannot be closed (Dask's exit handler then
     prints a traceback of its own and leaves worker processes behind), so its start is
-    not interrupted: the block's caller closes what it started, then raises. SIGINT is
+    not interrupted: the block's caller closes what it started, then delivers. SIGINT is
     blocked in this thread, so the threads and the worker processes started in the block
     inherit the block: a terminal's Ctrl-C, sent to every process of the command, reaches
-    only this one, which stops the workers itself. Outside the main thread, a no-op.
+    only this one, which stops the workers itself. SIGTERM and SIGHUP are only caught
+    (a worker process that inherited them blocked could not be stopped by its nanny).
+    Outside the main thread, a no-op.
 
     Python's resource tracker is started first: started later, from one of Dask's
     threads, it would unblock SIGINT in that thread (``resource_tracker.ensure_running``
     blocks it only while it spawns itself), and the workers spawned from there with it.
     """
-    pressed: list[bool] = []
+    pressed: list[int] = []
     if threading.current_thread() is not threading.main_thread() or not hasattr(
         signal, "pthread_sigmask"
     ):
@@ -163,15 +203,33 @@ def held_interrupts() -> Iterator[list[bool]]:
     resource_tracker.ensure_running()
 
     def hold(signum: int, frame: Any) -> None:  # a thread that does not block it
-        pressed.append(True)
+        pressed.append(signum)
 
     handler = signal.signal(signal.SIGINT, hold)
+    ending = {number: signal.getsignal(number) for number in _ENDING}
+    for number, before in ending.items():
+        if before is not signal.SIG_IGN:  # nohup's SIGHUP stays ignored
+            signal.signal(number, hold)
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         yield pressed
     finally:
         if signal.SIGINT in signal.sigpending():
             signal.sigwait({signal.SIGINT})  # taken here, not delivered as an exception
-            pressed.append(True)
+            pressed.append(signal.SIGINT)
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         signal.signal(signal.SIGINT, handler)
+        for number, before in ending.items():
+            if before is not signal.SIG_IGN and before is not None:
+                signal.signal(number, before)
+
+
+def deliver(pressed: list[int]) -> None:
+    """The signals :func:`held_interrupts` held, delivered now (the first of them): Ctrl-C
+    as a KeyboardInterrupt, another to its own handler (the command line's raises its
+    ``Terminated``; without one, it ends the process as it would have)."""
+    if not pressed:
+        return
+    if pressed[0] != signal.SIGINT:
+        signal.raise_signal(pressed[0])
+    raise KeyboardInterrupt

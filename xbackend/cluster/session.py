@@ -23,9 +23,11 @@ from xbackend.backends.registry import backend_names
 from xbackend.cluster.connection import (
     CONNECT_TIMEOUT_S,
     SchedulerLost,
+    deliver,
     held_interrupts,
     lost,
     quiet_dask,
+    quiet_lost_workers,
     reach,
 )
 from xbackend.cluster.devices import (
@@ -93,18 +95,20 @@ class Cluster:
         else:
             assigned = local_workers(targets_of(backends, say), spec.gpus, spec.workers)
             settings, expected = None, len(assigned)
+        quiet_lost_workers()  # the driver says it when workers die, once
         with held_interrupts() as pressed:  # neither is stopped half made
             cluster = cls._connected(spec, backends, assigned, settings)
         try:
-            if pressed:
-                raise KeyboardInterrupt
+            deliver(pressed)  # Ctrl-C, SIGTERM or SIGHUP while it started
             plugin = DevicesPlugin(backends, assigned, run=cluster.token)
             cluster.client.register_plugin(plugin, name=PLUGIN)
             cluster._wait_for_workers(expected)
             cluster.reports = cluster._describe(say)
         except BaseException as error:
+            # whether the scheduler was lost, asked before closing (a closed client is)
+            was_lost = lost(cluster.client)
             cluster.close()
-            if lost(cluster.client) and not isinstance(error, KeyboardInterrupt):
+            if was_lost and not isinstance(error, KeyboardInterrupt):
                 raise cluster.lost_error() from None
             raise
         return cluster
@@ -169,7 +173,7 @@ class Cluster:
                 reports.append(future.result())
             except Exception as error:
                 if self.local is not None:
-                    raise XBackendError(f"a worker could not open its devices: {error}") from None
+                    _raise_as_here(error)
                 say(f"a worker left out: {error}")
         for worker in reports:
             for problem in worker.problems:
@@ -249,6 +253,11 @@ class Cluster:
         display = display or SweepDisplay("plain", log=log)
         try:
             return self._run(plan, out, resume, display)
+        except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: the command ends
+            # The shared references go now, not when the cluster closes after the summary
+            # and figures: a batch system kills what is left soon after its SIGTERM.
+            self._remove_references()
+            raise
         except Exception as error:  # Dask's view of a lost connection, whichever it is
             if isinstance(error, SchedulerLost) or lost(self.client):
                 raise self.lost_error(out) from None
@@ -349,14 +358,31 @@ class Cluster:
         finally:
             if self.local is not None:
                 self.local.close()
-                # its workers' host is this one: their shared references go, whether or
-                # not a worker lived to remove them (the plugin's teardown)
-                HostReferences(run_folder(self.token)).remove()
+            # once its workers are stopped, so that none makes the folder again
+            self._remove_references()
             if self._log_level is not None:
                 _DASK_LOG.setLevel(self._log_level)
 
+    def _remove_references(self) -> None:
+        """A local cluster's shared references removed: its workers' host is this one,
+        whether or not a worker lived to remove them (the plugin's teardown)."""
+        if self.local is not None:
+            HostReferences(run_folder(self.token)).remove()
+
 
 _DASK_LOG = logging.getLogger("distributed")
+
+
+def _raise_as_here(error: Exception) -> None:
+    """An error a local worker raised opening its devices, raised as the serial run
+    raises it: a refusal (a wrong family, an option the device cannot take) as itself,
+    one line and exit 2; anything else named as the worker's."""
+    if isinstance(error, (XBackendError, ValueError)):
+        raise error.with_traceback(None) from None
+    raise XBackendError(
+        f"a worker could not open its devices: {type(error).__name__}: {error}"
+    ) from None
+
 
 # What Dask's nannies set in a worker's environment by default, and xbackend does not:
 # one OpenMP/MKL/OpenBLAS thread and malloc trimming above 64 KiB. A worker would then run

@@ -32,7 +32,9 @@ def tune(
     that do not share their host at once. Each (label, device, results in the serial
     order, or why not)."""
     groups = cluster.groups()
-    found, problems = _searches(cluster, groups, request, say)
+    found, problems, refusals = _searches(cluster, groups, request, say)
+    if refusals and not found:  # nothing to tune anywhere: as the serial tune says it
+        raise refusals[0].with_traceback(None) from None
     queue = TuneQueue({label: groups[label] for label in found}, found, cluster.spec.alone)
     results = _share(cluster, queue, request, say)
     told: list[tuple[str, str, list[TuneResult] | str]] = []
@@ -57,11 +59,13 @@ def _searches(
     groups: dict[str, list[tuple[WorkerReport, Offer]]],
     request: TuneRequest,
     say: Callable[[str], None],
-) -> tuple[dict[str, list[TuneItem]], dict[str, str]]:
+) -> tuple[dict[str, list[TuneItem]], dict[str, str], list[Exception]]:
     """Each label's searches (``tune_items``, asked of a worker that holds it: the
-    next one where one dies), and why a label has none."""
+    next one where one dies), why a label has none, and the refusals among those (an
+    ``XBackendError`` or ``ValueError``: nothing to tune there, said as itself)."""
     found: dict[str, list[TuneItem]] = {}
     problems: dict[str, str] = {}
+    refusals: list[Exception] = []
     for label, holders in groups.items():
         for worker, offer in holders:
             try:
@@ -74,6 +78,9 @@ def _searches(
                 problems[label] = f"{type(error).__name__}: {error}"
                 if isinstance(error, WorkerGone):
                     continue
+                if isinstance(error, (XBackendError, ValueError)):
+                    problems[label] = str(error)
+                    refusals.append(error)
                 break
             problems.pop(label, None)
             devices = ", ".join(w.name for w, _ in holders)
@@ -82,7 +89,7 @@ def _searches(
             for note in notes:
                 say(f"  {note}")
             break
-    return found, problems
+    return found, problems, refusals
 
 
 def _live_result(cluster: Cluster, future: Any, address: str) -> Any:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import os
 import platform
 import signal
@@ -88,6 +89,8 @@ class DevicesPlugin(WorkerPlugin):  # type: ignore[misc]  # distributed is untyp
         # (ValueError: not the main thread of the worker's process).
         with contextlib.suppress(ValueError):
             signal.signal(signal.SIGINT, signal.SIG_IGN)
+        if self.assigned is not None:  # a local cluster's worker: its log is the terminal
+            _TASK_LOG.addFilter(_said_by_the_main_process)
 
     def teardown(self, worker: Any) -> None:
         for backend in self.opened.values():
@@ -138,6 +141,17 @@ class DevicesPlugin(WorkerPlugin):  # type: ignore[misc]  # distributed is untyp
             elif self.backends_text.strip().lower() != "auto":
                 problems.append(f"{target.label}: {reason}")
         return every_device(usable), problems
+
+
+# Where Dask logs a task's error on its worker ("Compute Failed", the task, a fragment of
+# its traceback). The error itself goes back to the main process, which says it as the
+# serial run does (one line; a point's record): on a local cluster, whose workers write
+# to the command's terminal, the worker's block is left out.
+_TASK_LOG = logging.getLogger("distributed.worker")
+
+
+def _said_by_the_main_process(record: logging.LogRecord) -> bool:
+    return not str(record.msg).startswith("Compute Failed")
 
 
 def _plugin() -> DevicesPlugin:
