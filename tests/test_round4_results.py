@@ -5,12 +5,11 @@ obeyed, in the figures' warnings and the report (20)."""
 
 from __future__ import annotations
 
+import html
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ from test_diff import SIZES, VARIANTS, record, write
 
 from xbackend.cli import main
 from xbackend.results import load
+from xbackend.safeio import printable
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -112,7 +112,7 @@ def test_plot_and_report_draw_the_points_behind_many_bad_lines(tmp_path, capsys,
 # Put first on the path of the command the test starts: the process sends itself SIGINT as
 # it starts importing the module named in XBACKEND_TEST_INTERRUPT_AT, deterministically
 # inside the window a person's Ctrl-C falls in (the first 0.1-0.6 s).
-_SITECUSTOMIZE = '''
+_SITECUSTOMIZE = """
 import importlib.abc, os, signal, sys
 
 class _InterruptAt(importlib.abc.MetaPathFinder):
@@ -123,7 +123,7 @@ class _InterruptAt(importlib.abc.MetaPathFinder):
         return None
 
 sys.meta_path.insert(0, _InterruptAt())
-'''
+"""
 
 # In order of import: the package's own (xbackend/__init__.py, before any handler of the
 # command's could run), then the command line's, then a command's module.
@@ -167,8 +167,91 @@ def test_ctrl_c_while_the_command_line_imports_is_one_line(tmp_path, how, module
 
 def test_the_command_lines_handler_is_not_an_api_users(tmp_path):
     """Imported by a program of its own, xbackend leaves Ctrl-C as Python has it."""
-    code = "import signal, xbackend; print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)"
+    code = (
+        "import signal, xbackend; "
+        "print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)"
+    )
     for argv in ([sys.executable, "-c", code], [sys.executable, str(tmp_path / "x.py")]):
         (tmp_path / "x.py").write_text(code)
         done = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, timeout=120)
         assert done.stdout.strip() == "True", done.stderr
+
+
+# -- 20: control characters from the machine or the records, shown and never obeyed ----------
+
+# C0 and C1 controls, DEL and a bidirectional override: each would be obeyed by a terminal
+# (or turn the text around) if written raw.
+CONTROLS = ["\x1b[2J", "\x1b]0;owned\x07", "\x9b31m", "\x7f", "\x08\x08", "\u202e", "\x00"]
+
+
+def _controlled(tmp_path: Path, seed: int) -> tuple[Path, str, str]:
+    """A results folder whose device name and recorded OPENBLAS_THREAD_TIMEOUT hold seeded
+    control characters; the two strings."""
+    rng = np.random.default_rng(seed)
+    picks = [CONTROLS[int(i)] for i in rng.permutation(len(CONTROLS))[:3]]
+    device = f"GPU{picks[0]}X{picks[1]}"
+    timeout = f"4{picks[2]}"
+    points = [record(rng, v, n, device=device) for v in VARIANTS for n in SIZES]
+    folder = write(tmp_path / "run", points, devices={"cpu": {"name": device, "platform": "x"}})
+    jsonl = folder / "results.jsonl"
+    lines = jsonl.read_text().splitlines()
+    header = json.loads(lines[0])
+    header["environment"]["settings"] = {"OPENBLAS_THREAD_TIMEOUT": timeout}
+    jsonl.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    return folder, device, timeout
+
+
+def _raw_controls(text: str) -> list[str]:
+    return sorted({c for c in text if not c.isprintable() and c != "\n"})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [20, 21, 22])
+def test_control_characters_reach_neither_the_terminal_nor_the_report(tmp_path, seed):
+    """Before: matplotlib's "Glyph 27 missing" warning printed a device name's raw bytes
+    from ``plot`` and ``report``, and the ESC of a recorded setting went raw into
+    report.md and report.html."""
+    folder, _, timeout = _controlled(tmp_path, seed)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
+    for command in ("plot", "report"):
+        out = tmp_path / command
+        done = subprocess.run(
+            [sys.executable, "-m", "xbackend", command, str(folder), "--out", str(out)],
+            capture_output=True, text=True, env=env, timeout=300,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert "Glyph" not in done.stderr, done.stderr
+        assert _raw_controls(done.stdout + done.stderr) == [], done.stderr
+    for name in ("report.md", "report.html"):
+        written = (tmp_path / "report" / name).read_text()
+        assert _raw_controls(written) == [], name
+        assert "OPENBLAS" in written
+    page = (tmp_path / "report" / "report.html").read_text()
+    assert f"OPENBLAS_THREAD_TIMEOUT={html.escape(printable(timeout))}" in page
+
+
+@pytest.mark.parametrize("text", CONTROLS)
+def test_a_figure_shows_a_control_character_as_its_escape(tmp_path, text):
+    """Every text of a figure, whichever way it came (a legend, a title, a tick), is drawn
+    without a raw control character; a figure's own line breaks stay."""
+    import warnings
+
+    from matplotlib.figure import Figure
+
+    from xbackend.plots import save
+
+    figure = Figure()
+    axes = figure.add_subplot()
+    axes.plot([1, 2], [1, 2], label=f"cpu{text}")
+    axes.set_title(f"line one\nGPU{text}")
+    axes.set_xticks([1, 2], [f"a{text}", "b"])
+    axes.legend()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a missing glyph is a warning
+        save(figure, tmp_path, "figure")
+    texts = [t.get_text() for t in figure.findobj(lambda a: hasattr(a, "get_text"))]
+    assert all(_raw_controls(t) == [] for t in texts)
+    assert "line one\nGPU" in axes.get_title()

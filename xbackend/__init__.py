@@ -47,8 +47,9 @@ if _started_as_command() and _signal.getsignal(_signal.SIGINT) is _signal.defaul
 # set is kept, and every run header records it (machine.settings).
 _os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
-from xbackend.backends import registry
-from xbackend.backends.base import (
+# E402: after the handler above, which must be in place before these imports start.
+from xbackend.backends import registry  # noqa: E402
+from xbackend.backends.base import (  # noqa: E402
     Backend,
     BackendInfo,
     DeviceInfo,
@@ -56,14 +57,14 @@ from xbackend.backends.base import (
     backend_names,
     backends,
 )
-from xbackend.errors import (
+from xbackend.errors import (  # noqa: E402
     BackendUnavailable,
     DeviceOutOfMemory,
     KernelCompileError,
     UnsupportedParameter,
     XBackendError,
 )
-from xbackend.resources import kernels_path
+from xbackend.resources import kernels_path  # noqa: E402
 
 
 def get_backend(name: str, device: str | int | None = None) -> Backend:

@@ -78,6 +78,7 @@ from xbackend.figures.style import (
     variant_sort,
     with_cache_note,
     with_clock_note,
+    without_controls,
 )
 from xbackend.operations import OPS, operation
 from xbackend.results import LineKey, PointRecord
@@ -341,6 +342,7 @@ def save(figure: Figure, folder: Path, name: str, dpi: int = 130) -> tuple[list[
     """
     if name != safe_name(name, limit=255):
         raise ValueError(f"{name!r} is not a safe file name")
+    without_controls(figure)
     if figure.get_layout_engine() is None:
         figure.set_layout_engine("constrained")
     paths = []

@@ -22,7 +22,7 @@ kernel times names the clock that timed them (:func:`with_clock_note`).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Final, Literal
 
 from matplotlib.artist import Artist
@@ -30,10 +30,13 @@ from matplotlib.axes import Axes
 from matplotlib.colors import to_hex, to_rgb
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from matplotlib.text import Text
+from matplotlib.ticker import FixedFormatter, FuncFormatter
 
 from xbackend.clocks import clock_note, wrapped
 from xbackend.operations import Shape, operation
 from xbackend.results import PointRecord
+from xbackend.safeio import printable
 
 VARIANT_COLOURS = {
     "naive": "#ff7f0e",  # orange
@@ -77,9 +80,43 @@ def literal(text: object) -> str:
 
     Matplotlib reads a string with an even number of unescaped ``$`` as mathtext, so a
     label such as ``a$x^{`` next to a device ``b$y`` stops the drawing with a parse
-    error. Escaped, every ``$`` is drawn as it is.
+    error. Escaped, every ``$`` is drawn as it is; a control character is drawn as its
+    escape (``\x1b``), which the font has (matplotlib's warning of a missing glyph
+    printed the raw character on the terminal).
     """
-    return str(text).replace("$", r"\$")
+    return printable(text).replace("$", r"\$")
+
+
+def drawable(text: str) -> str:
+    """``text`` with its control characters as escapes, line by line: a figure's own
+    line breaks (a title's lines) kept."""
+    return "\n".join(printable(line) for line in text.split("\n"))
+
+
+def without_controls(figure: Figure) -> None:
+    """Every text of ``figure`` without a raw control character (its escape instead),
+    whatever came past ``literal``: none reaches the font, whose warning of a missing
+    glyph printed the raw character on the terminal. Tick labels given as strings are
+    drawn again from their formatter's, so those are changed there."""
+    for text in figure.findobj(Text):
+        if text.get_text() != drawable(text.get_text()):
+            text.set_text(drawable(text.get_text()))
+    for axes in figure.get_axes():
+        for axis in (axes.xaxis, axes.yaxis):
+            for formatter in (axis.get_major_formatter(), axis.get_minor_formatter()):
+                if isinstance(formatter, FixedFormatter):
+                    formatter.seq = [drawable(str(label)) for label in formatter.seq]
+                elif isinstance(formatter, FuncFormatter):  # set_ticks(ticks, labels)
+                    formatter.func = _drawn_by(formatter.func)
+
+
+def _drawn_by(given: Callable[..., object]) -> Callable[..., str]:
+    """A tick formatter's function whose labels are drawable (``without_controls``)."""
+
+    def label(x: float, pos: int | None = None) -> str:
+        return drawable(str(given(x, pos)))
+
+    return label
 
 
 def short(text: object, limit: int = 60) -> str:

@@ -2,7 +2,8 @@
 
 Strings in the blocks come from results files, so both renderings treat them as
 data: the page escapes every string, the Markdown shows it as one line with no
-markup (and a code fence no string can close).
+markup (and a code fence no string can close), and neither holds a control character
+from them (an ESC in a device's name or a recorded setting is shown as ``\x1b``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import os
 import re
 from collections.abc import Callable
 from pathlib import Path
+
+from xbackend.safeio import printable
 
 _FLAG_WORDS = {"wrong": "WRONG", "error": "ERROR", "untrusted": "UNTRUSTED"}
 _LOG_WORDS = {"": "ok", "wrong": "WRONG", "error": "ERROR", "skipped": "skipped",
@@ -97,6 +100,16 @@ def one_line(text: str) -> str:
     return _LINE_BREAKS.sub(" ", text)
 
 
+def shown(text: str) -> str:
+    """``text`` as the report shows it: one line, its control characters as escapes
+    (``printable``), never obeyed by a terminal that prints the file."""
+    return printable(one_line(text))
+
+
+def _html(text: str) -> str:
+    return html.escape(shown(text))
+
+
 # ---------------------------------------------------------------------------
 # Rendering.
 
@@ -142,26 +155,26 @@ def _log_text(cell: Cell) -> str:
 
 def _html_cell(cell: Cell, tag: str = "td", text: Callable[[Cell], str] = _cell_text) -> str:
     css = f' class="{cell.flag}"' if cell.flag else ""
-    return f"<{tag}{css}>{html.escape(text(cell))}</{tag}>"
+    return f"<{tag}{css}>{_html(text(cell))}</{tag}>"
 
 
 def _html_block(block: Block) -> str:
     if isinstance(block, Heading):
         level = block.level
         anchor = _anchor(block.text)
-        return f'<h{level} id="{anchor}">{html.escape(block.text)}</h{level}>'
+        return f'<h{level} id="{anchor}">{_html(block.text)}</h{level}>'
     if isinstance(block, Paragraph):
-        return f"<p>{html.escape(block.text)}</p>"
+        return f"<p>{_html(block.text)}</p>"
     if isinstance(block, Table):
         css = ' class="numeric"' if block.numeric else ""
-        header = "".join(f"<th>{html.escape(name)}</th>" for name in block.header)
+        header = "".join(f"<th>{_html(name)}</th>" for name in block.header)
         rows = "\n".join(
             "<tr>" + "".join(_html_cell(cell) for cell in row) + "</tr>" for row in block.rows
         )
         return f"<table{css}>\n<tr>{header}</tr>\n{rows}\n</table>"
     if isinstance(block, Image):
         data = base64.b64encode(block.data).decode("ascii")
-        caption = html.escape(block.caption)
+        caption = _html(block.caption)
         css = ' class="half"' if block.half else ' class="side"' if block.side else ""
         return (
             f'<figure{css}><img src="data:image/png;base64,{data}" alt="{caption}">'
@@ -171,20 +184,20 @@ def _html_block(block: Block) -> str:
         items = "\n".join(_html_cell(cell, "li") for cell in block.items)
         return f"<ul>\n{items}\n</ul>"
     if isinstance(block, Sentences):
-        items = "\n".join(f"<li>{html.escape(text)}</li>" for text in block.sentences)
+        items = "\n".join(f"<li>{_html(text)}</li>" for text in block.sentences)
         return f'<ul class="findings">\n{items}\n</ul>'
     if isinstance(block, Fold):
         inner = "\n".join(_html_block(part) for part in block.blocks)
-        return f"<details><summary>{html.escape(block.summary)}</summary>\n{inner}\n</details>"
+        return f"<details><summary>{_html(block.summary)}</summary>\n{inner}\n</details>"
     lines = "\n".join(_html_cell(cell, "span", _log_text) for cell in block.lines)
-    return f"<details><summary>{html.escape(block.summary)}</summary>\n<pre>{lines}</pre></details>"
+    return f"<details><summary>{_html(block.summary)}</summary>\n<pre>{lines}</pre></details>"
 
 
 def render_html(title: str, blocks: list[Block]) -> str:
     body = "\n".join(_html_block(block) for block in blocks)
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-        f"<title>{html.escape(title)}</title>\n<style>{_CSS}</style>\n</head>\n"
+        f"<title>{_html(title)}</title>\n<style>{_CSS}</style>\n</head>\n"
         f"<body>\n{body}\n</body>\n</html>\n"
     )
 
@@ -202,7 +215,7 @@ def _md_text(text: str) -> str:
     the rest of what can start markup is backslash-escaped; line breaks become spaces, so
     nothing from the data starts a line (a heading, a list, a quote, a fence).
     """
-    escaped = html.escape(one_line(text), quote=False)
+    escaped = html.escape(shown(text), quote=False)
     return _MD_PUNCTUATION.sub(r"\\\1", escaped)
 
 
@@ -254,7 +267,7 @@ def _md_block(block: Block, out: Path, appendix: list[str] | None = None) -> str
     if isinstance(block, Fold):
         inner = [_md_block(part, out, appendix) for part in block.blocks]
         return "\n\n".join([f"{_md_line(_md_text(block.summary))}:", *inner])
-    lines = [one_line(_log_text(cell)) for cell in block.lines]
+    lines = [shown(_log_text(cell)) for cell in block.lines]
     fence = _md_fence(lines)
     said = f"{_md_line(_md_text(block.summary))}:\n\n" if block.summary else ""
     return f"{said}{fence}\n" + "\n".join(lines) + f"\n{fence}"
