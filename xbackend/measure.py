@@ -18,7 +18,7 @@ import numpy as np
 from xbackend.backends.peaks import peak_flags, peaks
 from xbackend.configs import Config
 from xbackend.cost import CostModel
-from xbackend.errors import UnsupportedParameter
+from xbackend.errors import UnsupportedParameter, XBackendError
 from xbackend.operations import Operation, Shape, operation
 from xbackend.plan import Plan
 from xbackend.problems import (
@@ -47,6 +47,23 @@ PILOT_ABOVE_FLOPS = 2e9
 # and this many samples would exceed the budget is skipped. Between this and
 # --min-samples, sampling stops at --timeout.
 FEWEST_SAMPLES = 3
+
+
+class Described(XBackendError):
+    """An error whose text is the point's whole reason, described where it happened (a
+    user's kernel measured in another process: ``isolation.py``)."""
+
+
+class Measurer(Protocol):
+    """What measures a configuration's product: its backend here (``in_process``), or a
+    process of its own for a user's kernel (``isolation.Isolation.measure``)."""
+
+    def __call__(self, config: Config, A: Array, B: Array, **options: Any) -> Measurement: ...
+
+
+def in_process(config: Config, A: Array, B: Array, **options: Any) -> Measurement:
+    """``config``'s product measured by its backend, in this process."""
+    return config.backend.measure(A, B, config.variant, config.tile, op=config.op, **options)
 
 
 def fewest_samples(plan: Plan) -> int:
@@ -119,13 +136,19 @@ def measure_point(
     cost: CostModel,
     failed: dict[Config, str],
     refusals: tuple[type[Exception], ...] = (),
+    measurer: Measurer | None = None,
 ) -> PointRecord:
     """``record`` (the point, not measured yet) as measured, or skipped with its reason.
 
     An error of a type in ``refusals`` (``xbackend limits``: out of memory, a size the
     kernels cannot index) makes the point skipped with the error's message, not an error.
+    ``measurer`` measures the product (None: ``in_process``).
     """
-    reason = _skip_reason(plan, config, record, cost, failed)
+    measurer = measurer or in_process
+    try:
+        reason = _skip_reason(plan, config, record, cost, failed, measurer)
+    except Described as error:  # a user's kernel that hung or died in its pilot run
+        return _failed(record, config, failed, error)
     if reason:
         return dataclasses.replace(record, reason=reason)
     op = operation(config.op)
@@ -133,17 +156,13 @@ def measure_point(
     try:
         A, B = inputs.operands(op, config.dtype)
         reference = inputs.reference(op, config.dtype, method)
-        measurement = config.backend.measure(
-            A, B, config.variant, config.tile, op=config.op, sampling=plan.sampling()
-        )
+        measurement = measurer(config, A, B, sampling=plan.sampling())
     except (KeyboardInterrupt, SystemExit):
         raise
     except refusals as refused:
         return dataclasses.replace(record, reason=str(refused) or type(refused).__name__)
     except Exception as error:
-        reason = _describe_error(error)
-        failed[config] = reason.splitlines()[0]
-        return dataclasses.replace(record, status="error", reason=reason)
+        return _failed(record, config, failed, error)
     measured = _verified(record, measurement, reference, plan.max_noise)
     measured = _peak_checked(measured, config)
     assert measured.end_to_end_s is not None
@@ -151,9 +170,19 @@ def measure_point(
     return measured
 
 
+def _failed(
+    record: PointRecord, config: Config, failed: dict[Config, str], error: Exception
+) -> PointRecord:
+    """The point as an error, and its configuration's larger sizes skipped after it."""
+    reason = describe_error(error)
+    failed[config] = reason.splitlines()[0]
+    return dataclasses.replace(record, status="error", reason=reason)
+
+
 def _skip_reason(
-    plan: Plan, config: Config, record: PointRecord, cost: CostModel, failed: dict[Config, str]
-) -> str | None:
+    plan: Plan, config: Config, record: PointRecord, cost: CostModel, failed: dict[Config, str],
+    measurer: Measurer,
+) -> str | None:  # fmt: skip
     """Why this point is not measured: it cannot run, or would take too long."""
     if config.problem:
         return config.problem
@@ -165,7 +194,7 @@ def _skip_reason(
         return problem
     per_run_s = cost.predict(config, record.flops)
     if plan.budget_s > 0 and per_run_s is None and record.flops > PILOT_ABOVE_FLOPS:
-        per_run_s = _pilot(config, shape, record.batch, cost, record.flops)
+        per_run_s = _pilot(config, shape, record.batch, cost, record.flops, measurer)
     if plan.budget_s > 0 and per_run_s is not None:
         point_s = per_run_s * (1 + plan.warmup + fewest_samples(plan))
         if point_s > plan.budget_s:
@@ -249,8 +278,9 @@ def _peak_checked(record: PointRecord, config: Config) -> PointRecord:
 
 
 def _pilot(
-    config: Config, shape: Shape, batch: int, cost: CostModel, point_flops: int
-) -> float | None:
+    config: Config, shape: Shape, batch: int, cost: CostModel, point_flops: int,
+    measurer: Measurer,
+) -> float | None:  # fmt: skip
     """Time one unrecorded run at a quarter of each dimension, to predict this point.
 
     Without it a configuration's first size has no history, and nothing would stop
@@ -260,11 +290,11 @@ def _pilot(
     small = op.pilot_shape(shape)
     try:
         A, B = op.operands(small, 0, dtype_named(config.dtype), batch)
-        measured = config.backend.measure(
-            A, B, config.variant, config.tile, op=config.op, warmup=0, samples=1, min_samples=1
+        measured = measurer(
+            config, A, B, warmup=0, samples=1, min_samples=1
         )  # the plan's cache mode and host memory need not apply to a prediction
-    except (KeyboardInterrupt, SystemExit):
-        raise
+    except (KeyboardInterrupt, SystemExit, Described):
+        raise  # Described: a user's kernel hung or died in its own process (isolation.py)
     except Exception:  # MemoryError included
         return None  # the real point will meet the same problem and record it
     cost.add(config, op.flops(small, batch), measured.end_to_end_s[0])
@@ -345,7 +375,10 @@ def memory_problem(config: Config, shape: Shape, batch: int, asked: str = AUTO) 
     return None
 
 
-def _describe_error(error: BaseException) -> str:
+def describe_error(error: BaseException) -> str:
+    """An error as a point's reason: its type, its message and where it was raised."""
+    if isinstance(error, Described):
+        return str(error)[:4000]
     text = f"{type(error).__name__}: {error}"
     if not isinstance(error, UnsupportedParameter):
         frame = traceback.extract_tb(error.__traceback__)[-1:]

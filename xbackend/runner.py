@@ -26,8 +26,10 @@ from collections.abc import Callable, Hashable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
+from xbackend import families
 from xbackend.configs import Config, configs
 from xbackend.cost import CostModel
+from xbackend.isolation import Isolation
 from xbackend.machine import environment
 from xbackend.measure import (
     PILOT_ABOVE_FLOPS,
@@ -204,8 +206,11 @@ class Sweep(Generic[LineT]):
 _Sweep = Sweep  # the name tests/test_progress.py knows
 
 
-def _measure_size(sweep: Sweep[Config], step: int, writer: ResultsWriter) -> None:
-    """Measure one size's points here, one after another, in the order of the lines."""
+def _measure_size(
+    sweep: Sweep[Config], step: int, writer: ResultsWriter, isolation: Isolation
+) -> None:
+    """Measure one size's points here, one after another, in the order of the lines (a
+    user's kernel in a process of its own: ``isolation.py``)."""
     plan = sweep.plan
     inputs = Inputs(plan.shapes[step - 1], plan.seed, plan.batch)
     for blank, config, prior in sweep.pending(step):
@@ -213,7 +218,10 @@ def _measure_size(sweep: Sweep[Config], step: int, writer: ResultsWriter) -> Non
         sweep.display.working(f"{config.title} {plan.shapes[step - 1]}", left)
         blank = dataclasses.replace(blank, timestamp=now_iso())
         started = time.perf_counter()
-        record = measure_point(plan, config, blank, inputs, sweep.cost, sweep.failed)
+        record = measure_point(
+            plan, config, blank, inputs, sweep.cost, sweep.failed,
+            measurer=isolation.measurer(config),
+        )  # fmt: skip
         sweep.finish(config, record, prior, writer, time.perf_counter() - started)
 
 
@@ -280,6 +288,7 @@ def run(
     shows the sweep (default: a plain line per point, through ``log``).
     """
     display = display or SweepDisplay("plain", log=log)
+    isolation = Isolation()  # its deadline checked before anything is written
     sweep = Sweep(
         plan, new_run_id(), configs(plan, opened), recorded(plan, out, resume, display), display
     )
@@ -290,9 +299,10 @@ def run(
         plan=plan,
         devices={label: device_record(backend, plan.dtypes) for label, backend in opened},
     )
-    with ResultsWriter(out, header) as writer, display.sweep(len(sweep.todo) * len(plan.shapes)):
+    points = len(sweep.todo) * len(plan.shapes)
+    with ResultsWriter(out, header) as writer, display.sweep(points), isolation:
         for step in range(1, len(plan.shapes) + 1):
-            _measure_size(sweep, step, writer)
+            _measure_size(sweep, step, writer, isolation)
     say_closing(display)
     return sweep.records
 
@@ -429,6 +439,7 @@ def resume_notes(plan: Plan, runs: list[RunHeader]) -> list[str]:
     """
     notes = []
     for run in runs:
+        _refuse_changed_kernels(plan, run)
         recorded = run.plan
         for name in _SAME_INPUTS:
             if getattr(recorded, name) != getattr(plan, name):
@@ -448,3 +459,38 @@ def resume_notes(plan: Plan, runs: list[RunHeader]) -> list[str]:
                 "apply to the new points only)"
             )
     return list(dict.fromkeys(notes))
+
+
+def _refuse_changed_kernels(plan: Plan, run: RunHeader) -> None:
+    """Refuse a resume where a kernel family the plan runs is no longer what the recorded
+    run measured (its manifest or a source edited since: another digest in the header),
+    as another seed is refused: the new kernel would be measured under the old name."""
+    recorded = run.environment.get("kernels")
+    if not isinstance(recorded, dict):
+        return  # a header from before the digests were kept
+    now = families.provenance()
+    for name in _plan_families(plan):
+        before, after = recorded.get(name), now.get(name)
+        if not isinstance(before, dict) or after is None:
+            continue  # a family new to this run has no recorded points
+        if before.get("digest") != after["digest"]:
+            where = "xbackend's" if after["folder"] == "shipped" else f"in {after['folder']}"
+            raise ResultsError(
+                f"the results being resumed were made with another version of kernel family "
+                f"{name!r} ({where}: digest {before.get('digest')!r}, now {after['digest']!r}):"
+                " its manifest or kernel files changed since, and the recorded points "
+                "measured the old kernels under the same names: resume with the family as "
+                "it was, or choose another --out"
+            )
+
+
+def _plan_families(plan: Plan) -> list[str]:
+    """The families whose variants ``plan`` may run (by operation and variant name)."""
+    return [
+        each.name
+        for each in families.catalogue()
+        if any(
+            op in plan.ops and (plan.variants is None or spec.name in plan.variants)
+            for op, spec in each.variants
+        )
+    ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import sys
 import warnings
 from collections.abc import Callable, Iterator
@@ -28,6 +29,7 @@ from xbackend.cli.exits import (
 from xbackend.cli.summary import summary_table
 from xbackend.configs import VARIANT_SETS, resolve_variants
 from xbackend.errors import BackendUnavailable, XBackendError
+from xbackend.isolation import DEFAULT_TIMEOUT_S, TIMEOUT_ENV
 from xbackend.operations import DEFAULT, operation
 from xbackend.plan import Plan, Target
 from xbackend.problems import AUTO, CHECKS, FREIVALDS_ABOVE_FLOPS, Shape
@@ -117,6 +119,12 @@ def _thoroughness(compare: argparse.ArgumentParser) -> None:
     compare.add_argument(
         "--budget", type=arguments.non_negative(float), default=20.0, metavar="SECONDS",
         help="skip a point whose estimated time exceeds this (default: 20; 0: never skip)",
+    )  # fmt: skip
+    compare.add_argument(
+        "--kernel-timeout", type=arguments.positive(float), default=None, metavar="SECONDS",
+        help="the longest a step of a point of your own kernels (--kernels) may take: the "
+        "build with the first runs, then each sample; longer is that point's error "
+        f"(default: {DEFAULT_TIMEOUT_S:g}, or {TIMEOUT_ENV})",
     )  # fmt: skip
     compare.add_argument(
         "--resume", action="store_true",
@@ -239,6 +247,8 @@ def run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace, cluster: Cluster | None) -> int:
     if args.resume and args.out is None:
         raise XBackendError("--resume needs --out: the folder of the run to continue")
+    if args.kernel_timeout is not None:  # the run header's settings keep it
+        os.environ[TIMEOUT_ENV] = repr(args.kernel_timeout)
     preset = PRESETS[args.preset] if args.preset else None
     console = Console()
     mode = choose_mode(console, args.quiet)

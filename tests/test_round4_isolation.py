@@ -1,0 +1,333 @@
+"""Issue 38, items 5, 11 and 12: a user's kernels cannot hang, kill or silently change a run.
+
+* 5: ``--resume`` after a family's manifest or kernel file changed is refused by name, as
+  another ``--seed`` is (the recorded points measured the old kernel under the same name).
+* 11: a kernel that never returns, or whose build never ends (a preprocessor bomb), is that
+  point's error after ``--kernel-timeout``; Ctrl-C ends such a run (exit 130).
+* 12: a kernel that corrupts memory (a segmentation fault) is that point's error with the
+  signal named; the run goes on, and ``--resume`` goes on past it.
+
+The kernels are tests/kernels/round4_isolation/ (one family: iso_good, iso_hang, iso_crash,
+iso_bomb); the serial compare measures them in a child process (xbackend/isolation.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from xbackend import families
+from xbackend.configs import Config
+from xbackend.errors import XBackendError
+from xbackend.isolation import TIMEOUT_ENV, Isolation, KernelTimeout, isolated, kernel_timeout_s
+from xbackend.plan import Plan
+from xbackend.problems import Shape
+from xbackend.pytest_plugin import needs_backend
+from xbackend.results import ResultsError, RunHeader
+from xbackend.runner import resume_notes
+
+ROOT = Path(__file__).resolve().parent.parent
+KERNELS = ROOT / "tests" / "kernels" / "round4_isolation"
+FAMILY = "round4_isolation"
+SEED = ["--seed", "38"]  # the operands of every run here, seeded
+# Seconds a step of a user's point gets here: a hang costs the test this, and the good
+# kernel's build and first runs take well under a second on the 2-core machine.
+DEADLINE = "4"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _opencl() -> None:
+    needs_backend("opencl")
+
+
+def _env() -> dict[str, str]:
+    path = [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(path), "PYTHONUNBUFFERED": "1"}
+
+
+def _compare_args(out: Path, kernels: Path, variants: str, sizes: str, *extra: str) -> list[str]:
+    return [
+        sys.executable, "-m", "xbackend", "compare", "--kernels", str(kernels),
+        "--backends", "opencl", "--variants", variants, "--sizes", sizes, "--no-plots",
+        "--kernel-timeout", DEADLINE, "--samples", "5", *SEED, "--out", str(out), *extra,
+    ]  # fmt: skip
+
+
+def _compare(
+    out: Path, variants: str, sizes: str, *extra: str, kernels: Path = KERNELS
+) -> subprocess.CompletedProcess[str]:
+    args = _compare_args(out, kernels, variants, sizes, *extra)
+    return subprocess.run(args, capture_output=True, text=True, env=_env(), timeout=300)
+
+
+def _points(out: Path) -> list[dict[str, Any]]:
+    lines = (out / "results.jsonl").read_text().splitlines()
+    return [item for item in map(json.loads, lines) if item["type"] == "point"]
+
+
+def _by_point(out: Path) -> dict[tuple[str, int], dict[str, Any]]:
+    return {(point["variant"], point["M"]): point for point in _points(out)}
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid``."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def _gone(pid: int) -> bool:
+    """Whether ``pid`` has ended (gone, or a zombie nobody reaped yet)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return True
+    return state in ("Z", "X")
+
+
+# -- 11 and 12: a hang, a bomb and a crash are each their point's error -------------------
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("bad", "reason"),
+    [
+        ("iso_hang", f"timed out after {DEADLINE} s: the kernel did not return"),
+        ("iso_bomb", f"timed out after {DEADLINE} s: the kernel did not return"),
+        ("iso_crash", "the kernel's process died of SIGSEGV"),
+    ],
+)
+def test_a_user_kernel_that_hangs_or_crashes_is_its_points_error(tmp_path, bad, reason):
+    out = tmp_path / "run"
+    began = time.monotonic()
+    done = _compare(out, f"iso_good,{bad},naive", "16x14,32x28")
+    assert time.monotonic() - began < 120
+    assert done.returncode == 1, done.stderr  # an error was recorded; nothing died
+    assert "Traceback" not in done.stderr
+    points = _by_point(out)
+    assert len(points) == 6
+    assert points[bad, 16]["status"] == "error"
+    assert points[bad, 16]["reason"].startswith(reason)
+    assert reason in done.stdout  # the point's line says it
+    assert points[bad, 32]["status"] == "skipped"
+    assert points[bad, 32]["reason"].startswith(f"failed at a smaller size: {reason}")
+    for variant in ("iso_good", "naive"):  # before and after it, at both sizes
+        assert [points[variant, m]["status"] for m in (16, 32)] == ["ok", "ok"]
+        assert all(points[variant, m]["equal"] for m in (16, 32))
+
+
+@pytest.mark.slow
+def test_resume_after_a_crash_goes_on_past_it(tmp_path):
+    out = tmp_path / "run"
+    first = _compare(out, "iso_crash,iso_good", "16x14")
+    assert first.returncode == 1, first.stderr
+    assert _by_point(out)["iso_crash", 16]["status"] == "error"
+    resumed = _compare(out, "iso_crash,iso_good", "16x14,32x28,48x42", "--resume")
+    assert resumed.returncode == 0, resumed.stderr  # nothing new went wrong
+    points = _points(out)
+    assert len(points) == 6  # each point once: the crash is not measured again
+    by_point = _by_point(out)
+    assert [by_point["iso_good", m]["status"] for m in (16, 32, 48)] == ["ok"] * 3
+    assert by_point["iso_crash", 48]["reason"].startswith("failed at a smaller size: the")
+
+
+@pytest.mark.slow
+def test_ctrl_c_ends_a_run_hung_in_a_users_kernel(tmp_path):
+    out = tmp_path / "run"
+    args = _compare_args(out, KERNELS, "iso_good,iso_hang", "16x14", "--kernel-timeout", "300")
+    # Its own session, so that the signal reaches every process of the run, as a
+    # terminal's Ctrl-C does.
+    process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, env=_env(), start_new_session=True)  # fmt: skip
+    try:
+        children, stderr = _interrupted_in_the_hang(process)
+    finally:
+        if process.poll() is None:  # whatever failed above, no run is left hanging
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    assert process.returncode == 130, stderr
+    assert "--resume" in stderr and "Traceback" not in stderr
+    assert all(_gone(child) for child in children)
+    assert [point["variant"] for point in _points(out)] == ["iso_good"]
+
+
+def _interrupted_in_the_hang(process: subprocess.Popen[str]) -> tuple[list[int], str]:
+    """Ctrl-C (SIGINT to the run's every process) once the hanging kernel runs; the
+    processes the run had started, and what it said on stderr."""
+    assert process.stdout is not None and process.stderr is not None
+    for line in process.stdout:
+        if "iso_good" in line and "code equality" in line:
+            break
+    children = _children(process.pid)
+    assert children  # the kernels' process, now in the hanging kernel
+    time.sleep(1.5)
+    os.killpg(process.pid, signal.SIGINT)
+    process.wait(timeout=30)
+    return children, process.stderr.read()
+
+
+# -- the deadline bounds a step, not a point ----------------------------------------------
+
+
+@pytest.mark.slow
+def test_the_deadline_bounds_each_step_not_a_whole_point(tmp_path):
+    out = tmp_path / "run"
+    # Samples for 6 s (--timeout: the kernel time to accumulate first is 100 s, and
+    # 100000 samples take longer) under a deadline of 4 s.
+    done = _compare(
+        out, "iso_good", "128x128", "--samples", "100000", "--min-time", "100", "--timeout", "6"
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    (point,) = _points(out)
+    assert point["status"] == "ok" and point["stop"] == "timeout"
+
+
+def _config(backend: Any, variant: str) -> Config:
+    return Config(backend.name, backend, "mm", variant, 16, "float32")
+
+
+def test_only_a_users_kernels_leave_the_process(monkeypatch):
+    monkeypatch.setenv(families.FAMILIES_ENV, str(KERNELS))
+    from xbackend import get_backend
+
+    with get_backend("opencl") as opencl, get_backend("cpu") as cpu:
+        isolation = Isolation(timeout_s=5)
+        for shipped in ("naive", "tiled", "vendor"):  # their numbers stay the parent's
+            assert not isolated(_config(opencl, shipped))
+            assert isolation.measurer(_config(opencl, shipped)) is None
+        assert not isolated(_config(cpu, "naive"))
+        for user in ("iso_good", "iso_hang"):
+            assert isolated(_config(opencl, user))
+            assert isolation.measurer(_config(opencl, user)) is not None
+
+
+def test_the_isolated_product_is_the_in_process_one(monkeypatch):
+    """The child measures the same product: a seeded one, element for element."""
+    monkeypatch.setenv(families.FAMILIES_ENV, str(KERNELS))
+    from xbackend import get_backend
+
+    rng = np.random.default_rng(38)
+    A = rng.standard_normal((33, 7), dtype=np.float32)
+    B = rng.standard_normal((7, 65), dtype=np.float32)
+    with get_backend("opencl") as opencl, Isolation(timeout_s=60) as isolation:
+        config = _config(opencl, "iso_good")
+        here = opencl.measure(A, B, "iso_good", 16, samples=3, min_samples=3)
+        there = isolation.measure(config, A, B, samples=3, min_samples=3)
+    np.testing.assert_array_equal(here.result, there.result)
+    np.testing.assert_array_equal(there.last_result, there.result)
+    assert len(there.kernel_s) == 3 and there.clock == here.clock
+
+
+def test_a_hang_through_the_api_raises_and_the_next_point_runs(monkeypatch):
+    monkeypatch.setenv(families.FAMILIES_ENV, str(KERNELS))
+    from xbackend import get_backend
+
+    rng = np.random.default_rng(7)
+    A, B = (rng.standard_normal((5, 5), dtype=np.float32) for _ in range(2))
+    with get_backend("opencl") as opencl, Isolation(timeout_s=3) as isolation:
+        with pytest.raises(KernelTimeout, match="timed out after 3 s"):
+            isolation.measure(_config(opencl, "iso_hang"), A, B, samples=1)
+        after = isolation.measure(_config(opencl, "iso_good"), A, B, samples=1)
+    np.testing.assert_allclose(after.result, A.astype(np.float64) @ B, rtol=1e-5)
+
+
+@pytest.mark.parametrize("text", ["0", "-1", "nan", "inf", "soon", "1e400"])
+def test_a_bad_kernel_timeout_is_refused_by_name(monkeypatch, text):
+    monkeypatch.setenv(TIMEOUT_ENV, text)
+    with pytest.raises(XBackendError, match=TIMEOUT_ENV):
+        kernel_timeout_s()
+
+
+def test_the_kernel_timeout_option_is_checked_before_anything_runs(tmp_path):
+    for value in ("0", "-3", "nan"):
+        done = _compare(tmp_path / value, "iso_good", "16x14", "--kernel-timeout", value)
+        assert done.returncode == 2 and "--kernel-timeout" in done.stderr
+        assert not (tmp_path / value).exists()
+
+
+# -- 5: resume refuses a family that changed ------------------------------------------
+
+
+def _own_copy(tmp_path: Path) -> Path:
+    kernels = tmp_path / "kernels"
+    shutil.copytree(KERNELS, kernels)
+    return kernels
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "edit",
+    [
+        ("round4_isolation.cl", "\n// an edit: the same names, another kernel\n"),
+        ("family.toml", '\n[[variant]]\nname = "iso_good2"\nkernel = "matmul_good"\n'),
+    ],
+    ids=["kernel-file", "manifest"],
+)
+def test_resume_refuses_a_family_that_changed(tmp_path, edit):
+    kernels, out = _own_copy(tmp_path), tmp_path / "run"
+    first = _compare(out, "iso_good", "16x14", kernels=kernels)
+    assert first.returncode == 0, first.stderr
+    recorded = (out / "results.jsonl").read_bytes()
+    name, added = edit
+    with (kernels / name).open("a") as file:
+        file.write(added)
+    again = _compare(out, "iso_good", "16x14,32x28", "--resume", kernels=kernels)
+    assert again.returncode == 2
+    assert f"kernel family '{FAMILY}'" in again.stderr and "--out" in again.stderr
+    assert len(again.stderr.strip().splitlines()) == 1
+    assert (out / "results.jsonl").read_bytes() == recorded  # nothing measured
+    # Put back as it was, the family resumes.
+    shutil.copy(KERNELS / name, kernels / name)
+    done = _compare(out, "iso_good", "16x14,32x28", "--resume", kernels=kernels)
+    assert done.returncode == 0, done.stderr
+    assert [point["M"] for point in _points(out)] == [16, 32]
+
+
+def _header(kernels: dict[str, dict[str, str]] | None) -> RunHeader:
+    environment = {} if kernels is None else {"kernels": kernels}
+    return RunHeader(run_id="r", environment=environment, plan=Plan(shapes=[Shape(8, 8, 8)]))
+
+
+def _changed(family: str) -> dict[str, dict[str, str]]:
+    recorded = families.provenance()
+    recorded[family] = {**recorded[family], "digest": "0" * 16}
+    return recorded
+
+
+@pytest.mark.parametrize(
+    ("changed", "variants", "refused"),
+    [
+        (FAMILY, ["iso_good"], True),
+        (FAMILY, None, True),  # every variant: the user's family among them
+        (FAMILY, ["naive", "tiled"], False),  # a family the plan does not run
+        ("mm", ["naive"], True),  # xbackend's own kernels, changed under a resume
+        ("mm", ["iso_good"], False),
+    ],
+)
+def test_resume_notes_compare_the_families_the_plan_runs(monkeypatch, changed, variants, refused):
+    monkeypatch.setenv(families.FAMILIES_ENV, str(KERNELS))
+    plan = Plan(shapes=[Shape(8, 8, 8)], variants=variants)
+    header = _header(_changed(changed))
+    if refused:
+        with pytest.raises(ResultsError, match=f"kernel family '{changed}'"):
+            resume_notes(plan, [header])
+    else:
+        assert resume_notes(plan, [header]) == []
+    assert resume_notes(plan, [_header(families.provenance())]) == []
+    assert resume_notes(plan, [_header(None)]) == []  # a header from before the digests
