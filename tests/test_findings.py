@@ -177,12 +177,16 @@ def test_noisy_points_are_said_and_untrusted_ones_left_out_of_the_ratios(tmp_pat
         points, "opencl", "tiled", largest
     )
     _one(sentences, rf"^On opencl .*tiled T=16 is {three_digits(ratio)}× faster than naive T=16 "
-                    r"at 64×56·56×64, the largest size both measured \(noisy\) \([\d.]+–[\d.]+× "
-                    r"from the two medians' 95% intervals\)")  # fmt: skip
+                    r"at 64×56·56×64, the largest size both measured \([\d.]+–[\d.]+× "
+                    r"from the two medians' 95% intervals; noisy\)")  # fmt: skip
     _one(sentences, r"^On cpu .*tiled T=64 is [\d.]+× faster than naive at 48×42·42×48, the "
                     r"largest size both measured \(")  # fmt: skip
     _one(sentences, r"^Of 24 measured points, 1 noisy, 1 untrusted \(timed above the device's "
-                    r"peak\)")  # fmt: skip
+                    r"peak\); the 1 untrusted, verified, is left out of these sentences\. A "
+                    r"noisy or throttled number is marked")  # fmt: skip
+    # The table of backends against each other uses the noisy point, marked.
+    tiled = _cells(_one(sentences, r"^\| tiled \| 64×56·56×64 \|").string)
+    assert tiled[2].endswith("(GPU clock inside the kernels) (noisy)")
 
 
 def test_a_missing_backend_or_variant_gives_no_sentence(tmp_path):

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 import xbackend.measure as measure_module
+from xbackend.backends import sampler as sampler_module
 from xbackend.backends.cpu import CpuBackend, _HostExecution
 from xbackend.backends.monitor import SampleState
 from xbackend.backends.peaks import Peaks
-from xbackend.backends import sampler as sampler_module
 from xbackend.backends.sampler import sample
 from xbackend.cli import main
 from xbackend.problems import Shape
@@ -67,12 +67,28 @@ def test_the_median_interval_is_the_order_statistics_binomial_rank():
 
 def test_a_noisy_point_that_cannot_reach_its_target_in_time_is_capped():
     """20% noise: the interval would need thousands of samples to narrow to 1%. At 0.1 s a
-    sample, with 10 s to go, the point stops at once rather than at its timeout."""
+    sample, with 9 s to go, the point stops once it has ten rather than at its timeout."""
     sampling = Sampling(min_samples=5, max_noise=0.01, timeout_s=10.0)
-    noisy = list(0.1 * (1 + 0.2 * np.abs(_rng().standard_normal(5))))
-    assert stop_reason(sampling, noisy, noisy, 0.5) == "capped"
+    noisy = list(0.1 * (1 + 0.2 * np.abs(_rng().standard_normal(10))))
+    assert stop_reason(sampling, noisy, noisy, 1.0) == "capped"
     # The same samples, taken fast enough to narrow in time, go on.
-    assert stop_reason(sampling, noisy, noisy, 0.001) is None
+    assert stop_reason(sampling, noisy, noisy, 0.002) is None
+    # Five of 1.2 s each: ten would not fit in the timeout, so five are enough to cap.
+    assert stop_reason(sampling, noisy[:5], noisy[:5], 6.0) == "capped"
+
+
+@pytest.mark.parametrize("stray", [0, 2, 4])
+def test_one_stray_sample_among_the_first_does_not_cap_a_cheap_point(stray):
+    """Issue 37: five samples of 0.4 ms, one of them 14 ms (a thread woken late): the range
+    is wide, but ten samples cost 4 ms of a 10 s timeout, so sampling goes on; past the
+    stray one, the interval of the median narrows."""
+    sampling = Sampling(min_samples=5, max_noise=0.01, timeout_s=10.0)
+    steady = list(4e-4 * (1 + 0.002 * _rng().standard_normal(20)))
+    first = list(steady[:5])
+    first[stray] = 14e-3
+    assert stop_reason(sampling, first, first, 0.02) is None
+    samples = first + steady[5:]
+    assert stop_reason(sampling, samples, samples, 0.03) == "interval"
 
 
 def test_min_time_counts_kernel_time_not_transfers():

@@ -200,6 +200,12 @@ class Sampling:
     short_kernel_s: float = 20e-6  # under this, a sample is a batch of launches
     batch_target_s: float = 200e-6  # ... long enough to take this long
     max_launches: int = 1000
+    # On a CPU device (the CPU backend, OpenCL on a CPU) the host's scheduler, not a
+    # clock's resolution, is what one call is at the mercy of: its timer ticks, a BLAS
+    # thread woken late. There a call under ``cpu_short_kernel_s`` is batched to take
+    # ``cpu_batch_target_s`` (issue 37: docs/measurement.md, "CPU lines that settle").
+    cpu_short_kernel_s: float = 1e-3
+    cpu_batch_target_s: float = 5e-3
 
     def __post_init__(self) -> None:
         if self.cache not in CACHE_MODES:
@@ -211,14 +217,22 @@ class Sampling:
         if min(self.warmup, self.min_samples, self.max_samples) < 0:
             raise ValueError("sample counts cannot be negative")
 
-    def launches_for(self, kernel_s: float) -> int:
-        """Launches per sample for a kernel of ``kernel_s``: one, unless it is short.
+    def launches_for(self, kernel_s: float, on_cpu: bool = False) -> int:
+        """Launches per sample for a kernel of ``kernel_s``: one, unless it is short
+        (``on_cpu``: on a CPU device, shorter than ``cpu_short_kernel_s``).
 
         A cold sample is always one launch: every launch of a batch after the first
-        would find the cache its predecessor warmed."""
-        if kernel_s >= self.short_kernel_s or self.max_launches <= 1 or self.cache == "cold":
+        would find the cache its predecessor warmed; ``short_kernel_s`` 0 turns batches
+        off everywhere."""
+        short, target = self.short_kernel_s, self.batch_target_s
+        if on_cpu and short > 0:
+            short, target = (
+                max(short, self.cpu_short_kernel_s),
+                max(target, self.cpu_batch_target_s),
+            )
+        if kernel_s >= short or self.max_launches <= 1 or self.cache == "cold":
             return 1
-        wanted = math.ceil(self.batch_target_s / max(kernel_s, 1e-9) - 1e-9)
+        wanted = math.ceil(target / max(kernel_s, 1e-9) - 1e-9)
         return max(1, min(self.max_launches, wanted))
 
     def to_dict(self) -> dict[str, object]:
@@ -228,6 +242,11 @@ class Sampling:
 # Past this many samples the rule looks again only every 2% more of them: sorting every
 # sample after each one would cost more than the samples of a fast kernel.
 _EVERY_SAMPLE_UNTIL = 200
+# Below this many samples the interval is the range, or leaves out one sample a side: one
+# stray sample (a timer tick, a thread woken late) makes it wide. A point is not capped
+# before it has these, where they fit in its timeout (issue 37: 5 samples of NumPy's
+# line at 320² read 0.22 to 14 ms, capped, where 100 would have taken 50 ms).
+_CAP_AFTER = 10
 
 
 def stop_reason(
@@ -261,8 +280,11 @@ def stop_reason(
         share = max(share, interval_share(end_to_end_s))
     if share <= sampling.max_noise:
         return "interval"
+    per_sample_s, left_s = elapsed_s / n, sampling.timeout_s - elapsed_s
+    if n < _CAP_AFTER and (_CAP_AFTER - n) * per_sample_s <= left_s:
+        return None  # cheap enough to see past a stray sample first
     needed = n * (share / sampling.max_noise) ** 2
-    if (needed - n) * elapsed_s / n > sampling.timeout_s - elapsed_s:
+    if (needed - n) * per_sample_s > left_s:
         return "capped"
     return None
 

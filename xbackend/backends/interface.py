@@ -317,7 +317,7 @@ class Backend(abc.ABC):
             execution = self._execution(op, variant, tile, A, B, params)
             try:
                 host_memory = execution.use_host_memory(sampling.host_memory)
-                sampled = sample(execution, sampling, self.monitor())
+                sampled = sample(execution, sampling, self.monitor(), self.device.kind == "cpu")
             finally:
                 execution.release()
         chosen = execution.tile if execution.tile is not None else tile

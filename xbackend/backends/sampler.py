@@ -17,6 +17,7 @@ include the host's launching).
 from __future__ import annotations
 
 import dataclasses
+import gc
 import time
 from typing import Any, Protocol
 
@@ -78,8 +79,13 @@ class Sampled:
         return unmarked(self.kernel_s, self.marks), unmarked(self.end_to_end_s, self.marks)
 
 
-def sample(execution: Runs, sampling: Sampling, monitor: Monitor = NO_MONITOR) -> Sampled:
-    """The first result, then ``sampling.warmup`` untimed runs, then timed samples."""
+def sample(
+    execution: Runs, sampling: Sampling, monitor: Monitor = NO_MONITOR, on_cpu: bool = False
+) -> Sampled:
+    """The first result, then ``sampling.warmup`` untimed runs, then timed samples
+    (``on_cpu``: the device is a CPU, whose short calls are batched longer:
+    ``Sampling.launches_for``). Python's garbage collector is off while they are taken:
+    a collection is a pause of the harness, not of the kernel."""
     execution.poison()
     execution.upload()
     shortest = execution.run()
@@ -88,15 +94,20 @@ def sample(execution: Runs, sampling: Sampling, monitor: Monitor = NO_MONITOR) -
         execution.upload()
         shortest = min(shortest, execution.run())
         execution.download()
-    sampled = Sampled(result, result, launches=sampling.launches_for(shortest))
+    sampled = Sampled(result, result, launches=sampling.launches_for(shortest, on_cpu))
     if sampling.max_samples <= 0:
         return sampled
     monitor.start()
     host = HostWatch()
     host.start()
+    collecting = gc.isenabled()
+    gc.collect()
+    gc.disable()
     try:
         _take_samples(execution, sampling, monitor, sampled)
     finally:
+        if collecting:
+            gc.enable()
         sampled.state = monitor.finish()
         sampled.host_load = host.finish()
     # The last sample's output, copied once (before its host array is reused or freed).

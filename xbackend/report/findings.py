@@ -4,7 +4,9 @@ Each sentence is made of numbers the tables below show too, and is left out wher
 data is missing (a backend without a tiled kernel has no speed-up, a run whose kernels
 did not time themselves no launch overhead):
 
-* per backend, tiled against naive at the largest size both measured;
+* per backend, tiled against naive (and a user family's variants against its own naive)
+  at the largest size both measured, with an interval, and from which size the answer
+  holds (``speedups.py``);
 * per variant, the backends against each other at the largest size they all measured,
   on the kernel time (naming the clock that timed each) and end-to-end: one table, a row
   per variant (``comparison_table``; ``findings`` says them as sentences);
@@ -12,8 +14,8 @@ did not time themselves no launch overhead):
 * per backend, its vendor's library against its best own kernel;
 * code equality in one line, and how many points were noisy, throttled or untrusted.
 
-Only verified, trusted points count (``status`` "ok", not above the device's peak), and
-none flagged noisy or throttled: a ratio of two noisy medians says little.
+Only verified, trusted points count (``status`` "ok", not above the device's peak); a
+noisy or throttled one counts and is marked so wherever its number is used.
 """
 
 from __future__ import annotations
@@ -25,7 +27,6 @@ from xbackend.clocks import clock_name
 from xbackend.report.document import Block, Cell, Heading, Paragraph, Sentences, Table
 from xbackend.report.points import ambiguous_labels, group, size_text, three_digits
 from xbackend.results import PointRecord
-from xbackend.results.records import PROFILER_CLOCK
 from xbackend.speedups import Speedup, speedups, usable
 from xbackend.timing import format_seconds
 
@@ -35,14 +36,17 @@ _Group = tuple[str, int, str]  # operation, batch, data type
 
 
 def counted(point: PointRecord) -> bool:
-    """Whether a point counts in the findings: verified, trusted, neither noisy nor
-    throttled, and timed with an end-to-end time beside (not a profiled point)."""
-    return (
-        point.status == "ok"
-        and point.trusted
-        and point.clock != PROFILER_CLOCK
-        and not any(flag in _DOUBTFUL for flag in point.flags)
-    )
+    """Whether a point counts in the findings: verified, trusted, and timed with an
+    end-to-end time beside (not a profiled point). A noisy or throttled one counts, and
+    each sentence and cell that uses it says so (:func:`_marked`): the findings once left
+    them out and fell back to a size small enough to be quiet, another question."""
+    return usable(point)
+
+
+def _marked(point: PointRecord) -> str:
+    """ " (noisy)", " (noisy, throttled)" or "": what a number of ``point`` carries."""
+    flags = [flag for flag in _DOUBTFUL if flag in point.flags]
+    return f" ({', '.join(flags)})" if flags else ""
 
 
 def _work(point: PointRecord) -> tuple[int, int, int, int]:
@@ -130,14 +134,15 @@ def _speedup_sentence(found: Speedup, names: _Names) -> str:
     from which size the answer holds."""
     last = found.largest
     fast, slow = last.variant, last.baseline
-    doubt = f" ({' and '.join(last.doubtful)})" if last.doubtful else ""
+    doubt = f"; {' and '.join(last.doubtful)}" if last.doubtful else ""
     where = f"{names.on(fast)}, {_variant_name(fast)}"
     at = f"at {size_text(fast)}{names.where(fast)}, the largest size both measured"
     interval = f"{three_digits(last.low)}–{three_digits(last.high)}×"
     if last.verdict == "unclear":
         sentence = (
-            f"{where} and {_variant_name(slow)} cannot be told apart {at}{doubt}: "
-            f"{three_digits(last.value)}× ({interval} from the two medians' 95% intervals)"
+            f"{where} and {_variant_name(slow)} cannot be told apart {at}: "
+            f"{three_digits(last.value)}× ({interval} from the two medians' 95% "
+            f"intervals{doubt})"
         )
         clear = found.largest_clear()
         if clear is not None:
@@ -154,8 +159,8 @@ def _speedup_sentence(found: Speedup, names: _Names) -> str:
         f"{len(found.ratios)} sizes)" if held > 1 else f"{last.verdict} at that size alone"
     )  # fmt: skip
     return (
-        f"{where} is {_faster(last.value)} than {_variant_name(slow)} {at}{doubt} "
-        f"({interval} from the two medians' 95% intervals): "
+        f"{where} is {_faster(last.value)} than {_variant_name(slow)} {at} "
+        f"({interval} from the two medians' 95% intervals{doubt}): "
         f"{format_seconds(_kernel_s(fast))} against {format_seconds(_kernel_s(slow))} "
         f"median kernel time; {span}."
     )
@@ -187,13 +192,14 @@ def _times(
     points: Sequence[PointRecord], names: _Names, time: Callable[[PointRecord], float],
     clocks: bool = False,
 ) -> str:  # fmt: skip
-    """ "opencl 291 µs, cpu 7.51 ms", each with the clock that timed it where ``clocks``
-    and the clocks differ."""
+    """ "opencl 291 µs, cpu 7.51 ms (noisy)", each with the clock that timed it where
+    ``clocks`` and the clocks differ, and its flags."""
     several = clocks and len({p.clock for p in points}) > 1
     return ", ".join(
-        f"{names.backend(p)} {format_seconds(time(p))}" + (f" ({_clock(p)})" if several else "")
+        f"{names.backend(p)} {format_seconds(time(p))}"
+        + (f" ({_clock(p)})" if several else "") + _marked(p)
         for p in points
-    )
+    )  # fmt: skip
 
 
 def _backends_sentence(sides: list[PointRecord], names: _Names) -> str:
@@ -275,7 +281,8 @@ def vendor_lines(points: Sequence[PointRecord], names: _Names) -> list[str]:
             f"{names.on(library)}, the vendor's library ({library.variant}) is "
             f"{_faster(ratio)} than the best own kernel ({_variant_name(best)}) at "
             f"{size_text(library)}{names.where(library)}: "
-            f"{format_seconds(_kernel_s(library))} against {format_seconds(_kernel_s(best))}."
+            f"{format_seconds(_kernel_s(library))}{_marked(library)} against "
+            f"{format_seconds(_kernel_s(best))}{_marked(best)}."
         )
     return found
 
@@ -311,11 +318,15 @@ def doubtful_line(points: Sequence[PointRecord]) -> list[str]:
     shown = [f"{count} {what}" for what, count in counts.items() if count]
     if not shown:
         return [f"None of the {len(measured)} measured points is noisy, throttled or untrusted."]
-    doubtful = sum(not counted(p) and p.status == "ok" for p in measured)
+    untrusted = sum(not p.trusted and p.status == "ok" for p in measured)
+    left_out = (
+        f"; the {untrusted} untrusted, verified, {'is' if untrusted == 1 else 'are'} left "
+        "out of these sentences" if untrusted else ""
+    )  # fmt: skip
     return [
-        f"Of {len(measured)} measured points, {', '.join(shown)}; "
-        f"{doubtful} of them, verified, {'is' if doubtful == 1 else 'are'} left out of "
-        "these sentences (the tables mark them)."
+        f"Of {len(measured)} measured points, {', '.join(shown)}{left_out}. A noisy or "
+        "throttled number is marked where a sentence or the table uses it, and in the "
+        "tables below."
     ]
 
 
@@ -324,7 +335,7 @@ def findings(points: Sequence[PointRecord]) -> list[str]:
     kept = [p for p in points if counted(p)]
     names = _Names(kept)
     return [
-        *tiled_over_naive(points, _Names([p for p in points if usable(p)])),
+        *tiled_over_naive(kept, names),
         *backend_against_backend(kept, names),
         *launch_overheads(kept, names),
         *vendor_lines(kept, names),
@@ -347,8 +358,13 @@ def _ratio_cell(
 
 
 def _kernel_cell(point: PointRecord, clock: bool) -> str:
-    """ "291 µs", with the clock that timed it where ``clock`` (the row's clocks differ)."""
-    return format_seconds(_kernel_s(point)) + (f" ({_clock(point)})" if clock else "")
+    """ "291 µs", with the clock that timed it where ``clock`` (the row's clocks differ),
+    and its flags."""
+    return (
+        format_seconds(_kernel_s(point))
+        + (f" ({_clock(point)})" if clock else "")
+        + (_marked(point))
+    )
 
 
 def comparison_table(points: Sequence[PointRecord]) -> list[Block]:
@@ -400,7 +416,7 @@ def findings_section(points: Sequence[PointRecord]) -> list[Block]:
     other as one table; nothing where there are none."""
     kept = [p for p in points if counted(p)]
     names = _Names(kept)
-    before = tiled_over_naive(points, _Names([p for p in points if usable(p)]))
+    before = tiled_over_naive(kept, names)
     after = [
         *launch_overheads(kept, names),
         *vendor_lines(kept, names),
@@ -414,8 +430,8 @@ def findings_section(points: Sequence[PointRecord]) -> list[Block]:
         Heading("Findings", 2),
         Paragraph(
             "Computed from the results below. Only verified points count, none timed above "
-            "its device's peak, noisy or throttled; ratios are of median times at the "
-            "largest size both sides measured."
+            "its device's peak; a noisy or throttled one is marked so. Ratios are of median "
+            "times at the largest size both sides measured."
         ),
         *([Sentences(before)] if before else []),
         *table,
