@@ -18,6 +18,13 @@ files give the same verdicts. With a minimum effect ``threshold`` (0.02: 2%):
 * UNCERTAIN: anything else (the interval straddles a bound: more samples, or a
   quieter machine, would tell).
 
+Every UNCERTAIN says why in its note: the interval reaches past the threshold, the
+change lies within the A/A floor of its kind (floors.py, which says where it was
+measured), or, on a CPU device (the CPU backend, OpenCL on a CPU), the host's load
+differed between the runs: other processes took ``host_load.BUSY_CORES`` (half a core)
+more in one than in the other while the point was measured, and a CPU's time moves with
+that, whatever the kernel did (the points' ``host_load``; files from before have none).
+
 A point in one run only, not measured (skipped, failed) or not trusted (timed
 faster than the device's peak) in either, or without raw samples, gets no verdict:
 it is listed as such. Wrong results are compared (their time is a time) with a note.
@@ -26,14 +33,17 @@ it is listed as such. Wrong results are compared (their time is a time) with a n
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
 
-from xbackend.floors import Floors, measured
-from xbackend.results import PointKey, PointRecord, RunHeader
+from xbackend.diff_machines import cache_warning as cache_warning  # for diff's callers
+from xbackend.diff_machines import machine_warning as machine_warning
+from xbackend.floors import Floors, describe, measured
+from xbackend.host_load import BUSY_CORES
+from xbackend.results import PointKey, PointRecord
 from xbackend.tables import CORE_VARIANTS
 from xbackend.timing import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, CONFIDENCE
 
@@ -42,9 +52,6 @@ from xbackend.timing import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, CONFIDENCE
 # within each run (docs/measurement.md): a change between runs that no run's samples
 # show. 5% keeps such A/A pairs nearly free of verdicts; raise it for tiny kernels.
 DEFAULT_THRESHOLD = 0.05
-# A kind of point whose runs of the same plan differed by twice or half (NumPy's BLAS at
-# small sizes on a 16-core host: 0.02× to 26×) gets no verdict but UNCERTAIN.
-NO_VERDICT_FLOOR = 1.0
 FASTER, SLOWER, SAME, UNCERTAIN = "FASTER", "SLOWER", "SAME", "UNCERTAIN"
 VERDICTS = (FASTER, SLOWER, SAME, UNCERTAIN)
 # What a point without a verdict is listed as.
@@ -138,11 +145,11 @@ def verdict(interval: Interval, threshold: float, floor: float = 0.0) -> str:
     A change is claimed only beyond both: SLOWER above 1 + max(threshold, floor), FASTER
     below min(1 - threshold, 1 / (1 + floor)) (the floor is a change either way, as a
     ratio). Sameness is claimed only within 1 ± threshold: a point whose runs differ by
-    2× with nothing changed is not the same within 5%, it is UNCERTAIN. Where runs of
-    the same plan differ by NO_VERDICT_FLOOR or more, every verdict is UNCERTAIN.
+    2× with nothing changed is not the same within 5%, it is UNCERTAIN (floors are
+    bounded: floors.BOUND).
     """
     low, high = interval.low, interval.high
-    if not (np.isfinite(low) and np.isfinite(high)) or floor >= NO_VERDICT_FLOOR:
+    if not (np.isfinite(low) and np.isfinite(high)):
         return UNCERTAIN
     if low > 1.0 + max(threshold, floor):
         return SLOWER
@@ -151,6 +158,28 @@ def verdict(interval: Interval, threshold: float, floor: float = 0.0) -> str:
     if 1.0 - threshold <= low and high <= 1.0 + threshold:
         return SAME
     return UNCERTAIN
+
+
+def uncertain_reason(interval: Interval, threshold: float, floor: float = 0.0) -> str:
+    """Why :func:`verdict` says UNCERTAIN for ``interval``, in words."""
+    low, high = interval.low, interval.high
+    if not (np.isfinite(low) and np.isfinite(high)):
+        return "no finite interval"
+    if low > 1.0 + threshold or high < 1.0 - threshold:
+        return f"a change within the A/A floor ±{floor * 100:.3g}%"
+    return f"the interval reaches past 1 ± {threshold * 100:.3g}%"
+
+
+def load_reason(a: PointRecord, b: PointRecord) -> str | None:
+    """Where two points of a CPU device were measured under host loads that differ by
+    ``BUSY_CORES`` or more, the loads in words; else None (or where either has none)."""
+    loads = [(p.host_load or {}).get("others_cores") for p in (a, b)]
+    if None in loads or abs(float(loads[0] or 0) - float(loads[1] or 0)) < BUSY_CORES:
+        return None
+    return (
+        f"the host's load differs: other processes took {loads[0]:.2g} cores in A, "
+        f"{loads[1]:.2g} in B (a CPU's time moves with it)"
+    )
 
 
 def samples_of(point: PointRecord, time: str = "kernel") -> list[float]:
@@ -177,8 +206,10 @@ class Comparison:
     # The hosts compared, "A's / B's" (one name where they are the same), where a side
     # held this point from several hosts; "" otherwise.
     hosts: str = ""
-    # The A/A floor the verdict had to clear, beside the threshold (floors.py).
+    # The A/A floor the verdict had to clear, beside the threshold (floors.py), and
+    # where that floor was measured ("" where it is none).
     floor: float = 0.0
+    floor_from: str = ""
 
     @property
     def judged(self) -> bool:
@@ -201,10 +232,12 @@ def _unjudged(a: PointRecord, b: PointRecord, time: str) -> tuple[str, str] | No
 
 
 def compare_pair(
-    a: PointRecord, b: PointRecord, threshold: float, time: str, floor: float = 0.0
-) -> Comparison:
+    a: PointRecord, b: PointRecord, threshold: float, time: str, floor: float = 0.0,
+    on_cpu: bool = False,
+) -> Comparison:  # fmt: skip
     """The comparison of one point measured in both runs; a verdict claims no change
-    smaller than ``floor``, what runs of the same plan differ by (floors.py)."""
+    smaller than ``floor``, what runs of the same plan differ by (floors.py), nor one on a
+    CPU device (``on_cpu``) whose host's load differed between the runs."""
     unjudged = _unjudged(a, b, time)
     if unjudged is not None:
         return Comparison(a.key, a, b, unjudged[0], note=unjudged[1])
@@ -212,9 +245,15 @@ def compare_pair(
     interval = ratio_interval(a_s, b_s)
     found = verdict(interval, threshold, floor)
     notes = [f"wrong result in {side}" for side, p in (("A", a), ("B", b)) if p.status != "ok"]
+    loaded = load_reason(a, b) if on_cpu else None
     if min(len(a_s), len(b_s)) < 2:
         found = UNCERTAIN  # one sample tells nothing of the noise
         notes.append("a single sample")
+    elif found in (FASTER, SLOWER) and loaded:
+        found = UNCERTAIN
+        notes.append(loaded)
+    elif found == UNCERTAIN:
+        notes.append(uncertain_reason(interval, threshold, floor))
     return Comparison(
         a.key,
         a,
@@ -266,20 +305,34 @@ def _hosts(a: PointRecord | None, b: PointRecord | None) -> str:
     return a_host if a_host == b_host else f"{a_host} / {b_host}"
 
 
-def _compared(pair: Pair, threshold: float, time: str, several: bool, floors: Floors) -> Comparison:
+def _compared(
+    pair: Pair, threshold: float, time: str, several: bool, floors: Floors,
+    cpu_devices: frozenset[str],
+) -> Comparison:  # fmt: skip
     """One pair's comparison, or its listing as in one run only; named by its hosts
     where either side held the point from ``several`` hosts."""
     a, b = pair
     hosts = _hosts(a, b) if several else ""
     if a is not None and b is not None:
         floor = floors.floor(a) if time == "kernel" else 0.0
-        return dataclasses.replace(compare_pair(a, b, threshold, time, floor), hosts=hosts)
+        on_cpu = a.clock == "host" or a.device in cpu_devices
+        compared = compare_pair(a, b, threshold, time, floor, on_cpu)
+        return dataclasses.replace(compared, hosts=hosts, floor_from=_floor_from(floors, a, floor))
     if a is not None:
         note = f"B has no point of host {a.host or '?'}" if several else ""
         return Comparison(a.key, a, None, ONLY_A, hosts=hosts, note=note)
     assert b is not None
     note = f"A has no point of host {b.host or '?'}" if several else ""
     return Comparison(b.key, None, b, ONLY_B, hosts=hosts, note=note)
+
+
+def _floor_from(floors: Floors, point: PointRecord, floor: float) -> str:
+    """Where a floor past the threshold came from: its kind, and the pairs it was
+    measured on."""
+    kind = floors.kind(point) if floor else None
+    if kind is None:
+        return ""
+    return f"{describe(kind)}, from {floors.how or f'{floors.pairs} A/A pairs'}"
 
 
 def compare_points(
@@ -290,6 +343,7 @@ def compare_points(
     time: str = "kernel",
     any_device: bool = False,
     floors: Floors | None = None,
+    cpu_devices: Iterable[str] = (),
 ) -> list[Comparison]:
     """Every point of A and B, matched by configuration and size, each with its verdict.
 
@@ -298,7 +352,8 @@ def compare_points(
     more than once on one host counts as last recorded. With ``any_device``, points are
     matched by backend label whatever their device (two machines' ``cuda`` lines). A
     kernel time's verdict claims no change under its A/A floor (``floors``: none given,
-    no floor).
+    no floor), nor, on a CPU (the host's clock, or a device named in ``cpu_devices``),
+    one between runs whose host's load differed.
     Sorted by configuration, then by size, then by hosts.
     """
     if not threshold >= 0:
@@ -309,12 +364,12 @@ def compare_points(
         a_by.setdefault(_match_key(point, any_device), []).append(point)
     for point in b_points:
         b_by.setdefault(_match_key(point, any_device), []).append(point)
-    found = []
+    found, cpus = [], frozenset(cpu_devices)
     for key in {**a_by, **b_by}:
         a_list, b_list = a_by.get(key, []), b_by.get(key, [])
         several = max(len({p.host for p in a_list}), len({p.host for p in b_list})) > 1
         for pair in host_pairs(a_list, b_list):
-            found.append(_compared(pair, threshold, time, several, floors or Floors()))
+            found.append(_compared(pair, threshold, time, several, floors or Floors(), cpus))
     return sorted(found, key=lambda c: (_sort(c.key), c.hosts))
 
 
@@ -368,67 +423,13 @@ def failing(comparisons: Iterable[Comparison], fail_on: str | None) -> list[Comp
     return [c for c in comparisons if c.verdict in FAIL_ON[fail_on]]
 
 
-# -- the machines ------------------------------------------------------------------------------
-
-
-def _machines(
-    runs: Mapping[str, RunHeader], points: Sequence[PointRecord]
-) -> tuple[set[str], dict[str, set[str]]]:
-    """The hosts of the runs the points come from, and the device names per label."""
-    used = {p.run_id for p in points}
-    headers = [run for run_id, run in runs.items() if run_id in used] or list(runs.values())
-    hosts = {run.host for run in headers if run.host}
-    devices: dict[str, set[str]] = {}
-    for run in headers:
-        for label, device in run.devices.items():
-            name = device.get("name")
-            if name:
-                devices.setdefault(label, set()).add(str(name))
-    for point in points:
-        if point.label not in devices:
-            devices.setdefault(point.label, set()).add(point.device)
-    return hosts, devices
-
-
-def machine_warning(
-    a_runs: Mapping[str, RunHeader],
-    a_points: Sequence[PointRecord],
-    b_runs: Mapping[str, RunHeader],
-    b_points: Sequence[PointRecord],
-) -> str | None:
-    """One line saying how the machines of A and B differ (hosts, device names), or None."""
-    a_hosts, a_devices = _machines(a_runs, a_points)
-    b_hosts, b_devices = _machines(b_runs, b_points)
-    differences = []
-    if a_hosts and b_hosts and a_hosts != b_hosts:
-        differences.append(
-            f"host {', '.join(sorted(a_hosts))} against {', '.join(sorted(b_hosts))}"
-        )
-    for label in sorted(set(a_devices) & set(b_devices)):
-        if a_devices[label] != b_devices[label]:
-            a_names, b_names = sorted(a_devices[label]), sorted(b_devices[label])
-            differences.append(f"{label}: {', '.join(a_names)} against {', '.join(b_names)}")
-    if not differences:
-        return None
-    return "A and B ran on different machines (" + "; ".join(differences) + ")"
-
-
-def cache_warning(a_points: Sequence[PointRecord], b_points: Sequence[PointRecord]) -> str | None:
-    """One line where A's points and B's were timed in different cache states, or None."""
-    a_modes = sorted({p.cache or "warm" for p in a_points if p.measured})
-    b_modes = sorted({p.cache or "warm" for p in b_points if p.measured})
-    if not a_modes or not b_modes or a_modes == b_modes:
-        return None
-    a_text, b_text = "/".join(a_modes), "/".join(b_modes)
-    return f"A and B were timed in different cache states ({a_text} in A, {b_text} in B)"
-
-
 # -- rows --------------------------------------------------------------------------------------
 
 ROW_FIELDS = (
     "label", "device", "op", "variant", "tile", "dtype", "batch", "M", "K", "N",
     "a_median_s", "b_median_s", "ratio", "ratio_low", "ratio_high", "verdict",
     "a_samples", "b_samples", "a_noise", "b_noise", "floor", "note", "a_host", "b_host",
+    "floor_from",
 )  # fmt: skip
 
 
@@ -456,6 +457,7 @@ def row(comparison: Comparison, time: str = "kernel") -> dict[str, object]:
         "b_samples": None if b is None else len(samples_of(b, time)),
         "a_noise": _noise(a, time),
         "floor": comparison.floor or None,
+        "floor_from": comparison.floor_from or None,
         "b_noise": _noise(b, time),
         "note": comparison.note,
         "a_host": None if a is None else a.host,

@@ -10,10 +10,20 @@ one. So each verdict needs a change beyond the floor of its kind of point: the l
 change that runs of the same plan showed, by the clock that timed the point (its
 ``clock``) and the decade of its median time.
 
-Floors come from pairs of runs of the same plan (``xbackend diff A1 A2 --write-floors
-FILE``, which keeps the largest change of each kind over every pair written into the
-file); ``FLOORS_FILE`` ships the ones measured for the clocks of the machines we ran on.
-A kind of point no pair measured has no floor beyond the threshold.
+A floor is a property of a device and its load, so a kind is the point's device as well
+("NVIDIA H200 | globaltimer 1e-6"): one machine's floors never apply to another's points
+(files from before, format 1, keyed by clock alone, still apply to any device). Floors come
+from pairs of runs of the same plan (``xbackend diff A1 A2 --write-floors FILE``, which
+keeps the largest change of each kind over every pair written into the file);
+``FLOORS_FILE`` ships the ones measured on the machines we ran on, each kind naming its
+device. A kind no pair measured has no floor beyond the threshold.
+
+Bounded: a floor, margin included, is at most ``BOUND`` (40%), so no floor hides a change of
+1.5× on a quiet machine. A change past ``NOT_AA`` (2×) between two runs is not what runs of
+the same plan differ by, but a change (an A/B pair given to ``--write-floors``, or a
+machine that was busy in one run): it is left out of the floors and counted
+(``Floors.refused``). What moves with the host's load is judged by the load each point
+recorded (``diff.py``), not by a floor.
 """
 
 from __future__ import annotations
@@ -28,7 +38,10 @@ from xbackend.results import PointRecord
 from xbackend.safeio import atomic_write, read_small_text
 
 FLOORS_FILE = Path(__file__).with_name("aa_floors.json")
-FORMAT = 1
+FORMAT = 2
+BOUND = 0.4  # the most a floor asks of a change, margin included: 1.5× always clears it
+NOT_AA = 1.0  # a change of 2× or more between two runs is no A/A change
+_DEVICE = " | "  # between a kind's device and its clock
 # The largest change a few pairs showed underestimates the largest the next pair will
 # show: a verdict must clear the floor with this margin. Checked out of sample on four
 # runs on an H100: the floors of three runs' pairs, without it, let 0-5 false verdicts of
@@ -42,8 +55,14 @@ def decade(seconds: float) -> int:
 
 
 def kind_of(point: PointRecord) -> str | None:
-    """The kind a point's floor is kept under, "CLOCK 1e-6" (its clock, its median's
-    decade); None for a point with no median."""
+    """The kind a point's floor is kept under, "DEVICE | CLOCK 1e-6" (its device, its
+    clock, its median's decade); None for a point with no median."""
+    clocked = _clock_kind(point)
+    return None if clocked is None else f"{point.device}{_DEVICE}{clocked}"
+
+
+def _clock_kind(point: PointRecord) -> str | None:
+    """A format-1 kind, "CLOCK 1e-6", of any device."""
     median = point.kernel_median_s
     if median is None or not median > 0:
         return None
@@ -51,12 +70,14 @@ def kind_of(point: PointRecord) -> str | None:
 
 
 def describe(kind: str) -> str:
-    """A kind in words: "globaltimer, 1-10 µs"."""
+    """A kind in words: "NVIDIA H200: globaltimer, 1-10 µs" ("globaltimer, 1-10 µs" for a
+    kind of any device)."""
+    device, _, kind = kind.rpartition(_DEVICE)
     clock, _, power = kind.partition(" ")
     low = 10.0 ** int(power.removeprefix("1e"))
     units = (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9))
     unit, scale = next((u, s) for u, s in units if low >= s * 0.999)
-    return f"{clock}, {low / scale:g}-{10 * low / scale:g} {unit}"
+    return f"{device + ': ' if device else ''}{clock}, {low / scale:g}-{10 * low / scale:g} {unit}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,20 +87,29 @@ class Floors:
     shares: Mapping[str, float] = dataclasses.field(default_factory=dict)
     pairs: int = 0  # how many A/A pairs they come from
     how: str = ""  # where and how they were measured
+    refused: int = 0  # changes past NOT_AA left out (measured, not read from a file)
+
+    def kind(self, point: PointRecord) -> str | None:
+        """The kind whose floor applies to ``point``: its device's, else one of any device
+        (format 1); None where no pair measured it."""
+        for kind in (kind_of(point), _clock_kind(point)):
+            if kind is not None and kind in self.shares:
+                return kind
+        return None
 
     def floor(self, point: PointRecord) -> float:
-        """The change a verdict on this point must clear: its kind's floor with MARGIN
-        (0: none measured)."""
-        kind = kind_of(point)
-        return MARGIN * self.shares.get(kind, 0.0) if kind is not None else 0.0
+        """The change a verdict on this point must clear: its kind's floor with MARGIN,
+        at most BOUND (0: none measured)."""
+        kind = self.kind(point)
+        return min(MARGIN * self.shares[kind], BOUND) if kind is not None else 0.0
 
     def merged(self, other: Floors) -> Floors:
-        """Both files' floors, the larger of each kind: a floor only ever grows."""
+        """Both files' floors, the larger of each kind (never past NOT_AA)."""
         shares = dict(self.shares)
         for kind, share in other.shares.items():
             shares[kind] = max(share, shares.get(kind, 0.0))
         how = "; ".join(text for text in (self.how, other.how) if text)
-        return Floors(shares, self.pairs + other.pairs, how)
+        return Floors(shares, self.pairs + other.pairs, how, self.refused + other.refused)
 
     def to_dict(self) -> dict[str, object]:
         return {"format": FORMAT, "pairs": self.pairs, "how": self.how,
@@ -88,15 +118,20 @@ class Floors:
 
 def measured(pairs: Iterable[tuple[PointRecord, PointRecord]], how: str = "") -> Floors:
     """The floors one A/A pair shows: for each kind of point, the largest change of its
-    median between the two runs, up or down (max(B/A, A/B) - 1)."""
+    median between the two runs, up or down (max(B/A, A/B) - 1); a change of NOT_AA or
+    more is no A/A change: left out, and counted in ``refused``."""
     shares: dict[str, float] = {}
+    refused = 0
     for a, b in pairs:
         kind, a_s, b_s = kind_of(a), a.kernel_median_s, b.kernel_median_s
         if kind is None or not (a.trusted and b.trusted) or not a_s or not b_s:
             continue
         change = max(b_s / a_s, a_s / b_s) - 1.0
+        if change >= NOT_AA:
+            refused += 1
+            continue
         shares[kind] = max(change, shares.get(kind, 0.0))
-    return Floors(shares, 1, how)
+    return Floors(shares, 1, how, refused)
 
 
 def load(path: Path) -> Floors:
@@ -107,8 +142,13 @@ def load(path: Path) -> Floors:
         shares = {str(kind): float(share) for kind, share in data["floors"].items()}
         if not all(0.0 <= share < math.inf for share in shares.values()):
             raise ValueError("a floor is negative or not finite")
-        return Floors(shares, int(data.get("pairs", 0)), str(data.get("how", "")))
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+        pairs = data.get("pairs", 0)
+        if not (isinstance(pairs, int) and 0 <= pairs < 2**31):
+            raise ValueError(f"pairs {pairs!r:.40}: expected a count")
+        return Floors(shares, pairs, str(data.get("how", "")))
+    except RecursionError:  # JSON nested deeper than Python's stack
+        raise ValueError(f"{path}: not a floors file (nested too deep)") from None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, OverflowError) as error:
         raise ValueError(f"{path}: not a floors file ({error})") from error
 
 

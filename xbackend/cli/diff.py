@@ -160,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
     a, b = _sides(args)
     comparisons = diff.compare_points(
         a.points, b.points, threshold=args.threshold, time=args.time,
-        any_device=args.any_device, floors=_floors(args),
+        any_device=args.any_device, floors=_floors(args), cpu_devices=_cpu_devices(a, b),
     )  # fmt: skip
     if args.write_floors is not None:
         _write_floors(comparisons, args)
@@ -181,6 +181,17 @@ def run(args: argparse.Namespace) -> int:
         written += _figure(comparisons, args, out)
     print(f"diff: {', '.join(printable(path) for path in written)}")
     return _status(comparisons, args.fail_on)
+
+
+def _cpu_devices(*sides: Loaded) -> set[str]:
+    """The names of the devices the runs' headers call CPUs (OpenCL on a CPU, the CPU)."""
+    return {
+        str(device.get("name"))
+        for side in sides
+        for header in side.runs.values()
+        for device in header.devices.values()
+        if device.get("kind") == "cpu" and device.get("name")
+    }
 
 
 def _status(comparisons: list[diff.Comparison], fail_on: str | None) -> int:
@@ -218,11 +229,21 @@ def summary_line(comparisons: list[diff.Comparison], threshold: float) -> str:
         return "no points in either run"
     judged = ", ".join(f"{n} {name}" for name, n in found.items() if name in diff.VERDICTS)
     listed = ", ".join(f"{n} {name}" for name, n in found.items() if name in diff.LISTED)
-    highest = max((c.floor for c in comparisons if c.judged), default=0.0)
-    above = f", A/A floors up to {highest * 100:.3g}%" if highest > threshold else ""
+    floored = [c for c in comparisons if c.judged and c.floor > threshold]
+    highest = max(floored, key=lambda c: c.floor, default=None)
+    above = (
+        f", A/A floors up to {highest.floor * 100:.3g}% ({highest.floor_from})"
+        if highest is not None else ""
+    )  # fmt: skip
     parts = [f"verdicts (threshold {threshold * 100:.3g}%{above}): {judged or 'none'}"]
     if listed:
         parts.append(f"no verdict: {listed}")
+    loaded = sum("host's load differs" in c.note for c in comparisons)
+    if loaded:
+        parts.append(
+            f"{loaded} UNCERTAIN on a CPU device because the host's load differed between "
+            "the runs (the note of each says by how much)"
+        )
     return "; ".join(parts)
 
 

@@ -122,9 +122,32 @@ def _panel(
     _size_axis(axes, [output_elements(c.key.op, c.key.M, c.key.K, c.key.N) for c in comparisons])
     axes.set_xlabel(output_label([c.key.op for c in comparisons]))
     axes.set_ylabel(ylabel)
+    _log_ratios(axes, comparisons, threshold)
     axes.grid(True, which="major", alpha=0.4)
     axes.grid(True, which="minor", alpha=0.1)
-    axes.margins(y=0.1)
+
+
+# The ratios a logarithmic axis is labelled at, those within the panel's range: halving
+# and doubling lie as far from 1, and a narrow range still shows numbers.
+_RATIO_TICKS = (0.1, 0.2, 0.5, 0.67, 0.8, 0.9, 0.95, 0.98, 1.0, 1.02, 1.05, 1.1, 1.25, 1.5,
+                2.0, 5.0, 10.0)  # fmt: skip
+
+
+def _log_ratios(axes: Axes, comparisons: list[Comparison], threshold: float) -> None:
+    """A logarithmic ratio axis (2× and 0.5× as far from 1; one wide error bar flattens
+    no other), spanning every interval and the band, labelled "1.05×"."""
+    bounds = [1.0 - threshold, 1.0 + threshold]
+    for comparison in comparisons:
+        if comparison.interval is not None:
+            bounds += [v for v in comparison.interval if np.isfinite(v) and v > 0]
+    low, high = min(bounds) / 1.03, max(bounds) * 1.03
+    axes.set_yscale("log")
+    axes.set_ylim(low, high)
+    ticks = [t for t in _RATIO_TICKS if low <= t <= high]
+    if len(ticks) < 3:  # past 10× either way, or between two of the ladder's steps
+        ticks = sorted({low * 1.03, 1.0, high / 1.03})
+    axes.set_yticks(ticks, [f"{t:.3g}×" for t in ticks])
+    axes.yaxis.set_minor_formatter(NullFormatter())
 
 
 def _size_axis(axes: Axes, sizes: list[int]) -> None:
