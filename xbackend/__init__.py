@@ -45,6 +45,10 @@ if _started_as_command() and _signal.getsignal(_signal.SIGINT) is _signal.defaul
 # took 21 s from the first point to the last instead of 9 (docs/measurement.md). Set here,
 # before NumPy loads OpenBLAS, the threads sleep as soon as they are idle; a value already
 # set is kept, and every run header records it (machine.settings).
+# OpenBLAS reads the variable once, as it loads: where NumPy (and so OpenBLAS) was imported
+# before xbackend, as API users often do, the value set here is not in force, and the run
+# header says so rather than record it as in force (machine.settings).
+_BLAS_LOADED_FIRST = "numpy" in _sys.modules and "OPENBLAS_THREAD_TIMEOUT" not in _os.environ
 _os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
 # E402: after the handler above, which must be in place before these imports start.

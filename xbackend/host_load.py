@@ -151,3 +151,19 @@ def header() -> dict[str, Any]:
         return {"load": [round(value, 2) for value in os.getloadavg()]}
     except (AttributeError, OSError):
         return {}
+
+
+def busy_sentence(loads: list[dict[str, Any] | None]) -> str | None:
+    """What a run's points say of its host, in a sentence where it was busy (``busy``
+    at one point or more): how many points, and the most other processes took; None
+    where it was quiet throughout, or no point knows."""
+    known = [load for load in loads if load is not None and "others_cores" in load]
+    taken = [load for load in known if busy(load)]
+    if not taken:
+        return None
+    most = max(float(load["others_cores"]) for load in taken)
+    return (
+        f"the host was busy: other processes took half a core or more during {len(taken)} "
+        f"of {len(known)} measured points (up to {most:.2g} cores); times measured on a "
+        "CPU there read slower than on a quiet machine"
+    )

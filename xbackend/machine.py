@@ -103,11 +103,18 @@ def settings() -> dict[str, str]:
     """The ``XBACKEND_*`` environment variables set for this run, and those of
     ``MEASURING``: each can change what a run does (a tune cache, build options, required
     backends) or measures (the BLAS's threads), so the record keeps them."""
-    return {
+    found = {
         name: value
         for name, value in sorted(os.environ.items())
         if name.startswith("XBACKEND_") or name in MEASURING
     }
+    import xbackend
+
+    if getattr(xbackend, "_BLAS_LOADED_FIRST", False) and "OPENBLAS_THREAD_TIMEOUT" in found:
+        found["OPENBLAS_THREAD_TIMEOUT"] += (
+            " (not in force: NumPy loaded OpenBLAS before xbackend set it)"
+        )
+    return found
 
 
 def _command() -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from xbackend import host_load
 from xbackend.problems import FREIVALDS
 from xbackend.results import MEASURED, LineKey, PointRecord
 from xbackend.safeio import printable
@@ -72,6 +73,9 @@ def summary_table(points: list[PointRecord]) -> str:
         f"\ncode equality: {verdict}/{len(all_measured)} measured points equal "
         f"to the float64 reference within the tolerance{how}"
     )
+    busy = host_load.busy_sentence([p.host_load for p in all_measured])
+    if busy:
+        lines.append(busy)
     return "\n".join(lines)
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable, Iterable, Sequence
 
+from xbackend import host_load
 from xbackend.clocks import clock_name
 from xbackend.report.document import Block, Cell, Heading, Paragraph, Sentences, Table
 from xbackend.report.points import ambiguous_labels, group, size_text, three_digits
@@ -330,6 +331,12 @@ def doubtful_line(points: Sequence[PointRecord]) -> list[str]:
     ]
 
 
+def busy_line(points: Sequence[PointRecord]) -> list[str]:
+    """Where other processes took the host while points were measured, a sentence."""
+    busy = host_load.busy_sentence([p.host_load for p in points if p.measured])
+    return [busy[0].upper() + busy[1:] + "."] if busy else []
+
+
 def findings(points: Sequence[PointRecord]) -> list[str]:
     """Every finding of ``points``, as sentences, in the order the report shows them."""
     kept = [p for p in points if counted(p)]
@@ -341,6 +348,7 @@ def findings(points: Sequence[PointRecord]) -> list[str]:
         *vendor_lines(kept, names),
         *equality_line(points),
         *doubtful_line(points),
+        *busy_line(points),
     ]
 
 
@@ -422,6 +430,7 @@ def findings_section(points: Sequence[PointRecord]) -> list[Block]:
         *vendor_lines(kept, names),
         *equality_line(points),
         *doubtful_line(points),
+        *busy_line(points),
     ]
     table = comparison_table(points)
     if not (before or table or after):
