@@ -54,7 +54,7 @@ def kernel_colours(figure):
 @pytest.mark.slow
 def test_a_variant_has_one_colour_in_every_panel_and_figure_and_no_two_share_one():
     figures = drawn(run())
-    assert set(figures) == {"runtime_by_backend", "runtime_all", "gflops", "ladder"}
+    assert set(figures) == {"runtime_by_backend", "runtime_all", "gflops", "ladder", "speedup"}
     seen: dict[str, set[str]] = {}
     for figure in figures.values():
         for variant, colours in kernel_colours(figure).items():

@@ -85,3 +85,21 @@ def test_a_noisy_side_marks_the_ratio(noisy):
     (naive if noisy == "naive" else tiled)["flags"] = ["noisy"]
     ratio = Ratio.of(*_records([naive, tiled]))
     assert ratio.doubtful == ["noisy"]
+
+
+def test_the_speedup_figure_draws_every_pair_and_marks_the_doubtful():
+    from xbackend.figures.speedup import speedup_figure
+    from xbackend.figures.style import Palette
+
+    points = _all(seed=8)
+    points[1]["flags"] = ["noisy"]  # opencl tiled at the smallest size
+    records = _records(points)
+    palette = Palette((p.label, p.variant, p.tile) for p in records)
+    figure = speedup_figure(records, palette)
+    assert figure is not None
+    gids = [c.lines[0].get_gid() for ax in figure.axes for c in ax.containers]
+    assert gids.count("speedup:opencl:tiled:doubtful") == 1
+    assert gids.count("speedup:opencl:tiled:ok") == len(SHAPES) - 1
+    assert gids.count("speedup:cpu:tiled:ok") == len(SHAPES)
+    one_size = [p for p in records if SHAPES[0][0] == p.M]
+    assert speedup_figure(one_size, palette) is None  # a line of one point says nothing

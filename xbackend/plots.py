@@ -56,6 +56,8 @@ from xbackend.figures import bars
 from xbackend.figures.overhead import NAME as OVERHEAD
 from xbackend.figures.overhead import overhead_figure
 from xbackend.figures.roofline import roofline
+from xbackend.figures.speedup import NAME as SPEEDUP
+from xbackend.figures.speedup import speedup_figure
 from xbackend.figures.style import (
     CORE_VARIANTS,
     END_TO_END,
@@ -415,6 +417,9 @@ def figures(points: list[PointRecord], roofs: Roofs | None = None) -> list[tuple
     found = _size_figures(lines, palette, out)
     if roof is not None:
         found.append(("roofline", roof))
+    speedup = speedup_figure(points, palette)
+    if speedup is not None:
+        found.append((SPEEDUP, speedup))
     overhead = overhead_figure(points, palette) if has_overhead(points) else None
     return [*found, (OVERHEAD, overhead)] if overhead is not None else found
 

@@ -146,6 +146,9 @@ _GENERIC_CAPTIONS = {
     "runtime_all": "Naive, tiled and vendor of every backend: median kernel time.",
     "gflops": "Throughput from the median kernel time (2·M·N·K flops per product).",
     "ladder": "The ladder: every variant's throughput, one panel per backend.",
+    "speedup": "Speed-up against size: each variant over its own naive kernel (tiled over "
+    "naive; a user family's kernels over the family's naive), with the interval the two "
+    "medians' 95% intervals allow; hollow where a side was noisy or throttled.",
 }
 
 
