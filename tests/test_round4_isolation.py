@@ -13,6 +13,7 @@ iso_bomb); the serial compare measures them in a child process (xbackend/isolati
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -148,38 +149,61 @@ def test_resume_after_a_crash_goes_on_past_it(tmp_path):
 
 
 @pytest.mark.slow
-def test_ctrl_c_ends_a_run_hung_in_a_users_kernel(tmp_path):
+@pytest.mark.parametrize("how", ["ctrl-c", "kill"])
+def test_ctrl_c_or_kill_ends_a_run_hung_in_a_users_kernel(tmp_path, how):
     out = tmp_path / "run"
     args = _compare_args(out, KERNELS, "iso_good,iso_hang", "16x14", "--kernel-timeout", "300")
-    # Its own session, so that the signal reaches every process of the run, as a
-    # terminal's Ctrl-C does.
-    process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True, env=_env(), start_new_session=True)  # fmt: skip
+    # Its own session, so that Ctrl-C reaches every process of the run, as a terminal's
+    # does; kill (what ends a job at once) reaches the run's own process only.
+    with (tmp_path / "stderr").open("w") as stderr_file:  # a file: a pipe a process
+        # left behind held open would keep a reader of it waiting
+        process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=stderr_file,
+                                   text=True, env=_env(), start_new_session=True)  # fmt: skip
     try:
-        children, stderr = _interrupted_in_the_hang(process)
+        children = _ended_in_the_hang(process, how)
     finally:
-        if process.poll() is None:  # whatever failed above, no run is left hanging
+        with contextlib.suppress(ProcessLookupError):  # whatever is left of the run
             os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-    assert process.returncode == 130, stderr
-    assert "--resume" in stderr and "Traceback" not in stderr
-    assert all(_gone(child) for child in children)
+        process.wait()
+    stderr = (tmp_path / "stderr").read_text()
+    if how == "ctrl-c":
+        assert process.returncode == 130, stderr
+        assert "--resume" in stderr and "Traceback" not in stderr
+    assert all(_gone(child) for child in children)  # no kernel left spinning
     assert [point["variant"] for point in _points(out)] == ["iso_good"]
 
 
-def _interrupted_in_the_hang(process: subprocess.Popen[str]) -> tuple[list[int], str]:
-    """Ctrl-C (SIGINT to the run's every process) once the hanging kernel runs; the
-    processes the run had started, and what it said on stderr."""
-    assert process.stdout is not None and process.stderr is not None
+def _ended_in_the_hang(process: subprocess.Popen[str], how: str) -> list[int]:
+    """Ctrl-C (SIGINT to the run's every process) or SIGKILL (to the run) once the hanging
+    kernel runs; the processes the run had started, once they had seconds to end."""
+    assert process.stdout is not None
     for line in process.stdout:
         if "iso_good" in line and "code equality" in line:
             break
     children = _children(process.pid)
     assert children  # the kernels' process, now in the hanging kernel
     time.sleep(1.5)
-    os.killpg(process.pid, signal.SIGINT)
+    if how == "ctrl-c":
+        os.killpg(process.pid, signal.SIGINT)
+    else:
+        os.kill(process.pid, signal.SIGKILL)
     process.wait(timeout=30)
-    return children, process.stderr.read()
+    waited = time.monotonic()
+    while not all(_gone(child) for child in children) and time.monotonic() - waited < 10:
+        time.sleep(0.1)
+    return children
+
+
+def test_a_script_without_a_main_guard_runs_once(tmp_path):
+    """The child is a fresh interpreter, not multiprocessing's 'spawn', which runs the
+    caller's script again where it has no ``if __name__ == "__main__"``."""
+    script = tmp_path / "script.py"
+    shutil.copy(ROOT / "tests" / "data" / "isolation_script.py", script)
+    env = {**_env(), families.FAMILIES_ENV: str(KERNELS)}
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          env=env, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["started", "equal: True"]
 
 
 # -- the deadline bounds a step, not a point ----------------------------------------------

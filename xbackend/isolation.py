@@ -4,18 +4,20 @@ A kernel of a user's family (``--kernels``) can loop for ever, bomb the preproce
 write far outside its buffers. Run in xbackend's process, the first hangs the run (Ctrl-C
 cannot end a call into the driver) and the second kills it with no line naming the point,
 at the same point on every ``--resume``. ``Isolation`` measures such points in a child
-process started with multiprocessing's 'spawn' (it inherits no driver state), which keeps
-its backends open and its kernels built from one point to the next and measures with the
-same loop as the parent (``Backend.measure``).
+process (a fresh ``python``: it inherits no driver state and, unlike multiprocessing's
+'spawn', never runs the caller's script again), which keeps its backends open and its
+kernels built from one point to the next and measures with the same loop as the parent
+(``Backend.measure``). Requests and answers are pickled over pipes of their own, so that
+what a driver prints cannot mix with them.
 
 The parent waits on each step of a point with a deadline (``XBACKEND_KERNEL_TIMEOUT``,
 ``compare --kernel-timeout``): opening the device, then the build with the first run and
-the warm-up runs, then each timed sample (the child counts its steps in shared memory, as
-the samples' monitor, outside every timed window). A step over the deadline ends the child
-(``KernelTimeout``); a child that dies is named with its signal (``KernelCrashed``). Either
-is the point's error record, and the next point starts a fresh child. Ctrl-C reaches the
-parent, which ends the child and the run. xbackend's own kernels are measured in the
-parent, as before.
+the warm-up runs, then each timed sample (the child writes a byte on a third pipe at each
+step, from the samples' monitor: outside every timed window). A step over the deadline
+ends the child (``KernelTimeout``); a child that dies is named with its signal
+(``KernelCrashed``). Either is the point's error record, and the next point starts a fresh
+child. Ctrl-C reaches the parent, which ends the child and the run. xbackend's own kernels
+are measured in the parent, as before.
 """
 
 from __future__ import annotations
@@ -24,11 +26,15 @@ import contextlib
 import ctypes
 import dataclasses
 import math
-import multiprocessing
 import os
+import pickle
+import select
 import signal
+import struct
+import subprocess
+import sys
 import time
-from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -51,7 +57,6 @@ TIMEOUT_ENV = "XBACKEND_KERNEL_TIMEOUT"
 DEFAULT_TIMEOUT_S = 120.0
 # What the child has to start (import xbackend) before it answers: not a kernel's time.
 START_S = 120.0
-_POLL_S = 0.05  # how often the parent looks at the child's steps while it waits
 
 
 class ChildError(Described):
@@ -84,7 +89,7 @@ def kernel_timeout_s() -> float:
 
 def isolated(config: Config) -> bool:
     """Whether ``config`` runs a user's kernel on a backend the child can open again."""
-    if config.variant not in families.user_variants([config.op]):
+    if os.name != "posix" or config.variant not in families.user_variants([config.op]):
         return False
     try:
         return type(config.backend) is backend_class(config.backend.name)
@@ -169,7 +174,7 @@ class Isolation:
         self._end(graceful=kind is None)
 
 
-# What the child is doing, as it tells the parent (``_Child.progress[1]``).
+# What the child is doing, as it tells the parent (a byte on the progress pipe).
 _STARTING, _OPENING, _BUILDING, _SAMPLING = range(4)
 _DOING = {
     _STARTING: "starting its process",
@@ -180,20 +185,25 @@ _DOING = {
 
 
 class _Child:
-    """The child process, the pipe to it, and what it is doing: ``progress`` holds the
-    count of its steps and the phase of the point it measures (``_DOING``)."""
+    """The child process and its three pipes: requests to it, answers from it, and its
+    progress (a byte a step, the byte what it is doing: ``_DOING``)."""
 
     def __init__(self) -> None:
-        context = multiprocessing.get_context("spawn")
-        self.progress = context.RawArray("Q", 2)
-        self.conn, theirs = context.Pipe()
-        self.process = context.Process(
-            target=_serve, args=(theirs, self.progress, os.getpid()), name="xbackend-kernels",
-            daemon=True,
-        )  # fmt: skip
-        with _sigint_ignored():  # inherited: Ctrl-C is the parent's to handle
-            self.process.start()
-        theirs.close()
+        requests, self.requests = os.pipe()
+        self.answers, answers = os.pipe()
+        self.progress, progress = os.pipe()
+        theirs = (requests, answers, progress)
+        serve = f"from xbackend.isolation import serve; serve{(*theirs, os.getpid())}"
+        try:
+            with _sigint_ignored():  # inherited: Ctrl-C is the parent's to handle
+                self.process = subprocess.Popen(
+                    [sys.executable, "-c", serve], pass_fds=theirs, stdin=subprocess.DEVNULL,
+                    env=_child_environment(),
+                )  # fmt: skip
+        finally:
+            for fd in theirs:
+                os.close(fd)
+        self.doing = _STARTING
         try:
             self._wait(START_S)  # its "ready": the imports are not the kernel's time
         except BaseException:
@@ -201,7 +211,10 @@ class _Child:
             raise
 
     def measure(self, request: _Request, timeout_s: float) -> Measurement:
-        self.conn.send(request)
+        try:
+            _write_frame(self.requests, request)
+        except BrokenPipeError:  # it died since its last answer
+            raise KernelCrashed(self._death()) from None
         kind, answer = self._wait(timeout_s)
         if kind == "error":
             raise ChildError(answer)
@@ -209,39 +222,52 @@ class _Child:
 
     def _wait(self, timeout_s: float) -> tuple[str, Any]:
         """The child's answer, waiting at most ``timeout_s`` for each of its steps."""
-        seen, since = self.progress[0], time.monotonic()
-        while not self.conn.poll(_POLL_S):
-            if self.progress[0] != seen:
-                seen, since = self.progress[0], time.monotonic()
-            elif time.monotonic() - since > timeout_s:
-                raise KernelTimeout(_timed_out(timeout_s, _DOING[self.progress[1]]))
-        try:
-            return self.conn.recv()  # type: ignore[no-any-return]
-        except (EOFError, OSError):
-            raise KernelCrashed(self._death(_DOING[self.progress[1]])) from None
+        since = time.monotonic()
+        watched = [self.answers, self.progress]
+        while True:
+            left = since + timeout_s - time.monotonic()
+            if left <= 0:
+                raise KernelTimeout(_timed_out(timeout_s, _DOING[self.doing]))
+            ready, _, _ = select.select(watched, [], [], left)
+            if self.progress in ready:
+                steps = os.read(self.progress, 4096)
+                if steps:
+                    since, self.doing = time.monotonic(), steps[-1]
+                else:
+                    watched.remove(self.progress)  # it died: the answers' pipe says so
+            if self.answers in ready:
+                answer = _read_frame(self.answers)
+                if answer is None:
+                    raise KernelCrashed(self._death())
+                return answer  # type: ignore[no-any-return]
 
-    def _death(self, doing: str) -> str:
+    def _death(self) -> str:
         """How the child died, in a sentence."""
-        self.process.join(5)
-        code = self.process.exitcode
-        if code is not None and code < 0:
+        try:
+            code = self.process.wait(5)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            code = self.process.wait()
+        if code < 0:
             name = signal.Signals(-code).name if -code in signal.valid_signals() else str(-code)
             how = f"died of {name} ({signal.strsignal(-code) or 'a signal'})"
         else:
             how = f"ended with exit status {code}"
+        doing = _DOING[self.doing]
         return f"the kernel's process {how} during {doing}: the run went on without it"
 
     def end(self, graceful: bool) -> None:
-        """Stop the child: asked to where it is idle, killed where not (or where it
-        does not stop within seconds)."""
-        if graceful and self.process.is_alive():
+        """Stop the child: asked to where it is idle (its requests' pipe closed), killed
+        where not, or where it does not stop within seconds."""
+        for fd in (self.requests, self.answers, self.progress):
             with contextlib.suppress(OSError):
-                self.conn.send(None)
-            self.process.join(5)
-        if self.process.is_alive():
+                os.close(fd)
+        if graceful:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(5)
+        if self.process.poll() is None:
             self.process.kill()
-            self.process.join(5)
-        self.conn.close()
+            self.process.wait()
 
 
 def _timed_out(timeout_s: float, doing: str) -> str:
@@ -250,6 +276,14 @@ def _timed_out(timeout_s: float, doing: str) -> str:
         f"than a user's kernel is given: --kernel-timeout, {TIMEOUT_ENV}); its process "
         "was ended"
     )
+
+
+def _child_environment() -> dict[str, str]:
+    """The parent's environment, with this xbackend first on the child's path (a source
+    checkout that is not installed runs the same)."""
+    package_root = str(Path(__file__).resolve().parent.parent)
+    path = [package_root, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(dict.fromkeys(path))}
 
 
 @contextlib.contextmanager
@@ -266,37 +300,65 @@ def _sigint_ignored() -> Any:
         signal.signal(signal.SIGINT, previous)
 
 
+# -- the pipes' frames: a length, then a pickle ---------------------------------------------
+
+_LENGTH = struct.Struct("<Q")
+
+
+def _write_frame(fd: int, item: Any) -> None:
+    data = pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL)
+    view = memoryview(_LENGTH.pack(len(data)) + data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _read_frame(fd: int) -> Any:
+    """The next item, or None where the pipe ended (its writer died or closed it)."""
+    head = _read_exactly(fd, _LENGTH.size)
+    if head is None:
+        return None
+    body = _read_exactly(fd, _LENGTH.unpack(head)[0])
+    return None if body is None else pickle.loads(body)  # our own process wrote it
+
+
+def _read_exactly(fd: int, size: int) -> bytes | None:
+    chunks, left = [], size
+    while left:
+        chunk = os.read(fd, min(left, 1 << 24))
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
 # -- the child's side -------------------------------------------------------------------
 
 
-def _serve(conn: Connection, progress: Any, parent: int) -> None:
-    """The child's loop: measure each request, answer it; stop at None or a closed pipe."""
-    _die_with(parent)
+def serve(requests: int, answers: int, progress: int, parent: int) -> None:
+    """The child's loop: measure each request and answer it, until its pipe ends."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with(parent)
     opened: dict[tuple[str, int | str | None, str | None], Backend] = {}
-    conn.send(("ready", os.getpid()))
+    _write_frame(answers, ("ready", os.getpid()))
     try:
         while True:
-            try:
-                request = conn.recv()
-            except EOFError:
-                return
+            request = _read_frame(requests)
             if request is None:
                 return
-            conn.send(_answer(request, opened, progress))
+            _write_frame(answers, _answer(request, opened, progress))
     finally:
         for backend in opened.values():
             backend.close()
 
 
-def _answer(request: _Request, opened: dict[Any, Backend], progress: Any) -> tuple[str, Any]:
+def _answer(request: _Request, opened: dict[Any, Backend], progress: int) -> tuple[str, Any]:
     try:
         key = (request.backend, request.device, request.index)
         if key not in opened:
-            progress[1] = _OPENING
+            os.write(progress, bytes([_OPENING]))
             opened[key] = _open(request, progress)
-            progress[0] += 1
-        progress[1] = _BUILDING
+        os.write(progress, bytes([_BUILDING]))
         measured = opened[key].measure(
             request.A, request.B, request.variant, request.tile, op=request.op,
             **request.options,
@@ -306,8 +368,8 @@ def _answer(request: _Request, opened: dict[Any, Backend], progress: Any) -> tup
     return "measured", measured
 
 
-def _open(request: _Request, progress: Any) -> Backend:
-    """The request's backend, its samples' monitor counting the steps for the parent."""
+def _open(request: _Request, progress: int) -> Backend:
+    """The request's backend, its samples' monitor telling the parent each step."""
     backend = get_backend(request.backend, request.device)
     if request.index is not None and hasattr(backend, "use_index"):
         backend.use_index(request.index)
@@ -317,23 +379,22 @@ def _open(request: _Request, progress: Any) -> Backend:
 
 
 class _Counting:
-    """A backend's monitor that also counts the sampling loop's steps (after the warm-up,
-    after each sample: outside every timed window) where the parent sees them."""
+    """A backend's monitor that also tells the parent of the sampling loop's steps (after
+    the warm-up, after each sample: outside every timed window)."""
 
-    def __init__(self, inner: Monitor, progress: Any):
+    def __init__(self, inner: Monitor, progress: int):
         self.inner, self.progress = inner, progress
 
     def header(self) -> dict[str, Any]:
         return self.inner.header()
 
     def start(self) -> None:
-        self.progress[1] = _SAMPLING
-        self.progress[0] += 1
+        os.write(self.progress, bytes([_SAMPLING]))
         self.inner.start()
 
     def sample(self) -> Any:
         state = self.inner.sample()
-        self.progress[0] += 1
+        os.write(self.progress, bytes([_SAMPLING]))
         return state
 
     def finish(self) -> dict[str, Any] | None:
