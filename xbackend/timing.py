@@ -206,6 +206,10 @@ class Sampling:
     # ``cpu_batch_target_s`` (issue 37: docs/measurement.md, "CPU lines that settle").
     cpu_short_kernel_s: float = 1e-3
     cpu_batch_target_s: float = 5e-3
+    # ... and its warm-up goes on, untimed, until this much time has passed: a core that
+    # idled runs slow at first (on an H200's 16-core host, the first sample of 36 of 110
+    # CPU points read over 10% above the rest's median with one warm-up run).
+    cpu_warmup_s: float = 0.1
 
     def __post_init__(self) -> None:
         if self.cache not in CACHE_MODES:
@@ -244,9 +248,11 @@ class Sampling:
 _EVERY_SAMPLE_UNTIL = 200
 # Below this many samples the interval is the range, or leaves out one sample a side: one
 # stray sample (a timer tick, a thread woken late) makes it wide. A point is not capped
-# before it has these, where they fit in its timeout (issue 37: 5 samples of NumPy's
-# line at 320² read 0.22 to 14 ms, capped, where 100 would have taken 50 ms).
+# before it has these where they are cheap, within a tenth of its timeout (issue 37: 5
+# samples of NumPy's line at 320² read 0.22 to 14 ms, capped, where 100 would have taken
+# 50 ms); a slow point still stops at five, as before.
 _CAP_AFTER = 10
+_CHEAP_SHARE = 0.1
 
 
 def stop_reason(
@@ -281,7 +287,7 @@ def stop_reason(
     if share <= sampling.max_noise:
         return "interval"
     per_sample_s, left_s = elapsed_s / n, sampling.timeout_s - elapsed_s
-    if n < _CAP_AFTER and (_CAP_AFTER - n) * per_sample_s <= left_s:
+    if n < _CAP_AFTER and (_CAP_AFTER - n) * per_sample_s <= _CHEAP_SHARE * sampling.timeout_s:
         return None  # cheap enough to see past a stray sample first
     needed = n * (share / sampling.max_noise) ** 2
     if (needed - n) * per_sample_s > left_s:

@@ -90,10 +90,13 @@ def sample(
     execution.upload()
     shortest = execution.run()
     result = execution.download().copy()  # the execution's host array is reused
-    for _ in range(sampling.warmup):
+    began, runs = time.perf_counter(), 0
+    warm_for = sampling.cpu_warmup_s if on_cpu and sampling.warmup > 0 else 0.0
+    while runs < sampling.warmup or time.perf_counter() - began < warm_for:
         execution.upload()
         shortest = min(shortest, execution.run())
         execution.download()
+        runs += 1
     sampled = Sampled(result, result, launches=sampling.launches_for(shortest, on_cpu))
     if sampling.max_samples <= 0:
         return sampled
