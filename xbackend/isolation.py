@@ -43,7 +43,7 @@ from xbackend import families
 from xbackend.backends.registry import backend_class, get_backend
 from xbackend.configs import Config
 from xbackend.errors import XBackendError
-from xbackend.measure import Described, describe_error
+from xbackend.measure import Described, Measurer, describe_error
 
 if TYPE_CHECKING:
     from xbackend import Backend, Measurement
@@ -142,7 +142,7 @@ class Isolation:
         self.timeout_s = kernel_timeout_s() if timeout_s is None else timeout_s
         self._child: _Child | None = None
 
-    def measurer(self, config: Config) -> Any:
+    def measurer(self, config: Config) -> Measurer | None:
         return self.measure if isolated(config) else None
 
     def measure(self, config: Config, A: Array, B: Array, **options: Any) -> Measurement:
