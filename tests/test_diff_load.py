@@ -118,3 +118,37 @@ def test_a_floor_says_where_it_was_measured():
     (found,) = diff.compare_points([a], [b], floors=shipped)
     assert found.floor == pytest.approx(0.3)
     assert found.floor_from == "H100: globaltimer, 10-100 ms, from H100 machine, 4 runs"
+
+
+def _probed(point: PointRecord, before_us: float, after_us: float) -> PointRecord:
+    load = {**(point.host_load or {}), "probe_us": before_us, "probe_after_us": after_us}
+    return dataclasses.replace(point, host_load=load)
+
+
+@pytest.mark.parametrize(
+    "a_probe,b_probe,verdict",
+    [((500, 510), (1050, 990), diff.UNCERTAIN),  # the host ran B 2x slower
+     ((500, 500), (560, 560), diff.UNCERTAIN),  # 12%: past the probe's own spread
+     ((500, 505), (510, 500), diff.SLOWER)],  # the same host speed: the change is the kernel's
+)  # fmt: skip
+def test_a_host_that_ran_at_another_speed_gives_no_verdict_on_a_cpu(a_probe, b_probe, verdict):
+    """Issue 37, on an H200's 16-core host: CPU lines 2x slower in a second run with other
+    processes at 0.0 cores; the fixed probe each point runs says what the counters cannot."""
+    a, b = _pair(0.0, 0.0, 1.9)
+    a, b = _probed(a, *a_probe), _probed(b, *b_probe)
+    (found,) = diff.compare_points([a], [b], cpu_devices=[CPU])
+    assert found.verdict == verdict
+    if verdict == diff.UNCERTAIN:
+        assert "the host ran at another speed: a fixed probe took" in found.note
+
+
+def test_the_probe_is_taken_on_a_cpu_device_only():
+    from xbackend.host_load import HostWatch
+
+    for probe in (False, True):
+        watch = HostWatch(probe=probe)
+        watch.start()
+        found = watch.finish()
+        assert ("probe_us" in found and "probe_after_us" in found) == probe
+        if probe:
+            assert 0 < found["probe_us"] < 1e6

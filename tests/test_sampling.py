@@ -503,16 +503,3 @@ def test_fewer_samples_than_the_fewest_is_refused(tmp_path, capsys):
                  "--min-samples", "9", "--samples", "3"])  # fmt: skip
     assert code == 2 and "--min-samples 9 is more than --samples 3" in capsys.readouterr().err
     assert not (tmp_path / "x").exists()
-
-
-@pytest.mark.parametrize("on_cpu,warmup,runs", [(False, 1, 1), (True, 1, 10), (True, 0, 0)])
-def test_a_cpu_device_warms_up_for_a_time_not_a_count(monkeypatch, on_cpu, warmup, runs):
-    """Issue 37: a core that idled runs slow at first; on a CPU device the untimed runs go
-    on until Sampling.cpu_warmup_s (0.1 s) has passed (none where --warmup 0 asks for none)."""
-    clock = _HostBoundClock()
-    monkeypatch.setattr(sampler_module, "time", clock)
-    execution = _CostlyLaunches(clock)
-    execution.LAUNCH_S = 11e-3  # each run: 11 ms of the host's time: ten reach 0.1 s
-    execution.COPY_S = 0.0
-    sample(execution, Sampling(warmup=warmup, max_samples=0), on_cpu=on_cpu)
-    assert execution.log.count("run") == 1 + runs  # the checked first run, then the warm-up

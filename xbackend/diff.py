@@ -42,7 +42,7 @@ from numpy.typing import NDArray
 from xbackend.diff_machines import cache_warning as cache_warning  # for diff's callers
 from xbackend.diff_machines import machine_warning as machine_warning
 from xbackend.floors import Floors, describe, measured
-from xbackend.host_load import BUSY_CORES
+from xbackend.host_load import BUSY_CORES, probe_ratio
 from xbackend.results import PointKey, PointRecord
 from xbackend.tables import CORE_VARIANTS
 from xbackend.timing import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, CONFIDENCE
@@ -170,16 +170,29 @@ def uncertain_reason(interval: Interval, threshold: float, floor: float = 0.0) -
     return f"the interval reaches past 1 ± {threshold * 100:.3g}%"
 
 
+# A fixed loop of Python (host_load.probe_s) that ran this much slower or faster in one run
+# than in the other says the host itself ran at another speed (its own spread: 1-3%).
+PROBE_CHANGE = 0.1
+HOST_REASONS = ("the host's load differs", "the host ran at another speed")
+
+
 def load_reason(a: PointRecord, b: PointRecord) -> str | None:
     """Where two points of a CPU device were measured under host loads that differ by
-    ``BUSY_CORES`` or more, the loads in words; else None (or where either has none)."""
+    ``BUSY_CORES`` or more, or on a host whose speed (its probe) differed by
+    ``PROBE_CHANGE`` or more, that in words; else None (or where either has neither)."""
     loads = [(p.host_load or {}).get("others_cores") for p in (a, b)]
-    if None in loads or abs(float(loads[0] or 0) - float(loads[1] or 0)) < BUSY_CORES:
-        return None
-    return (
-        f"the host's load differs: other processes took {loads[0]:.2g} cores in A, "
-        f"{loads[1]:.2g} in B (a CPU's time moves with it)"
-    )
+    if None not in loads and abs(float(loads[0] or 0) - float(loads[1] or 0)) >= BUSY_CORES:
+        return (
+            f"the host's load differs: other processes took {loads[0]:.2g} cores in A, "
+            f"{loads[1]:.2g} in B (a CPU's time moves with it)"
+        )
+    ratio = probe_ratio(a.host_load, b.host_load)
+    if ratio is not None and max(ratio, 1 / ratio) >= 1 + PROBE_CHANGE:
+        return (
+            f"the host ran at another speed: a fixed probe took {ratio:.2f}× as long in B "
+            "as in A (a CPU's time moves with it)"
+        )
+    return None
 
 
 def samples_of(point: PointRecord, time: str = "kernel") -> list[float]:

@@ -15,7 +15,13 @@ sampling starts and ends and gives the point's ``host`` record:
   machine did over the last half second, not 20 ms of rounding (a window that still
   covers less than ``COUNTED_WINDOW_S`` gives no ``others_cores``: it is not known);
 - ``throttle_events``: the cores' thermal-throttle events over the window, where the OS
-  counts them (Linux's ``thermal_throttle``; absent elsewhere).
+  counts them (Linux's ``thermal_throttle``; absent elsewhere);
+- ``probe_us``, on a CPU device: the fastest of a few runs of a fixed loop of Python
+  (``probe_s``), before the samples and after them (``probe_after_us``): how fast the
+  host ran this process then. A virtual machine's host that gives its core to another
+  guest shows in no counter of this one (on an H200's 16-core host, CPU lines ran 2×
+  slower in one run than the run before with other processes at 0.0 cores); the probe
+  shows what reached this process, and ``diff`` compares it between runs.
 
 Where the OS has no such counters (not Linux), only the load average is kept, if any.
 A reading never raises into a measurement: what cannot be read is left out.
@@ -26,6 +32,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import glob
+import math
 import os
 import time
 from typing import Any, ClassVar
@@ -86,6 +93,22 @@ def read() -> Reading:
     return Reading(time.monotonic(), _busy_seconds(), times.user + times.system, _throttle_events())
 
 
+_PROBE_LOOPS = 20_000  # about 0.5 ms of CPython on a 2026 server core
+
+
+def probe_s(repeats: int = 5) -> float:
+    """The fastest of ``repeats`` runs of a fixed loop of Python: this process's speed on
+    the host now (a few milliseconds in all)."""
+    best = math.inf
+    for _ in range(repeats):
+        start = time.perf_counter()
+        total = 0
+        for value in range(_PROBE_LOOPS):
+            total += value
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
 def load_average() -> float | None:
     try:
         return round(os.getloadavg()[0], 2)
@@ -117,10 +140,14 @@ class HostWatch:
 
     _recent: ClassVar[collections.deque[Reading]] = collections.deque(maxlen=64)
 
-    def __init__(self) -> None:
+    def __init__(self, probe: bool = False) -> None:
         self._begin: Reading | None = None
+        self._probe = probe
+        self._probed: float | None = None
 
     def start(self) -> None:
+        if self._probe:
+            self._probed = probe_s()
         self._begin = read()
         HostWatch._recent.append(self._begin)
 
@@ -135,7 +162,11 @@ class HostWatch:
             if earlier:
                 begin = earlier[-1]  # the newest that is old enough
         HostWatch._recent.append(end)
-        return between(begin, end)
+        found = between(begin, end)
+        if self._probed is not None:
+            found["probe_us"] = round(self._probed * 1e6, 2)
+            found["probe_after_us"] = round(probe_s() * 1e6, 2)
+        return found
 
 
 def busy(host: dict[str, Any] | None) -> bool:
@@ -167,3 +198,15 @@ def busy_sentence(loads: list[dict[str, Any] | None]) -> str | None:
         f"of {len(known)} measured points (up to {most:.2g} cores); times measured on a "
         "CPU there read slower than on a quiet machine"
     )
+
+
+def probe_ratio(a: dict[str, Any] | None, b: dict[str, Any] | None) -> float | None:
+    """How much slower the host ran the probe in ``b`` than in ``a`` (each the mean of
+    its reading before and after its samples); None where either has none."""
+    means = []
+    for load in (a, b):
+        readings = [float(load[k]) for k in ("probe_us", "probe_after_us") if k in (load or {})]
+        if not readings or min(readings) <= 0:
+            return None
+        means.append(sum(readings) / len(readings))
+    return means[1] / means[0]

@@ -205,11 +205,7 @@ class Sampling:
     # thread woken late. There a call under ``cpu_short_kernel_s`` is batched to take
     # ``cpu_batch_target_s`` (issue 37: docs/measurement.md, "CPU lines that settle").
     cpu_short_kernel_s: float = 1e-3
-    cpu_batch_target_s: float = 5e-3
-    # ... and its warm-up goes on, untimed, until this much time has passed: a core that
-    # idled runs slow at first (on an H200's 16-core host, the first sample of 36 of 110
-    # CPU points read over 10% above the rest's median with one warm-up run).
-    cpu_warmup_s: float = 0.1
+    cpu_batch_target_s: float = 2e-3
 
     def __post_init__(self) -> None:
         if self.cache not in CACHE_MODES:
@@ -248,11 +244,11 @@ class Sampling:
 _EVERY_SAMPLE_UNTIL = 200
 # Below this many samples the interval is the range, or leaves out one sample a side: one
 # stray sample (a timer tick, a thread woken late) makes it wide. A point is not capped
-# before it has these where they are cheap, within a tenth of its timeout (issue 37: 5
+# before it has these where they are cheap, within 2% of its timeout (issue 37: 5
 # samples of NumPy's line at 320² read 0.22 to 14 ms, capped, where 100 would have taken
 # 50 ms); a slow point still stops at five, as before.
 _CAP_AFTER = 10
-_CHEAP_SHARE = 0.1
+_CHEAP_SHARE = 0.02
 
 
 def stop_reason(

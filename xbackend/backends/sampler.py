@@ -90,18 +90,15 @@ def sample(
     execution.upload()
     shortest = execution.run()
     result = execution.download().copy()  # the execution's host array is reused
-    began, runs = time.perf_counter(), 0
-    warm_for = sampling.cpu_warmup_s if on_cpu and sampling.warmup > 0 else 0.0
-    while runs < sampling.warmup or time.perf_counter() - began < warm_for:
+    for _ in range(sampling.warmup):
         execution.upload()
         shortest = min(shortest, execution.run())
         execution.download()
-        runs += 1
     sampled = Sampled(result, result, launches=sampling.launches_for(shortest, on_cpu))
     if sampling.max_samples <= 0:
         return sampled
     monitor.start()
-    host = HostWatch()
+    host = HostWatch(probe=on_cpu)
     host.start()
     collecting = gc.isenabled()
     gc.collect()

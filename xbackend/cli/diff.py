@@ -238,11 +238,11 @@ def summary_line(comparisons: list[diff.Comparison], threshold: float) -> str:
     parts = [f"verdicts (threshold {threshold * 100:.3g}%{above}): {judged or 'none'}"]
     if listed:
         parts.append(f"no verdict: {listed}")
-    loaded = sum("host's load differs" in c.note for c in comparisons)
+    loaded = sum(any(why in c.note for why in diff.HOST_REASONS) for c in comparisons)
     if loaded:
         parts.append(
-            f"{loaded} UNCERTAIN on a CPU device because the host's load differed between "
-            "the runs (the note of each says by how much)"
+            f"{loaded} UNCERTAIN on a CPU device because the host's load or speed differed "
+            "between the runs (the note of each says by how much)"
         )
     return "; ".join(parts)
 
