@@ -108,3 +108,15 @@ def test_the_blas_spin_is_recorded_as_in_force_only_where_it_is(code, env, recor
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["OPENBLAS_THREAD_TIMEOUT"] == recorded
+
+
+@pytest.mark.parametrize(
+    "before,after,changed", [(500, 505, False), (500, 560, True), (600, 500, True), (0, 500, False)]
+)
+def test_a_point_under_which_the_hosts_speed_changed(before, after, changed):
+    load = {"probe_us": before, "probe_after_us": after}
+    assert host_load.unsteady(load) == changed
+    sentence = host_load.unsteady_sentence([load, None], probed=7)
+    assert (sentence is not None) == changed
+    if changed:
+        assert "under 1 of the 2 noisy points" in sentence and "at 7 points probed" in sentence

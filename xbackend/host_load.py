@@ -210,3 +210,32 @@ def probe_ratio(a: dict[str, Any] | None, b: dict[str, Any] | None) -> float | N
             return None
         means.append(sum(readings) / len(readings))
     return means[1] / means[0]
+
+
+# A probe's reading after a point's samples this far from its reading before: the host's
+# speed changed while the point was measured (the probe's own spread: 1-3%).
+UNSTEADY = 0.1
+
+
+def unsteady(load: dict[str, Any] | None) -> bool:
+    """Whether the host ran this process at another speed after a point's samples than
+    before them (its probe, on a CPU device), by ``UNSTEADY`` or more."""
+    if not load or "probe_us" not in load or "probe_after_us" not in load:
+        return False
+    before, after = float(load["probe_us"]), float(load["probe_after_us"])
+    return before > 0 and after > 0 and max(after / before, before / after) >= 1 + UNSTEADY
+
+
+def unsteady_sentence(noisy: list[dict[str, Any] | None], probed: int) -> str | None:
+    """Of the noisy points' ``host_load`` records, how many were measured while the host's
+    speed changed, in a sentence (``probed``: the points that ran the probe); None where
+    none was."""
+    changed = sum(unsteady(load) for load in noisy)
+    if not changed:
+        return None
+    return (
+        f"the host's own speed changed under {changed} of the {len(noisy)} noisy points: a "
+        f"fixed probe run before and after their samples differed by {UNSTEADY:.0%} or more "
+        f"(at {probed} points probed in all): their noise is at least in part the machine's "
+        "(in a virtual machine no counter of the OS shows it)"
+    )

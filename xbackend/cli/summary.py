@@ -74,8 +74,10 @@ def summary_table(points: list[PointRecord]) -> str:
         f"to the float64 reference within the tolerance{how}"
     )
     busy = host_load.busy_sentence([p.host_load for p in all_measured])
-    if busy:
-        lines.append(busy)
+    probed = sum("probe_us" in (p.host_load or {}) for p in all_measured)
+    noisy = [p.host_load for p in all_measured if "noisy" in p.flags]
+    unsteady = host_load.unsteady_sentence(noisy, probed)
+    lines += [line for line in (busy, unsteady) if line]
     return "\n".join(lines)
 
 

@@ -332,9 +332,14 @@ def doubtful_line(points: Sequence[PointRecord]) -> list[str]:
 
 
 def busy_line(points: Sequence[PointRecord]) -> list[str]:
-    """Where other processes took the host while points were measured, a sentence."""
-    busy = host_load.busy_sentence([p.host_load for p in points if p.measured])
-    return [busy[0].upper() + busy[1:] + "."] if busy else []
+    """Where other processes took the host while points were measured, or its own speed
+    changed under noisy ones, a sentence each."""
+    measured = [p for p in points if p.measured]
+    busy = host_load.busy_sentence([p.host_load for p in measured])
+    probed = sum("probe_us" in (p.host_load or {}) for p in measured)
+    noisy = [p.host_load for p in measured if "noisy" in p.flags]
+    unsteady = host_load.unsteady_sentence(noisy, probed)
+    return [line[0].upper() + line[1:] + "." for line in (busy, unsteady) if line]
 
 
 def findings(points: Sequence[PointRecord]) -> list[str]:
