@@ -82,8 +82,12 @@ def test_the_shipped_floors_are_a_floors_file_with_how_they_were_measured():
     assert shipped.pairs > 0 and shipped.how
     assert all(0 <= share < float("inf") for share in shipped.shares.values())
     # On the GPU the kernels' own clock leaves room for a 10% verdict (docs/measurement.md).
-    spans = [share for kind, share in shipped.shares.items() if kind.startswith("globaltimer ")]
+    spans = [share for kind, share in shipped.shares.items()
+             if kind.rpartition(" | ")[2].startswith("globaltimer ")]  # fmt: skip
     assert spans and max(spans) * floors.MARGIN < 0.10
+    # Each device's floors say which device: the H200's were measured keyed by it.
+    assert any(kind.startswith("NVIDIA H200 | globaltimer ") for kind in shipped.shares)
+    assert "H200" in shipped.how
 
 
 def _write(folder: Path, points: list[PointRecord]) -> Path:

@@ -16,6 +16,7 @@ one line per backend, with the band and each backend's verdicts counted in the l
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -129,8 +130,22 @@ def _panel(
 
 # The ratios a logarithmic axis is labelled at, those within the panel's range: halving
 # and doubling lie as far from 1, and a narrow range still shows numbers.
-_RATIO_TICKS = (0.1, 0.2, 0.5, 0.67, 0.8, 0.9, 0.95, 0.98, 1.0, 1.02, 1.05, 1.1, 1.25, 1.5,
-                2.0, 5.0, 10.0)  # fmt: skip
+_RATIO_TICKS = (0.1, 0.2, 0.33, 0.5, 0.67, 0.8, 0.9, 0.95, 0.98, 1.0, 1.02, 1.05, 1.1, 1.25,
+                1.5, 2.0, 3.0, 5.0, 10.0)  # fmt: skip
+
+
+def _spaced(ticks: list[float], low: float, high: float) -> list[float]:
+    """Of ``ticks``, 1 and those at least a twelfth of the axis apart going out from it
+    (0.95, 0.98, 1, 1.02, 1.05 on an axis from 0.8 to 4 would print over each other)."""
+    gap = math.log(high / low) / 12
+    kept = [1.0] if low <= 1.0 <= high else []
+    for side in ([t for t in ticks if t > 1.0], [t for t in reversed(ticks) if t < 1.0]):
+        last = 1.0
+        for tick in side:
+            if abs(math.log(tick / last)) >= gap:
+                kept.append(tick)
+                last = tick
+    return sorted(kept)
 
 
 def _log_ratios(axes: Axes, comparisons: list[Comparison], threshold: float) -> None:
@@ -143,7 +158,7 @@ def _log_ratios(axes: Axes, comparisons: list[Comparison], threshold: float) -> 
     low, high = min(bounds) / 1.03, max(bounds) * 1.03
     axes.set_yscale("log")
     axes.set_ylim(low, high)
-    ticks = [t for t in _RATIO_TICKS if low <= t <= high]
+    ticks = _spaced([t for t in _RATIO_TICKS if low <= t <= high], low, high)
     if len(ticks) < 3:  # past 10× either way, or between two of the ladder's steps
         ticks = sorted({low * 1.03, 1.0, high / 1.03})
     axes.set_yticks(ticks, [f"{t:.3g}×" for t in ticks])
