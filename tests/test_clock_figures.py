@@ -32,7 +32,7 @@ from xbackend.tables import size_table
 from xbackend.timing import Stats
 
 SIZES = [(16 * i, 14 * i, 16 * i) for i in (1, 2, 4, 8, 16)]
-KERNEL_FIGURES = ("runtime_by_backend", "runtime_all", "gflops")
+KERNEL_FIGURES = ("runtime_by_backend", "runtime_all", "gflops", "speedup")
 # label, backend, clock, whether the kernels time themselves (api samples)
 BACKENDS = (
     ("cuda", "cuda", "globaltimer", True),

@@ -26,6 +26,8 @@ from xbackend.figures.style import (
     outside_legend,
     short,
     suptitle,
+    title_width,
+    with_clock_note,
 )
 from xbackend.results import PointRecord
 from xbackend.speedups import Ratio, Speedup, speedups
@@ -100,7 +102,9 @@ def speedup_figure(points: Sequence[PointRecord], palette: Palette) -> Figure | 
                label=literal("hollow: noisy or throttled"))
     )  # fmt: skip
     outside_legend(figure, handles, 4.2)
-    suptitle(figure, literal("Speed-up against size: each variant over its own naive kernel"))
+    used = [p for each in found for r in each.ratios for p in (r.baseline, r.variant)]
+    heading = "Speed-up against size: each variant over its own naive kernel"
+    suptitle(figure, with_clock_note(heading, used, title_width(figure)))
     axes.set_title(
         literal("ratio of median kernel times; bars: from the two medians' 95% intervals"),
         fontsize=8, loc="left",
