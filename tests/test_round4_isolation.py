@@ -355,3 +355,29 @@ def test_resume_notes_compare_the_families_the_plan_runs(monkeypatch, changed, v
         assert resume_notes(plan, [header]) == []
     assert resume_notes(plan, [_header(families.provenance())]) == []
     assert resume_notes(plan, [_header(None)]) == []  # a header from before the digests
+
+
+@pytest.mark.slow
+def test_check_gives_a_hang_and_a_crash_their_own_verdicts_and_goes_on(tmp_path):
+    """Issue 38, item 11 for ``check``: a user's kernel that never returns, or kills its
+    process, is that kernel's NOT RUN verdict (with why), and every other kernel is still
+    checked and timed; check.csv holds them all; exit 1."""
+    out = tmp_path / "check"
+    done = subprocess.run(
+        [sys.executable, "-m", "xbackend", "check", str(KERNELS), "--backends", "opencl",
+         "--sanitize", "off", "--steps", "2", *SEED, "--out", str(out)],
+        capture_output=True, text=True, env={**_env(), TIMEOUT_ENV: DEADLINE}, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    rows = (out / "check.csv").read_text().splitlines()
+    by_variant: dict[str, list[str]] = {}
+    for row in rows[1:]:
+        by_variant.setdefault(row.split(",")[1], []).append(row)
+    assert all(",equal," in row for row in by_variant["iso_good"])
+    assert len(by_variant["iso_good"]) > 2  # the edge shapes and the assignment's two
+    (hang,) = by_variant["iso_hang"]
+    assert "NOT RUN" in hang and f"timed out after {DEADLINE} s" in hang
+    (crash,) = by_variant["iso_crash"]
+    assert "NOT RUN" in crash and "died of SIGSEGV" in crash
+    times = done.stdout.split("median kernel time")[1].split("\n\n")[0]
+    assert "iso_good" in times and "iso_hang" not in times and "iso_crash" not in times

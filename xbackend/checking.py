@@ -24,7 +24,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from xbackend import families
+from xbackend.configs import Config
 from xbackend.errors import KernelCompileError, XBackendError
+from xbackend.isolation import Isolation, KernelCrashed, KernelTimeout, isolated
 from xbackend.operations import MM, Shape, make_operands
 from xbackend.problems import Reference, check
 from xbackend.sweep import DEFAULT_BASE, growth
@@ -70,10 +72,24 @@ def folder_variants(folders: Sequence[str]) -> list[str]:
     ]
 
 
+def _product(
+    isolation: Isolation | None, label: str, backend: Backend, variant: str,
+    tile: int | None, A: np.ndarray, B: np.ndarray,
+) -> np.ndarray:  # fmt: skip
+    """``variant``'s product of A and B: in the isolation's process where it isolates the
+    variant (a user's kernel: a hang or a crash is then an error here), else here."""
+    config = Config(label, backend, MM.name, variant, tile, "float32")
+    if isolation is not None and isolated(config):
+        return isolation.measure(config, A, B, warmup=0, samples=0).result
+    return backend.matmul(A, B, variant, tile)
+
+
 def check_variant(
-    label: str, backend: Backend, variant: str, shapes: Sequence[Shape], seed: int
-) -> Iterator[Verdict]:
-    """``variant`` at each of ``shapes``, at its default tile; a build error ends it."""
+    label: str, backend: Backend, variant: str, shapes: Sequence[Shape], seed: int,
+    isolation: Isolation | None = None,
+) -> Iterator[Verdict]:  # fmt: skip
+    """``variant`` at each of ``shapes``, at its default tile; a build error, a hang or a
+    crash (of a user's kernel in the ``isolation``'s process) ends it."""
     spec = backend.variant_spec(variant)
     problem = backend.variant_problem(variant, np.dtype(np.float32))
     if not problem and spec.default_tile is not None:  # a size of its manifest's that
@@ -84,7 +100,10 @@ def check_variant(
     for shape in shapes:
         A, B = make_operands(shape, seed)
         try:
-            result = backend.matmul(A, B, variant, spec.default_tile)
+            result = _product(isolation, label, backend, variant, spec.default_tile, A, B)
+        except (KernelTimeout, KernelCrashed) as error:  # not run at the larger shapes
+            yield Verdict(label, variant, shape, None, str(error).splitlines()[0])
+            return
         except KernelCompileError as error:  # the compiler's own words, not just "failed"
             said = [line.strip() for line in error.log.splitlines() if "error" in line.lower()]
             first = str(error).splitlines()[0]
@@ -103,13 +122,20 @@ def check_variant(
 
 
 def median_time_s(
-    backend: Backend, variant: str, shape: Shape, seed: int
-) -> tuple[float | None, str]:
+    backend: Backend, variant: str, shape: Shape, seed: int,
+    isolation: Isolation | None = None, label: str = "",
+) -> tuple[float | None, str]:  # fmt: skip
     """The median kernel time of ``variant`` at ``shape`` (its default tile), or None,
-    and the clock that timed it ("globaltimer": the device span; else the API's)."""
+    and the clock that timed it ("globaltimer": the device span; else the API's); a
+    user's kernel in the ``isolation``'s process."""
     A, B = make_operands(shape, seed)
+    config = Config(label, backend, MM.name, variant, None, "float32")
+    options = {"samples": TIMED_SAMPLES, "min_samples": 5}
     try:
-        measured = backend.measure(A, B, variant, samples=TIMED_SAMPLES, min_samples=5)
+        if isolation is not None and isolated(config):
+            measured = isolation.measure(config, A, B, **options)
+        else:
+            measured = backend.measure(A, B, variant, **options)  # type: ignore[arg-type]
     except XBackendError:
         return None, ""
     kept, _ = measured.kept
@@ -157,14 +183,16 @@ def check_folders(
     shapes: Sequence[Shape],
     seed: int,
     say: Callable[[Verdict], None] = lambda verdict: None,
+    isolation: Isolation | None = None,
 ) -> list[Verdict]:
-    """Every variant on every opened backend that has it, at every shape."""
+    """Every variant on every opened backend that has it, at every shape (a user's kernel
+    in the ``isolation``'s process, where one is given)."""
     found = []
     for label, backend in opened:
         for variant in variants:
             if variant not in backend.variants():
                 continue
-            for verdict in check_variant(label, backend, variant, shapes, seed):
+            for verdict in check_variant(label, backend, variant, shapes, seed, isolation):
                 say(verdict)
                 found.append(verdict)
     return found

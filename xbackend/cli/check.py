@@ -31,6 +31,7 @@ from xbackend.checking import (
 from xbackend.cli.compare import open_backends
 from xbackend.cli.exits import EXIT_USAGE
 from xbackend.errors import XBackendError
+from xbackend.isolation import Isolation
 from xbackend.safeio import UnsafePath, atomic_write, output_folder, refuse_link
 
 EXIT_WRONG = 1  # a kernel wrong, or not run, at some shape
@@ -162,9 +163,14 @@ def _checked(
     found = _sanitized(args, opened, variants)
     unsafe = {v.variant for v in found if v.equal is None}
     safe = [v for v in variants if v not in unsafe]
-    verdicts = found + check_folders(opened, safe, shapes, args.seed, _say)
-    if args.steps and not args.no_times:
-        _times(opened, safe, schedule(args.steps)[-1], args.seed)
+    # A user's kernel runs in a process of its own, each step under a deadline
+    # (XBACKEND_KERNEL_TIMEOUT): a hang or a crash is its verdict, and the next one runs.
+    with Isolation() as isolation:
+        verdicts = found + check_folders(opened, safe, shapes, args.seed, _say, isolation)
+        if args.steps and not args.no_times:
+            failed = {v.variant for v in verdicts if v.equal is None and v.shape is not None}
+            timed = [v for v in safe if v not in failed]
+            _times(opened, timed, schedule(args.steps)[-1], args.seed, isolation)
     return verdicts
 
 
@@ -231,13 +237,15 @@ def _summary(verdicts: list[Verdict]) -> None:
         print(f"{label} {variant}: {bad[0].word} at {len(bad)} of {len(found)} shapes: {shown}")
 
 
-def _times(opened: list[Any], variants: list[str], shape: Any, seed: int) -> None:
+def _times(
+    opened: list[Any], variants: list[str], shape: Any, seed: int, isolation: Isolation
+) -> None:
     """Median kernel times at the largest size, the shipped kernels first."""
     print(f"\nmedian kernel time at {shape.M}×{shape.K}·{shape.K}×{shape.N}:")
     for label, backend in opened:
         for variant in (*REFERENCE_VARIANTS, *variants):
             if variant in backend.variants():
-                seconds, clock = median_time_s(backend, variant, shape, seed)
+                seconds, clock = median_time_s(backend, variant, shape, seed, isolation, label)
                 shown = f"{seconds * 1e6:10.1f} µs ({clock})" if seconds else "  not run"
                 print(f"  {label:10s} {variant:20s} {shown}")
 
