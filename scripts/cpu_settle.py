@@ -61,7 +61,7 @@ def _apply(policy: str) -> None:
             finally:
                 os.sched_setaffinity(0, cores)
 
-        cpu.CpuBackend.measure = pinned  # type: ignore[method-assign]
+        cpu.CpuBackend.measure = pinned  # type: ignore[method-assign,assignment]
     elif policy == "threads":
         from threadpoolctl import threadpool_limits
 

@@ -41,7 +41,7 @@ def _pair(a_load, b_load, slower, **changes):
 @pytest.mark.parametrize("slower", [1.9, 0.5])
 @pytest.mark.parametrize("loads", [(0.0, 1.0), (1.9, 0.1), (0.2, 0.8)])
 def test_a_cpu_devices_change_under_another_load_is_uncertain_with_the_loads(slower, loads):
-    a, b = _pair(*loads, slower)
+    a, b = _pair(loads[0], loads[1], slower)
     (found,) = diff.compare_points([a], [b], cpu_devices=[CPU], floors=floors.Floors())
     assert found.verdict == diff.UNCERTAIN
     assert "the host's load differs" in found.note
@@ -114,7 +114,9 @@ def test_a_floor_says_where_it_was_measured():
     rng = np.random.default_rng(SEED)
     a = _point("a", 256, 2e-2, None, rng, device="H100", clock="globaltimer")
     b = dataclasses.replace(a, run_id="b")
-    shipped = floors.Floors({floors.kind_of(a): 0.2}, 4, "H100 machine, 4 runs")
+    kind = floors.kind_of(a)
+    assert kind is not None
+    shipped = floors.Floors({kind: 0.2}, 4, "H100 machine, 4 runs")
     (found,) = diff.compare_points([a], [b], floors=shipped)
     assert found.floor == pytest.approx(0.3)
     assert found.floor_from == "H100: globaltimer, 10-100 ms, from H100 machine, 4 runs"

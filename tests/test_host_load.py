@@ -70,7 +70,8 @@ def test_the_busy_sentence(loads, expected):
     if expected is None:
         assert sentence is None
     else:
-        assert sentence is not None and expected in sentence
+        assert sentence is not None
+        assert expected in sentence
 
 
 def test_the_summary_and_the_findings_say_the_host_was_busy(tmp_path):
@@ -118,5 +119,5 @@ def test_a_point_under_which_the_hosts_speed_changed(before, after, changed):
     assert host_load.unsteady(load) == changed
     sentence = host_load.unsteady_sentence([load, None], probed=7)
     assert (sentence is not None) == changed
-    if changed:
+    if sentence is not None:
         assert "under 1 of the 2 noisy points" in sentence and "at 7 points probed" in sentence

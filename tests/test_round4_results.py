@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from matplotlib.text import Text
 from test_diff import SIZES, VARIANTS, record, write
 
 from xbackend.cli import main
@@ -252,6 +253,6 @@ def test_a_figure_shows_a_control_character_as_its_escape(tmp_path, text):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a missing glyph is a warning
         save(figure, tmp_path, "figure")
-    texts = [t.get_text() for t in figure.findobj(lambda a: hasattr(a, "get_text"))]
+    texts = [t.get_text() for t in figure.findobj(Text) if isinstance(t, Text)]
     assert all(_raw_controls(t) == [] for t in texts)
     assert "line one\nGPU" in axes.get_title()

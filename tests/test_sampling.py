@@ -226,23 +226,23 @@ class _CostlyLaunches(_Scripted):
 
     def __init__(self, clock):
         super().__init__(kernel_s=2e-6)
-        self.clock = clock
+        self.host_clock = clock
 
     def upload(self):
         super().upload()
-        self.clock.now += self.COPY_S
+        self.host_clock.now += self.COPY_S
 
     def run(self):
-        self.clock.now += self.LAUNCH_S
+        self.host_clock.now += self.LAUNCH_S
         return super().run()
 
     def run_batch(self, launches):
-        self.clock.now += self.LAUNCH_S * launches
+        self.host_clock.now += self.LAUNCH_S * launches
         self.log.append(f"batch{launches}")
         return self.kernel_s * launches
 
     def download(self):
-        self.clock.now += self.COPY_S
+        self.host_clock.now += self.COPY_S
         return super().download()
 
 

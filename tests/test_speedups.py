@@ -97,7 +97,7 @@ def test_the_speedup_figure_draws_every_pair_and_marks_the_doubtful():
     palette = Palette((p.label, p.variant, p.tile) for p in records)
     figure = speedup_figure(records, palette)
     assert figure is not None
-    gids = [c.lines[0].get_gid() for ax in figure.axes for c in ax.containers]
+    gids = [c[0].get_gid() for ax in figure.axes for c in ax.containers]  # the data's line
     assert gids.count("speedup:opencl:tiled:doubtful") == 1
     assert gids.count("speedup:opencl:tiled:ok") == len(SHAPES) - 1
     assert gids.count("speedup:cpu:tiled:ok") == len(SHAPES)

@@ -53,6 +53,18 @@ LOWER_LAYERS = {
         "xbackend.tables",
     ),
     "xbackend.plots": ("xbackend.backends",),
+    # The host's load is a foundation: the sampler reads it, diff and the report say it.
+    "xbackend.host_load": (
+        "xbackend.families",
+        "xbackend.backends",
+        "xbackend.results",
+        "xbackend.runner",
+        "xbackend.cli",
+        "xbackend.report",
+        "xbackend.plots",
+    ),
+    "xbackend.speedups": ("xbackend.backends",),
+    "xbackend.diff_machines": ("xbackend.backends",),
     "xbackend.report": ("xbackend.backends",),
     "xbackend.figures": ("xbackend.backends",),
     "xbackend.tables": ("xbackend.backends",),

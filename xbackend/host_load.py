@@ -204,8 +204,8 @@ def probe_ratio(a: dict[str, Any] | None, b: dict[str, Any] | None) -> float | N
     """How much slower the host ran the probe in ``b`` than in ``a`` (each the mean of
     its reading before and after its samples); None where either has none."""
     means = []
-    for load in (a, b):
-        readings = [float(load[k]) for k in ("probe_us", "probe_after_us") if k in (load or {})]
+    for load in (a or {}, b or {}):
+        readings = [float(load[k]) for k in ("probe_us", "probe_after_us") if k in load]
         if not readings or min(readings) <= 0:
             return None
         means.append(sum(readings) / len(readings))

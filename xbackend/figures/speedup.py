@@ -12,6 +12,7 @@ logarithmic: 2× and ½× lie as far from the line of 1× (no speed-up), which i
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
@@ -47,7 +48,7 @@ def _name(found: Speedup) -> str:
 # Labelled ratios of the speed-up axis, those within its range (logarithmic: a narrow range
 # would show one number at most).
 _TICKS = (0.1, 0.2, 0.5, 0.8, 1, 1.25, 1.5, 2, 3, 5, 10, 20, 50, 100, 200, 500, 1000)
-_DASHES = ("-", "--", ":", "-.")
+_DASHES: tuple[Any, ...] = ("-", "--", ":", "-.")  # matplotlib's named line styles
 
 
 def _draw(axes: Axes, found: Speedup, colour: str, marker: str, dashes: str) -> None:
@@ -74,7 +75,7 @@ def speedup_figure(points: Sequence[PointRecord], palette: Palette) -> Figure | 
     axes.axhline(1.0, color="0.45", linewidth=0.8, zorder=0.5)
     labels = list(dict.fromkeys(s.label for s in found))
 
-    def look(each: Speedup) -> tuple[str, str, str]:
+    def look(each: Speedup) -> tuple[str, str, Any]:
         colour = palette.colour(each.variant, each.largest.variant.tile)
         dashes = _DASHES[labels.index(each.label) % len(_DASHES)]
         return colour, palette.marker(each.label), dashes
