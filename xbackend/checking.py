@@ -26,7 +26,7 @@ import numpy as np
 from xbackend import families
 from xbackend.configs import Config
 from xbackend.errors import KernelCompileError, XBackendError
-from xbackend.isolation import Isolation, KernelCrashed, KernelTimeout, isolated
+from xbackend.isolation import ChildError, Isolation, KernelCrashed, KernelTimeout, isolated
 from xbackend.operations import MM, Shape, make_operands
 from xbackend.problems import Reference, check
 from xbackend.sweep import DEFAULT_BASE, growth
@@ -88,8 +88,10 @@ def check_variant(
     label: str, backend: Backend, variant: str, shapes: Sequence[Shape], seed: int,
     isolation: Isolation | None = None,
 ) -> Iterator[Verdict]:  # fmt: skip
-    """``variant`` at each of ``shapes``, at its default tile; a build error, a hang or a
-    crash (of a user's kernel in the ``isolation``'s process) ends it."""
+    """``variant`` at each of ``shapes``, at its default tile; a build error ends it, and so
+    does a hang, a crash or any error of a user's kernel in the ``isolation``'s process
+    (on a GPU a kernel's fault is an error there, not a signal, and leaves its device
+    unusable)."""
     spec = backend.variant_spec(variant)
     problem = backend.variant_problem(variant, np.dtype(np.float32))
     if not problem and spec.default_tile is not None:  # a size of its manifest's that
@@ -101,9 +103,9 @@ def check_variant(
         A, B = make_operands(shape, seed)
         try:
             result = _product(isolation, label, backend, variant, spec.default_tile, A, B)
-        except (KernelTimeout, KernelCrashed) as error:  # not run at the larger shapes
+        except (KernelTimeout, KernelCrashed, ChildError) as error:  # its process went
             yield Verdict(label, variant, shape, None, str(error).splitlines()[0])
-            return
+            return  # wrong: the larger shapes are not run
         except KernelCompileError as error:  # the compiler's own words, not just "failed"
             said = [line.strip() for line in error.log.splitlines() if "error" in line.lower()]
             first = str(error).splitlines()[0]

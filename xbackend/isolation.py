@@ -154,6 +154,10 @@ class Isolation:
         try:
             return self._child.measure(request, self.timeout_s)
         except ChildError:
+            # The child goes on no further: where the device reported the kernel's fault
+            # (a GPU's illegal address: CUDA's 700, NVIDIA OpenCL's -9999) rather than
+            # killing the process, its context is unusable; the next point gets a new one.
+            self._end(graceful=True)
             raise
         except BaseException:  # a timeout, a crash, Ctrl-C: the child may be anywhere
             self._end(graceful=False)
@@ -349,7 +353,10 @@ def serve(requests: int, answers: int, progress: int, parent: int) -> None:
             _write_frame(answers, _answer(request, opened, progress))
     finally:
         for backend in opened.values():
-            backend.close()
+            # A kernel that faulted on a GPU leaves its context unusable (NVIDIA's OpenCL:
+            # CL_INVALID_COMMAND_QUEUE on release): the process ends anyway.
+            with contextlib.suppress(Exception):
+                backend.close()
 
 
 def _answer(request: _Request, opened: dict[Any, Backend], progress: int) -> tuple[str, Any]:
