@@ -393,5 +393,8 @@ def test_check_gives_a_hang_and_a_crash_their_own_verdicts_and_goes_on(tmp_path)
     (crash,) = by_variant["iso_crash"]
     assert "NOT RUN" in crash
     assert "died of SIGSEGV" in crash or any(fault in crash for fault in _GPU_FAULTS)
+    for variant in ("iso_hang", "iso_crash"):  # the summary says where it stopped
+        assert f"opencl {variant}: NOT RUN at 1×1·1×1 (" in done.stdout
+    assert done.stdout.count("its larger shapes not run") == 3  # iso_bomb's too
     times = done.stdout.split("median kernel time")[1].split("\n\n")[0]
     assert "iso_good" in times and "iso_hang" not in times and "iso_crash" not in times

@@ -105,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_NOTHING_CHECKED
         verdicts = _checked(args, opened, [v for v in variants if v not in missing], shapes)
         verdicts += [Verdict("-", variant, None, None, why) for variant, why in missing.items()]
-        _summary(verdicts)
+        _summary(verdicts, len(shapes))
     finally:
         for _, backend in opened:
             backend.close()
@@ -219,7 +219,7 @@ def _shape(verdict: Verdict) -> str:
     return f"{s.M}×{s.K}·{s.K}×{s.N}" if s is not None else "-"
 
 
-def _summary(verdicts: list[Verdict]) -> None:
+def _summary(verdicts: list[Verdict], shapes: int) -> None:
     """One line a kernel: equal everywhere, or the shapes where it is not."""
     by_kernel: dict[tuple[str, str], list[Verdict]] = defaultdict(list)
     for verdict in verdicts:
@@ -229,6 +229,11 @@ def _summary(verdicts: list[Verdict]) -> None:
         bad = [v for v in found if v.equal is not True]
         if all(v.shape is None for v in found):  # oclgrind's, or a kernel not run
             print(f"{label} {variant}: {found[0].word} ({found[0].detail})")
+            continue
+        if found[-1].equal is None and found[-1].shape is not None and len(found) < shapes:
+            last = found[-1]  # its process hung or died: the larger shapes were not run
+            print(f"{label} {variant}: {last.word} at {_shape(last)} ({last.detail}); "
+                  "its larger shapes not run")  # fmt: skip
             continue
         if not bad:
             print(f"{label} {variant}: equal at all {len(found)} shapes")
