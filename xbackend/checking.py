@@ -19,20 +19,21 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from xbackend import families
 from xbackend.configs import Config
 from xbackend.errors import KernelCompileError, XBackendError
-from xbackend.isolation import ChildError, Isolation, KernelCrashed, KernelTimeout, isolated
+from xbackend.isolation import ChildError, Isolation, KernelCrashed, KernelTimeout
+from xbackend.measure import in_process
 from xbackend.operations import MM, Shape, make_operands
 from xbackend.problems import Reference, check
 from xbackend.sweep import DEFAULT_BASE, growth
 
 if TYPE_CHECKING:
-    from xbackend import Backend
+    from xbackend import Backend, Measurement
 
 # Edge shapes (M, K, N) no tile divides: one element, primes, K = 1, a thin row and
 # column, and more column tiles than 16 groups of 16.
@@ -72,16 +73,13 @@ def folder_variants(folders: Sequence[str]) -> list[str]:
     ]
 
 
-def _product(
-    isolation: Isolation | None, label: str, backend: Backend, variant: str,
-    tile: int | None, A: np.ndarray, B: np.ndarray,
-) -> np.ndarray:  # fmt: skip
-    """``variant``'s product of A and B: in the isolation's process where it isolates the
+def _measured(
+    isolation: Isolation | None, config: Config, A: np.ndarray, B: np.ndarray, **options: Any
+) -> Measurement:
+    """``config``'s product of A and B: in the isolation's process where it isolates the
     variant (a user's kernel: a hang or a crash is then an error here), else here."""
-    config = Config(label, backend, MM.name, variant, tile, "float32")
-    if isolation is not None and isolated(config):
-        return isolation.measure(config, A, B, warmup=0, samples=0).result
-    return backend.matmul(A, B, variant, tile)
+    measurer = isolation.measurer(config) if isolation is not None else None
+    return (measurer or in_process)(config, A, B, **options)
 
 
 def check_variant(
@@ -102,7 +100,8 @@ def check_variant(
     for shape in shapes:
         A, B = make_operands(shape, seed)
         try:
-            result = _product(isolation, label, backend, variant, spec.default_tile, A, B)
+            config = Config(label, backend, MM.name, variant, spec.default_tile, "float32")
+            result = _measured(isolation, config, A, B, warmup=0, samples=0).result
         except (KernelTimeout, KernelCrashed, ChildError) as error:  # its process went
             yield Verdict(label, variant, shape, None, str(error).splitlines()[0])
             return  # wrong: the larger shapes are not run
@@ -132,12 +131,8 @@ def median_time_s(
     user's kernel in the ``isolation``'s process."""
     A, B = make_operands(shape, seed)
     config = Config(label, backend, MM.name, variant, None, "float32")
-    options = {"samples": TIMED_SAMPLES, "min_samples": 5}
     try:
-        if isolation is not None and isolated(config):
-            measured = isolation.measure(config, A, B, **options)
-        else:
-            measured = backend.measure(A, B, variant, **options)  # type: ignore[arg-type]
+        measured = _measured(isolation, config, A, B, samples=TIMED_SAMPLES, min_samples=5)
     except XBackendError:
         return None, ""
     kept, _ = measured.kept

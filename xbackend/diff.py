@@ -42,7 +42,7 @@ from numpy.typing import NDArray
 from xbackend.diff_machines import cache_warning as cache_warning  # for diff's callers
 from xbackend.diff_machines import machine_warning as machine_warning
 from xbackend.floors import Floors, describe, measured
-from xbackend.host_load import BUSY_CORES, probe_ratio
+from xbackend.host_load import BUSY_CORES, probe_ratio, speed_changed
 from xbackend.results import PointKey, PointRecord
 from xbackend.tables import CORE_VARIANTS
 from xbackend.timing import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, CONFIDENCE
@@ -170,16 +170,11 @@ def uncertain_reason(interval: Interval, threshold: float, floor: float = 0.0) -
     return f"the interval reaches past 1 ± {threshold * 100:.3g}%"
 
 
-# A fixed loop of Python (host_load.probe_s) that ran this much slower or faster in one run
-# than in the other says the host itself ran at another speed (its own spread: 1-3%).
-PROBE_CHANGE = 0.1
-HOST_REASONS = ("the host's load differs", "the host ran at another speed")
-
-
 def load_reason(a: PointRecord, b: PointRecord) -> str | None:
     """Where two points of a CPU device were measured under host loads that differ by
-    ``BUSY_CORES`` or more, or on a host whose speed (its probe) differed by
-    ``PROBE_CHANGE`` or more, that in words; else None (or where either has neither)."""
+    ``BUSY_CORES`` or more, or on a host whose speed (its probe: ``host_load.probe_s``)
+    differed by ``host_load.UNSTEADY`` or more, that in words; else None (or where either
+    has neither)."""
     loads = [(p.host_load or {}).get("others_cores") for p in (a, b)]
     if None not in loads and abs(float(loads[0] or 0) - float(loads[1] or 0)) >= BUSY_CORES:
         return (
@@ -187,7 +182,7 @@ def load_reason(a: PointRecord, b: PointRecord) -> str | None:
             f"{loads[1]:.2g} in B (a CPU's time moves with it)"
         )
     ratio = probe_ratio(a.host_load, b.host_load)
-    if ratio is not None and max(ratio, 1 / ratio) >= 1 + PROBE_CHANGE:
+    if ratio is not None and speed_changed(ratio):
         return (
             f"the host ran at another speed: a fixed probe took {ratio:.2f}× as long in B "
             "as in A (a CPU's time moves with it)"
@@ -223,6 +218,9 @@ class Comparison:
     # where that floor was measured ("" where it is none).
     floor: float = 0.0
     floor_from: str = ""
+    # A CPU device's FASTER or SLOWER taken back: the host's load or speed differed
+    # between the runs (:func:`load_reason`, in the note).
+    host_differed: bool = False
 
     @property
     def judged(self) -> bool:
@@ -259,10 +257,12 @@ def compare_pair(
     found = verdict(interval, threshold, floor)
     notes = [f"wrong result in {side}" for side, p in (("A", a), ("B", b)) if p.status != "ok"]
     loaded = load_reason(a, b) if on_cpu else None
-    if min(len(a_s), len(b_s)) < 2:
+    single = min(len(a_s), len(b_s)) < 2
+    taken_back = not single and found in (FASTER, SLOWER) and loaded is not None
+    if single:
         found = UNCERTAIN  # one sample tells nothing of the noise
         notes.append("a single sample")
-    elif found in (FASTER, SLOWER) and loaded:
+    elif taken_back and loaded:
         found = UNCERTAIN
         notes.append(loaded)
     elif found == UNCERTAIN:
@@ -277,6 +277,7 @@ def compare_pair(
         float(np.median(b_s)),
         "; ".join(notes),
         floor=floor,
+        host_differed=taken_back,
     )
 
 

@@ -217,13 +217,19 @@ def probe_ratio(a: dict[str, Any] | None, b: dict[str, Any] | None) -> float | N
 UNSTEADY = 0.1
 
 
+def speed_changed(ratio: float) -> bool:
+    """Whether two readings of the probe, ``ratio`` apart, say the host ran at another
+    speed: ``UNSTEADY`` or more either way."""
+    return ratio > 0 and max(ratio, 1 / ratio) >= 1 + UNSTEADY
+
+
 def unsteady(load: dict[str, Any] | None) -> bool:
     """Whether the host ran this process at another speed after a point's samples than
-    before them (its probe, on a CPU device), by ``UNSTEADY`` or more."""
+    before them (its probe, on a CPU device)."""
     if not load or "probe_us" not in load or "probe_after_us" not in load:
         return False
     before, after = float(load["probe_us"]), float(load["probe_after_us"])
-    return before > 0 and after > 0 and max(after / before, before / after) >= 1 + UNSTEADY
+    return before > 0 and speed_changed(after / before)
 
 
 def unsteady_sentence(noisy: list[dict[str, Any] | None], probed: int) -> str | None:
@@ -239,3 +245,11 @@ def unsteady_sentence(noisy: list[dict[str, Any] | None], probed: int) -> str | 
         f"(at {probed} points probed in all): their noise is at least in part the machine's "
         "(in a virtual machine no counter of the OS shows it)"
     )
+
+
+def sentences(loads: list[dict[str, Any] | None], noisy: list[dict[str, Any] | None]) -> list[str]:
+    """What a run's measured points (their ``host_load``; ``noisy``: the noisy ones') say of
+    its host: :func:`busy_sentence` and :func:`unsteady_sentence`, where they say anything."""
+    probed = sum("probe_us" in (load or {}) for load in loads)
+    found = (busy_sentence(loads), unsteady_sentence(noisy, probed))
+    return [sentence for sentence in found if sentence]

@@ -39,6 +39,7 @@ def usable(point: PointRecord) -> bool:
 
 
 def work(point: PointRecord) -> Size:
+    """How large a product is, to find the largest: its flops, then its dimensions."""
     return (point.batch * point.M * point.K * point.N, point.M, point.N, point.K)
 
 

@@ -152,8 +152,12 @@ def _write_floors(comparisons: list[diff.Comparison], args: argparse.Namespace) 
     judged = sum(c.judged for c in comparisons)
     before = floors.load(path) if path.exists() else floors.Floors()
     floors.save(before.merged(found), path)
+    refused = (
+        f"; {found.refused} changes of 2× or more left out: no A/A pair shows those"
+        if found.refused else ""
+    )  # fmt: skip
     print(f"floors: {len(found.shares)} kinds from {judged} points added to "
-          f"{printable(path)} ({before.pairs + 1} pairs)")  # fmt: skip
+          f"{printable(path)} ({before.pairs + 1} pairs){refused}")  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:
@@ -238,7 +242,7 @@ def summary_line(comparisons: list[diff.Comparison], threshold: float) -> str:
     parts = [f"verdicts (threshold {threshold * 100:.3g}%{above}): {judged or 'none'}"]
     if listed:
         parts.append(f"no verdict: {listed}")
-    loaded = sum(any(why in c.note for why in diff.HOST_REASONS) for c in comparisons)
+    loaded = sum(c.host_differed for c in comparisons)
     if loaded:
         parts.append(
             f"{loaded} UNCERTAIN on a CPU device because the host's load or speed differed "

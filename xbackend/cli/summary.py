@@ -73,11 +73,8 @@ def summary_table(points: list[PointRecord]) -> str:
         f"\ncode equality: {verdict}/{len(all_measured)} measured points equal "
         f"to the float64 reference within the tolerance{how}"
     )
-    busy = host_load.busy_sentence([p.host_load for p in all_measured])
-    probed = sum("probe_us" in (p.host_load or {}) for p in all_measured)
     noisy = [p.host_load for p in all_measured if "noisy" in p.flags]
-    unsteady = host_load.unsteady_sentence(noisy, probed)
-    lines += [line for line in (busy, unsteady) if line]
+    lines += host_load.sentences([p.host_load for p in all_measured], noisy)
     return "\n".join(lines)
 
 

@@ -28,11 +28,10 @@ from xbackend.clocks import clock_name
 from xbackend.report.document import Block, Cell, Heading, Paragraph, Sentences, Table
 from xbackend.report.points import ambiguous_labels, group, size_text, three_digits
 from xbackend.results import PointRecord
-from xbackend.speedups import Speedup, speedups, usable
+from xbackend.speedups import DOUBTFUL, Speedup, speedups, usable, work
 from xbackend.timing import format_seconds
 
 VENDOR_VARIANTS = ("vendor", "blas")  # "blas": the CPU's vendor line in older files
-_DOUBTFUL = ("noisy", "throttled")
 _Group = tuple[str, int, str]  # operation, batch, data type
 
 
@@ -46,13 +45,8 @@ def counted(point: PointRecord) -> bool:
 
 def _marked(point: PointRecord) -> str:
     """ " (noisy)", " (noisy, throttled)" or "": what a number of ``point`` carries."""
-    flags = [flag for flag in _DOUBTFUL if flag in point.flags]
+    flags = [flag for flag in DOUBTFUL if flag in point.flags]
     return f" ({', '.join(flags)})" if flags else ""
-
-
-def _work(point: PointRecord) -> tuple[int, int, int, int]:
-    """How large a product is, to find the largest: its flops, then its dimensions."""
-    return (point.batch * point.M * point.K * point.N, point.M, point.N, point.K)
 
 
 def _kernel_s(point: PointRecord) -> float:
@@ -82,13 +76,13 @@ def _fastest(points: Iterable[PointRecord]) -> PointRecord:
 def _largest_common(
     sides: Sequence[Sequence[PointRecord]],
 ) -> tuple[int, int, int, int] | None:
-    """The largest size every side measured (by :func:`_work`), or None."""
-    common = set.intersection(*({_work(p) for p in side} for side in sides))
+    """The largest size every side measured (by ``speedups.work``), or None."""
+    common = set.intersection(*({work(p) for p in side} for side in sides))
     return max(common) if common else None
 
 
 def _at(points: Iterable[PointRecord], size: tuple[int, int, int, int]) -> list[PointRecord]:
-    return [p for p in points if _work(p) == size]
+    return [p for p in points if work(p) == size]
 
 
 class _Names:
@@ -335,11 +329,9 @@ def busy_line(points: Sequence[PointRecord]) -> list[str]:
     """Where other processes took the host while points were measured, or its own speed
     changed under noisy ones, a sentence each."""
     measured = [p for p in points if p.measured]
-    busy = host_load.busy_sentence([p.host_load for p in measured])
-    probed = sum("probe_us" in (p.host_load or {}) for p in measured)
     noisy = [p.host_load for p in measured if "noisy" in p.flags]
-    unsteady = host_load.unsteady_sentence(noisy, probed)
-    return [line[0].upper() + line[1:] + "." for line in (busy, unsteady) if line]
+    said = host_load.sentences([p.host_load for p in measured], noisy)
+    return [line[0].upper() + line[1:] + "." for line in said]
 
 
 def findings(points: Sequence[PointRecord]) -> list[str]:
