@@ -14,10 +14,10 @@ import pytest
 
 import xbackend
 from xbackend import families
-from xbackend.checking import EDGE_SHAPES, check_variant, schedule
 from xbackend.families.expressions import ExpressionError, evaluate
 from xbackend.families.manifest import ManifestError
 from xbackend.families.manifest import load as load_family
+from xbackend.grading.checking import EDGE_SHAPES, check_variant, schedule
 from xbackend.operations import Shape, make_operands
 from xbackend.problems import Reference, check
 from xbackend.pytest_plugin import needs_backend
@@ -326,13 +326,15 @@ Write-write data race at local memory address 0x1000000000000
 
 
 def test_oclgrinds_reports_are_read_kernel_by_kernel():
-    from xbackend.checking import sanitizer_findings
+    from xbackend.grading.oclgrind import findings as sanitizer_findings
 
     found = sanitizer_findings(OCLGRIND_LOG)
     assert set(found) == {"matmul_unguarded", "matmul_racy"}
-    first = found["matmul_unguarded"]
-    assert (first.what, first.line) == ("Invalid read of size 4 (global)", 10)
-    assert first.writes_out_of_bounds and not found["matmul_racy"].writes_out_of_bounds
+    worst = found["matmul_unguarded"]  # its write, though its read came first
+    assert (worst.what, worst.line) == ("Invalid write of size 4 (global)", 11)
+    assert worst.writes_out_of_bounds and worst.reads_out_of_bounds
+    assert worst.out_of_bounds == "reads and writes"
+    assert not found["matmul_racy"].out_of_bounds
     assert found["matmul_racy"].code == "" and found["matmul_racy"].line == 7
 
 
@@ -345,11 +347,12 @@ def test_check_runs_oclgrind_first_and_never_runs_a_kernel_that_writes_out_of_bo
     done = run_xbackend("check", str(EXAMPLES / "student"), str(unguarded), "--backends",
                         "opencl", "--steps", "2", "--no-times", "--sanitize", "on")  # fmt: skip
     assert done.returncode == 1, done.stdout + done.stderr
-    assert "oclgrind unguarded_naive: WRONG (Invalid" in done.stdout
+    assert "unguarded_naive: oclgrind: WRONG (Invalid write" in done.stdout
     assert "unguarded.cl line 1" in done.stdout  # its line 10 or 11: the file's own numbers
-    assert "opencl unguarded_naive: NOT RUN" in done.stdout
+    assert "NOT RUN (not run natively: it reads and writes out of bounds" in done.stdout
     assert "opencl student_tiled: equal at all 10 shapes" in done.stdout
-    assert "oclgrind student" not in done.stdout  # the clean kernels have no report
+    assert "student_naive: oclgrind" not in done.stdout  # the clean kernels have no report
+    assert "student_tiled: oclgrind" not in done.stdout
 
 
 def test_a_patch_is_made_of_the_tile_and_the_constants_alone(tmp_path, monkeypatch):

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from xbackend import families
-from xbackend.checking import EDGE_SHAPES, check_variant
 from xbackend.families.expressions import ExpressionError, evaluate
 from xbackend.families.manifest import ManifestError
 from xbackend.families.sources import kernels_of, with_hooks
+from xbackend.grading.checking import EDGE_SHAPES, check_variant
 from xbackend.pytest_plugin import needs_backend
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -385,7 +385,7 @@ def test_check_gives_a_hang_and_a_crash_their_own_verdicts_and_goes_on(tmp_path)
     rows = (out / "check.csv").read_text().splitlines()
     by_variant: dict[str, list[str]] = {}
     for row in rows[1:]:
-        by_variant.setdefault(row.split(",")[1], []).append(row)
+        by_variant.setdefault(row.split(",")[2], []).append(row)  # submission, backend, variant
     assert all(",equal," in row for row in by_variant["iso_good"])
     assert len(by_variant["iso_good"]) > 2  # the edge shapes and the assignment's two
     (hang,) = by_variant["iso_hang"]

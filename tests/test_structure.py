@@ -64,6 +64,17 @@ LOWER_LAYERS = {
         "xbackend.plots",
     ),
     "xbackend.speedups": ("xbackend.backends",),
+    # A wrong result's diagnosis is arithmetic on arrays: it knows no backend nor run.
+    "xbackend.diagnosis": (
+        "xbackend.families",
+        "xbackend.backends",
+        "xbackend.grading",
+        "xbackend.cli",
+        "xbackend.report",
+    ),
+    # Grading runs submissions through the backends; the command line drives it, never
+    # the other way round.
+    "xbackend.grading": ("xbackend.cli", "xbackend.runner", "xbackend.cluster"),
     "xbackend.diff_machines": ("xbackend.backends",),
     "xbackend.report": ("xbackend.backends",),
     "xbackend.figures": ("xbackend.backends",),

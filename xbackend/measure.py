@@ -18,7 +18,7 @@ import numpy as np
 from xbackend.backends.peaks import peak_flags, peaks
 from xbackend.configs import Config
 from xbackend.cost import CostModel
-from xbackend.errors import UnsupportedParameter, XBackendError
+from xbackend.errors import KernelCompileError, UnsupportedParameter, XBackendError
 from xbackend.operations import Operation, Shape, operation
 from xbackend.plan import Plan
 from xbackend.problems import (
@@ -380,6 +380,9 @@ def describe_error(error: BaseException) -> str:
     if isinstance(error, Described):
         return str(error)[:4000]
     text = f"{type(error).__name__}: {error}"
+    if isinstance(error, KernelCompileError):  # the compiler's own words, not just "failed"
+        said = [line.strip() for line in error.log.splitlines() if "error" in line.lower()]
+        return "; ".join([text.splitlines()[0], *said[:3]])[:4000]
     if not isinstance(error, UnsupportedParameter):
         frame = traceback.extract_tb(error.__traceback__)[-1:]
         if frame:

@@ -96,7 +96,9 @@ class LaunchExecution(Execution):
         self._buffers: dict[str, Any] = {
             name: device.allocate(array.nbytes, "read") for name, array in self._inputs.items()
         }
-        self._buffers[OUTPUT] = device.allocate(self._C.nbytes, "write")
+        # Read-write, as a kernel declares C (``float *C``): one that reads it reads the
+        # poison, not memory a sanitizer calls invalid.
+        self._buffers[OUTPUT] = device.allocate(self._C.nbytes, "read_write")
         self._poisoned = [(self._buffers[OUTPUT], self._C.nbytes)]
         for name, nbytes in product.workspaces.items():
             self._buffers[name] = device.allocate(nbytes, "read_write")

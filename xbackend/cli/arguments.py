@@ -145,3 +145,18 @@ def default_out(kind: str) -> Path:
     """``results/KIND-<date-time>``: where a command writes when ``--out`` names nothing."""
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     return Path("results") / f"{kind}-{stamp}"
+
+
+def fresh_out(kind: str) -> Path:
+    """``default_out(kind)`` made now and this command's alone: two commands started in
+    the same second get ``-2``, ``-3`` ... rather than one folder."""
+    base = default_out(kind)
+    base.parent.mkdir(parents=True, exist_ok=True)
+    for count in range(1, 1000):
+        path = base if count == 1 else base.with_name(f"{base.name}-{count}")
+        try:
+            path.mkdir()
+        except FileExistsError:
+            continue
+        return path
+    return base

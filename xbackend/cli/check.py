@@ -1,60 +1,67 @@
-"""``xbackend check DIR...``: every kernel of the folders, checked at edge shapes and the
-assignment's sizes, a verdict per kernel and shape; the times beside the shipped kernels'."""
+"""``xbackend check DIR...``: a submission, or a class of them, checked as a teacher would.
+
+Every submission (a folder with a ``family.toml``; a folder of them is a class) is checked
+in a process of its own (``check --one``, ``cli/check_submission.py``): its kernels at
+edge shapes and the assignment's sizes, under the sanitizers first, then timed at the
+largest size. This process measures xbackend's naive and tiled kernels and the vendor's
+once, for the speed-ups, then writes the gradebook (``--out``) after each submission:
+an interrupted class keeps every submission it finished.
+"""
 
 from __future__ import annotations
 
 import argparse
-import csv
-import io
-import shutil
+import os
 import sys
-from collections import defaultdict
+import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import xbackend.cli.arguments as arguments
-from xbackend import families
-from xbackend.checking import (
-    EDGE_SHAPES,
-    REFERENCE_VARIANTS,
-    SANITIZED_SHAPES,
-    Verdict,
-    check_bytes,
-    check_folders,
-    folder_variants,
-    host_memory_bytes,
-    median_time_s,
-    sanitize,
-    schedule,
-    unrunnable,
-)
+from xbackend.cli import check_submission
+from xbackend.cli.check_submission import EXIT_NOTHING_CHECKED, EXIT_WRONG, summary_of
 from xbackend.cli.compare import open_backends
-from xbackend.cli.exits import EXIT_USAGE
 from xbackend.errors import XBackendError
-from xbackend.isolation import Isolation
+from xbackend.grading import classroom, gradebook, pages, submissions
+from xbackend.grading.checking import (
+    EDGE_SHAPES,
+    check_bytes,
+    host_memory_bytes,
+    schedule,
+    timing,
+)
+from xbackend.grading.classroom import Checked
+from xbackend.grading.gradebook import REFERENCES, Row
+from xbackend.grading.records import Timing
+from xbackend.isolation import TIMEOUT_ENV
 from xbackend.safeio import UnsafePath, atomic_write, output_folder, refuse_link
 
-EXIT_WRONG = 1  # a kernel wrong, or not run, at some shape
-EXIT_NOTHING_CHECKED = EXIT_USAGE  # no kernel of the folders can run here: nothing passed
+# A kernel step of a check (its build and first run at a shape of at most 608×532, or one
+# timed sample) takes well under a second on a CPU; past this it is a hang.
+CHECK_KERNEL_TIMEOUT_S = 60.0
 
 
 def add_parser(commands: Any) -> None:
     parser = commands.add_parser(
         "check",
-        help="check your own kernels at edge shapes and the assignment's sizes",
-        description="Run every kernel of each folder (a family.toml beside .cu/.cl files, "
-        "or folders of them: docs/kernels.md) at held-out edge shapes (1×1, primes, "
-        "sizes no tile divides, K = 1) and at the assignment's sizes, against the float64 "
-        "reference, and print a verdict per kernel and shape; then each kernel's median "
-        "time at the largest size beside the shipped naive and tiled kernels. Exit status "
-        f"{EXIT_WRONG} if any kernel is wrong or does not run at some shape; "
-        f"{EXIT_NOTHING_CHECKED} if nothing could be checked (no backend here runs the "
-        "folders' kernels) or the input is bad.",
-        epilog="example:\n  xbackend check examples/assignment/student "
-        "examples/assignment/edge_bug",
+        help="check your own kernels, or a class's, at edge shapes and the assignment's sizes",
+        description="Check each submission (a folder with a family.toml beside its .cu/.cl "
+        "files; a folder of such folders is a class: docs/kernels.md) in a process of its "
+        "own: its OpenCL kernels under oclgrind, its CUDA kernels built by nvcc where no "
+        "GPU is here, then every kernel at held-out edge shapes (1×1, primes, sizes no tile "
+        "divides, K = 1) and the assignment's sizes against the float64 reference, and its "
+        "median time at the largest size beside xbackend's naive and tiled kernels and the "
+        "vendor's. A crash, a hang or a corrupted heap is that submission's verdict. With "
+        "--out (a class: results/check-TIME by default) a gradebook is written after each "
+        f"submission. Exit status {EXIT_WRONG} if any kernel is wrong or does not run at "
+        f"some shape; {EXIT_NOTHING_CHECKED} if nothing could be checked or the input is bad.",
+        epilog="examples:\n  xbackend check examples/assignment/student\n"
+        "  xbackend check examples/class --rank --out grades",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("folders", nargs="+", metavar="DIR", help="folders of kernels")
+    parser.add_argument("folders", nargs="+", metavar="DIR",
+                        help="a submission's folder, or a class: a folder of them")  # fmt: skip
     parser.add_argument(
         "--variants", type=arguments.names("variant"), default=None, metavar="LIST",
         help="only these variants of the folders, comma-separated (default: every one)",
@@ -72,63 +79,83 @@ def add_parser(commands: Any) -> None:
         help="MxKxN sizes to check instead of the edge shapes, comma-separated",
     )  # fmt: skip
     parser.add_argument(
+        "--dtype", choices=("float32", "float64"), default=None,
+        help="the element type (default: float32 where a family computes in it, else the "
+        "first its manifest declares)",
+    )  # fmt: skip
+    parser.add_argument(
         "--sanitize", choices=("auto", "on", "off"), default="auto",
         help="first run the OpenCL kernels under oclgrind at two small edge shapes (out-of-"
-        "bounds accesses, data races, uninitialized reads); a kernel that writes out of "
-        "bounds there is not run natively. auto (default): where oclgrind is installed",
+        "bounds accesses, data races, uninitialized reads), one run a kernel; a kernel it "
+        "flags for an access out of bounds, or does not finish, is not run natively. auto "
+        "(default): where oclgrind is installed",
     )  # fmt: skip
-    parser.add_argument("--no-times", action="store_true", help="leave out the timed runs")
-    parser.add_argument("--seed", type=arguments.bounded_int(0, arguments.MAX_SEED), default=0)
-    parser.add_argument("--out", default=None, metavar="DIR", help="also write check.csv here")
+    _add_output_options(parser)
     parser.set_defaults(func=run)
 
 
+def _add_output_options(parser: argparse.ArgumentParser) -> None:
+    """The times, the gradebook, the deadlines, and the options of a submission's own
+    process (hidden: the class's process gives them)."""
+    parser.add_argument("--no-times", action="store_true", help="leave out the timed runs")
+    parser.add_argument("--seed", type=arguments.bounded_int(0, arguments.MAX_SEED), default=0)
+    parser.add_argument(
+        "--out", default=None, metavar="DIR",
+        help="write the gradebook here: gradebook.csv and .html, a page a submission, "
+        "check.csv (every verdict); a class's default: results/check-TIME",
+    )  # fmt: skip
+    parser.add_argument(
+        "--rank",
+        action="store_true",
+        help="rank the equal kernels by median time (printed and on the page)",
+    )
+    parser.add_argument(
+        "--submission-timeout", type=float, default=classroom.DEFAULT_TIMEOUT_S,
+        metavar="SECONDS",
+        help="end a submission's check after this long (default 1800; each kernel step "
+        "has its own deadline, XBACKEND_KERNEL_TIMEOUT)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--kernel-timeout", type=arguments.positive(float), default=None, metavar="SECONDS",
+        help="end a kernel whose build and first runs, or one timed sample, take longer "
+        f"(default {CHECK_KERNEL_TIMEOUT_S:g}, or XBACKEND_KERNEL_TIMEOUT): a hang's verdict",
+    )  # fmt: skip
+    parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--records", default=None, help=argparse.SUPPRESS)
+
+
 def run(args: argparse.Namespace) -> int:
-    families.add_folders(args.folders)
-    variants = _variants(args)
+    if args.kernel_timeout is not None:  # the submissions' processes read it
+        os.environ[TIMEOUT_ENV] = repr(args.kernel_timeout)
+    elif not os.environ.get(TIMEOUT_ENV, "").strip():
+        os.environ[TIMEOUT_ENV] = repr(CHECK_KERNEL_TIMEOUT_S)
     shapes = list(args.shapes) if args.shapes else [*EDGE_SHAPES, *schedule(args.steps)]
     _check_shapes(shapes)
-    csv_path = _csv_path(args.out)  # a bad --out is said before anything runs
-    opened = [
-        (label, backend)
-        for label, backend in open_backends(args.backends)
-        if backend.name in ("cuda", "opencl")
-    ]
-    if not opened:
-        print("xbackend: error: no CUDA or OpenCL backend here to run kernels on", file=sys.stderr)
+    if args.one:  # one submission, here: the process a class's check starts for it
+        return check_submission.run(args, shapes)
+    found = submissions.find(args.folders)
+    out = _out_folder(args.out, len(found) > 1)  # a bad --out is said before anything runs
+    shared = submissions.shared_names(found)
+    if len(found) > 1:
+        print(f"checking a class of {len(found)} submissions, each in a process of its own")
+    if shared:
+        print("names more than one submission declares, each checked on its own and "
+              f"named by its folder: {'; '.join(shared)}")  # fmt: skip
+    references = {} if args.no_times or not args.steps else _references(args)
+    book = _Book(out, shared, references, len(shapes), args.rank)
+    for number, submission in enumerate(found, start=1):
+        folder = (out or Path(_scratch())) / "submissions" / pages.page_name(submission.name)[:-5]
+        checked = classroom.check(submission, _forwarded(args), folder,
+                                  args.submission_timeout, quiet=len(found) > 1)  # fmt: skip
+        book.add(checked)
+        if len(found) > 1:
+            _progress(number, len(found), checked, len(shapes))
+    book.finish()
+    if len(found) == 1 and book.checked[0].exit == EXIT_NOTHING_CHECKED:
+        return EXIT_NOTHING_CHECKED  # its own words said why
+    if not any(c.records.verdicts for c in book.checked):
         return EXIT_NOTHING_CHECKED
-    try:
-        missing = unrunnable(variants, opened)
-        if len(missing) == len(variants):
-            shown = "; ".join(f"{variant}: {why}" for variant, why in missing.items())
-            print(f"xbackend: error: nothing to check: {shown}", file=sys.stderr)
-            return EXIT_NOTHING_CHECKED
-        verdicts = _checked(args, opened, [v for v in variants if v not in missing], shapes)
-        verdicts += [Verdict("-", variant, None, None, why) for variant, why in missing.items()]
-        _summary(verdicts, len(shapes))
-    finally:
-        for _, backend in opened:
-            backend.close()
-    wrong = any(v.equal is not True for v in verdicts)
-    if csv_path is not None and not _written(csv_path, verdicts):
-        return EXIT_WRONG if wrong else EXIT_USAGE  # the verdicts say more than the file
-    return EXIT_WRONG if wrong else 0
-
-
-def _variants(args: argparse.Namespace) -> list[str]:
-    """The folders' variants of mm to check: every one, or those ``--variants`` names."""
-    variants = folder_variants(args.folders)
-    if not variants:
-        raise XBackendError(f"{', '.join(args.folders)}: no variants of mm to check")
-    if args.variants:
-        unknown = [name for name in args.variants if name not in variants]
-        if unknown:
-            raise XBackendError(
-                f"--variants: no variant {', '.join(unknown)} of mm in {', '.join(args.folders)} "
-                f"(its variants: {', '.join(variants)})"
-            )
-        variants = [name for name in variants if name in args.variants]
-    return variants
+    return EXIT_WRONG if book.wrong() else 0
 
 
 def _check_shapes(shapes: list[Any]) -> None:
@@ -143,134 +170,166 @@ def _check_shapes(shapes: list[Any]) -> None:
             )
 
 
-def _csv_path(out: str | None) -> Path | None:
-    """Where check.csv goes (``--out``), checked now: a folder that cannot be one, or a
-    link at check.csv, is an error before anything runs."""
-    if out is None:
+def _out_folder(out: str | None, is_class: bool) -> Path | None:
+    """Where the gradebook goes, checked now (a folder that cannot be one, a link at one
+    of its files, is an error before anything runs); a class's default is
+    results/check-TIME."""
+    if out is None and not is_class:
         return None
-    path = output_folder(Path(out)) / "check.csv"
-    refuse_link(path)
+    path = output_folder(Path(out) if out else arguments.fresh_out("check"))
+    for name in ("gradebook.csv", "gradebook.html", "check.csv"):
+        refuse_link(path / name)
     return path
 
 
-def _checked(
-    args: argparse.Namespace, opened: list[Any], variants: list[str], shapes: list[Any]
-) -> list[Verdict]:
-    """oclgrind's verdicts, then every variant that is safe to run at every shape, then
-    the times (``--no-times``: none)."""
-    print(f"checking {', '.join(variants)} on {', '.join(label for label, _ in opened)}: "
-          f"{len(shapes)} shapes")  # fmt: skip
-    found = _sanitized(args, opened, variants)
-    unsafe = {v.variant for v in found if v.equal is None}
-    safe = [v for v in variants if v not in unsafe]
-    # A user's kernel runs in a process of its own, each step under a deadline
-    # (XBACKEND_KERNEL_TIMEOUT): a hang or a crash is its verdict, and the next one runs.
-    with Isolation() as isolation:
-        verdicts = found + check_folders(opened, safe, shapes, args.seed, _say, isolation)
-        if args.steps and not args.no_times:
-            failed = {v.variant for v in verdicts if v.equal is None and v.shape is not None}
-            timed = [v for v in safe if v not in failed]
-            _times(opened, timed, schedule(args.steps)[-1], args.seed, isolation)
-    return verdicts
+_SCRATCH: list[Any] = []
 
 
-def _sanitized(args: argparse.Namespace, opened: list[Any], variants: list[str]) -> list[Verdict]:
-    """oclgrind's verdicts, where it runs (``--sanitize``), one run per variant: a report
-    is a wrong kernel; one that writes out of bounds, or that oclgrind did not finish
-    checking (its cap on reports, a crash, a timeout), is also not run natively (it could
-    corrupt this process's memory), said as a verdict of its own."""
-    path = shutil.which("oclgrind")
-    wanted = args.sanitize == "on" or (args.sanitize == "auto" and path)
-    opencl = next((backend for _, backend in opened if backend.name == "opencl"), None)
-    if not wanted or opencl is None:
-        return []
-    if path is None:
-        raise XBackendError("--sanitize on needs oclgrind (apt-get install oclgrind)")
-    print(f"oclgrind: the OpenCL kernels at {len(SANITIZED_SHAPES)} small edge shapes first")
-    verdicts = []
-    for variant in [v for v in variants if v in opencl.variants()]:
-        done = sanitize(args.folders, variant, path, args.seed)
-        if done.finding is not None:
-            source = families.family(opencl.variant_spec(variant).family).sources["opencl"]
-            finding = done.finding
-            code = f": {finding.code}" if finding.code else ""
-            detail = f"{finding.what}: {source.name} line {finding.line}{code}"
-            print(f"  oclgrind {variant}: WRONG ({detail})")
-            verdicts.append(Verdict("oclgrind", variant, None, False, detail))
-        writes = done.finding is not None and done.finding.writes_out_of_bounds
-        if done.unfinished and not writes:
-            print(f"  oclgrind {variant}: not finished ({done.unfinished})")
-        why = "it writes out of bounds under oclgrind (fix that first)" if writes else ""
-        if why or done.unfinished:
-            verdicts.append(
-                Verdict("opencl", variant, None, None, f"not run: {why or done.unfinished}")
-            )
-    return verdicts
+def _scratch() -> str:
+    """A folder for a submission's records where no --out was given, gone at exit."""
+    import tempfile
+
+    if not _SCRATCH:
+        _SCRATCH.append(tempfile.TemporaryDirectory(prefix="xbackend-check-"))
+    return str(_SCRATCH[0].name)
 
 
-def _say(verdict: Verdict) -> None:
-    if verdict.equal is not True:
-        shape = _shape(verdict)
-        print(f"  {verdict.label} {verdict.variant} at {shape}: {verdict.word} ({verdict.detail})")
+def _forwarded(args: argparse.Namespace) -> list[str]:
+    """The options a submission's own check takes from this one."""
+    found = ["--backends", args.backends, "--steps", str(args.steps), "--seed", str(args.seed),
+             "--sanitize", args.sanitize]  # fmt: skip
+    if args.variants:
+        found += ["--variants", ",".join(args.variants)]
+    if args.shapes:
+        found += ["--shapes", ",".join(f"{s.M}x{s.K}x{s.N}" for s in args.shapes)]
+    if args.dtype:
+        found += ["--dtype", args.dtype]
+    if args.no_times:
+        found.append("--no-times")
+    return found
 
 
-def _shape(verdict: Verdict) -> str:
-    s = verdict.shape
-    return f"{s.M}×{s.K}·{s.K}×{s.N}" if s is not None else "-"
-
-
-def _summary(verdicts: list[Verdict], shapes: int) -> None:
-    """One line a kernel: equal everywhere, or the shapes where it is not."""
-    by_kernel: dict[tuple[str, str], list[Verdict]] = defaultdict(list)
-    for verdict in verdicts:
-        by_kernel[verdict.label, verdict.variant].append(verdict)
-    print()
-    for (label, variant), found in by_kernel.items():
-        bad = [v for v in found if v.equal is not True]
-        if all(v.shape is None for v in found):  # oclgrind's, or a kernel not run
-            print(f"{label} {variant}: {found[0].word} ({found[0].detail})")
-            continue
-        if found[-1].equal is None and found[-1].shape is not None and len(found) < shapes:
-            last = found[-1]  # its process hung or died: the larger shapes were not run
-            print(f"{label} {variant}: {last.word} at {_shape(last)} ({last.detail}); "
-                  "its larger shapes not run")  # fmt: skip
-            continue
-        if not bad:
-            print(f"{label} {variant}: equal at all {len(found)} shapes")
-            continue
-        shown = ", ".join(_shape(v) for v in bad[:6]) + (" ..." if len(bad) > 6 else "")
-        print(f"{label} {variant}: {bad[0].word} at {len(bad)} of {len(found)} shapes: {shown}")
-
-
-def _times(
-    opened: list[Any], variants: list[str], shape: Any, seed: int, isolation: Isolation
-) -> None:
-    """Median kernel times at the largest size, the shipped kernels first."""
-    print(f"\nmedian kernel time at {shape.M}×{shape.K}·{shape.K}×{shape.N}:")
-    for label, backend in opened:
-        for variant in (*REFERENCE_VARIANTS, *variants):
-            if variant in backend.variants():
-                seconds, clock = median_time_s(backend, variant, shape, seed, isolation, label)
-                shown = f"{seconds * 1e6:10.1f} µs ({clock})" if seconds else "  not run"
-                print(f"  {label:10s} {variant:20s} {shown}")
-
-
-def _written(path: Path, verdicts: list[Verdict]) -> bool:
-    """check.csv written whole (``safeio.atomic_write``: never through a link); False,
-    said on stderr, where it could not be."""
-    text = io.StringIO()
-    writer = csv.writer(text)
-    writer.writerow(["backend", "variant", "M", "K", "N", "verdict", "detail"])
-    for v in verdicts:
-        sizes = (v.shape.M, v.shape.K, v.shape.N) if v.shape else ("", "", "")
-        writer.writerow([v.label, v.variant, *sizes, v.word, v.detail])
+def _references(args: argparse.Namespace) -> dict[str, Timing]:
+    """xbackend's naive and tiled kernels and the vendor's, timed once at the largest
+    size on each backend a submission runs on (trusted kernels: in this process)."""
+    shape = schedule(args.steps)[-1]
+    dtype = args.dtype or "float32"
+    found: dict[str, Timing] = {}
+    opened = [(label, backend) for label, backend in open_backends(args.backends)
+              if backend.name in ("cuda", "opencl")]  # fmt: skip
     try:
-        atomic_write(path, text.getvalue())
-    except UnsafePath as error:  # a link put there since --out was checked
-        print(f"xbackend: error: {error}", file=sys.stderr)
-        return False
-    except OSError as error:  # a full disk, a file size limit: the error names check.csv
-        print(f"xbackend: error: {error.filename}: {error.strerror or error}", file=sys.stderr)
-        return False
-    print(f"\nverdicts: {path}")
-    return True
+        for label, backend in opened:
+            for variant in REFERENCES:
+                if variant in backend.variants():
+                    timed = timing(backend, variant, shape, args.seed, None, label, dtype)
+                    if timed is not None:
+                        found[f"{label} {variant}"] = timed
+    finally:
+        for _, backend in opened:
+            backend.close()
+    return found
+
+
+def _progress(number: int, count: int, checked: Checked, shapes: int) -> None:
+    """One line a submission, and one a kernel under it."""
+    how = f", {checked.ended}" if checked.ended else ""
+    print(f"[{number}/{count}] {checked.submission.name} ({checked.seconds:.0f} s{how})")
+    rows = gradebook.rows(checked.submission.name, checked.records, {}, shapes)
+    for row in rows:
+        said = summary_of(list(row.verdicts), shapes)
+        print(f"    {row.backend} {row.variant}: {said}"[:300])
+
+
+class _Book:
+    """The gradebook as it grows: written whole after each submission (``--out``)."""
+
+    def __init__(
+        self, out: Path | None, shared: Sequence[str], references: dict[str, Timing],
+        shapes: int, rank: bool,
+    ):  # fmt: skip
+        self.out, self.shared, self.references = out, shared, references
+        self.shapes, self.rank = shapes, rank
+        self.checked: list[Checked] = []
+        self.rows: list[Row] = []
+
+    def add(self, checked: Checked) -> None:
+        self.checked.append(checked)
+        self.rows = gradebook.ranked([
+            *self.rows,
+            *gradebook.rows(checked.submission.name, checked.records, self.references, self.shapes),
+        ])  # fmt: skip
+        self._write(checked)
+
+    def wrong(self) -> bool:
+        """Any kernel wrong or not run, or a submission nothing here ran."""
+        return len(self.good()) < len(self.checked)
+
+    def good(self) -> list[str]:
+        """The submissions equal everywhere they ran, and run somewhere (a kernel nvcc
+        built for no device here is neither)."""
+        return [
+            c.submission.name for c in self.checked
+            if gradebook.passed([r.verdict for r in self.rows if r.submission == c.submission.name])
+        ]  # fmt: skip
+
+    def _write(self, checked: Checked) -> None:
+        if self.out is None:
+            return
+        about = [f"checked {time.strftime('%Y-%m-%d %H:%M')} by xbackend check, "
+                 f"{self.shapes} shapes a kernel"]  # fmt: skip
+        name = checked.submission.name
+        mine = [row for row in self.rows if row.submission == name]
+        everyone = [(c.submission.name, c.records) for c in self.checked]
+        files = {
+            f"submissions/{pages.page_name(name)}": pages.submission_page(
+                name,
+                str(checked.submission.folder),
+                mine,
+                checked.records,
+                self.shapes,
+                self.references,
+            ),
+            "gradebook.csv": gradebook.csv_text(self.rows),
+            "check.csv": gradebook.verdicts_csv(everyone),
+            "gradebook.html": pages.class_page(
+                self.rows, about, self.shared, self.references, self.rank
+            ),
+        }
+        for name, text in files.items():
+            try:
+                (self.out / name).parent.mkdir(parents=True, exist_ok=True)
+                atomic_write(self.out / name, text)
+            except (UnsafePath, OSError) as error:
+                print(f"xbackend: error: {self.out / name}: {error}", file=sys.stderr)
+
+    def finish(self) -> None:
+        """The summary: the references' times, each kernel's verdict, the ranking."""
+        if self.references:
+            print("\nmedian kernel time, xbackend's kernels and the vendor's:")
+            for key, timed in self.references.items():
+                print(f"  {key:26s} {pages.said_time(timed)} ({timed.clock})")
+        if len(self.checked) == 1 and self.rows and any(r.timing for r in self.rows):
+            self._speedups()
+        if self.rank:
+            self._ranking()
+        if len(self.checked) > 1:
+            good = len(self.good())
+            print(f"\n{good} of {len(self.checked)} submissions equal everywhere they ran")
+        if self.out is not None:
+            print(f"\ngradebook: {self.out / 'gradebook.html'} ({self.out / 'gradebook.csv'}; "
+                  f"every verdict: {self.out / 'check.csv'})")  # fmt: skip
+
+    def _speedups(self) -> None:
+        for row in self.rows:
+            said = ", ".join(f"{value:.2f}× {key}" for key, value in row.speedups.items())
+            if said:
+                print(f"  {row.backend} {row.variant}: {said} (ratios of medians)")
+
+    def _ranking(self) -> None:
+        ranked = sorted((r for r in self.rows if r.rank), key=lambda r: (r.backend, r.rank or 0))
+        print("\nranking of the equal kernels by median time:")
+        for row in ranked:
+            print(f"  {row.rank:3d}. {row.backend:8s} {row.submission:16s} {row.variant:22s} "
+                  f"{pages.said_time(row.timing)}")  # fmt: skip
+        if not ranked:
+            print("  none: no kernel was equal everywhere and timed")

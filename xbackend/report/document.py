@@ -30,6 +30,7 @@ class Cell:
 
     text: str
     flag: str = ""
+    link: str = ""  # on the page, a relative address the text links to (the Markdown: none)
 
 
 @dataclasses.dataclass
@@ -134,6 +135,10 @@ pre { font-size: .8em; background: #f8f8f8; padding: .6em; overflow-x: auto; }
 .wrong, .error { color: #b00; font-weight: bold; }
 .untrusted { color: #a60; font-weight: bold; }
 .skipped { color: #888; }
+.equal { color: #070; }
+.bad { color: #b00; font-weight: bold; }
+.notrun { color: #a60; font-weight: bold; }
+td.wrap { white-space: normal; max-width: 32em; }
 details { margin: .5em 0 1em; }
 summary { cursor: pointer; color: #345; }
 """
@@ -155,7 +160,10 @@ def _log_text(cell: Cell) -> str:
 
 def _html_cell(cell: Cell, tag: str = "td", text: Callable[[Cell], str] = _cell_text) -> str:
     css = f' class="{cell.flag}"' if cell.flag else ""
-    return f"<{tag}{css}>{_html(text(cell))}</{tag}>"
+    shown = _html(text(cell))
+    if cell.link:
+        shown = f'<a href="{html.escape(cell.link, quote=True)}">{shown}</a>'
+    return f"<{tag}{css}>{shown}</{tag}>"
 
 
 def _html_block(block: Block) -> str:

@@ -2,7 +2,10 @@
 # Stands in for oclgrind in tests/test_round4_check.py, failing as FAKE_OCLGRIND says:
 # "sleep" never ends, "crash" dies of a signal before any verdict, "cap" runs the
 # program (without checking anything) and then says oclgrind's cap on reports was reached.
-while [ $# -gt 0 ] && [ "${1#--}" != "$1" ]; do shift; done  # oclgrind's own options
+while [ $# -gt 0 ] && [ "${1#--}" != "$1" ]; do  # oclgrind's own options
+    case "$1" in --max-errors|--log|--num-threads) shift ;; esac  # and their values
+    shift
+done
 case "$FAKE_OCLGRIND" in
     sleep) exec sleep 600 ;;
     crash) echo "oclgrind: simulated internal error" >&2; kill -SEGV $$ ;;

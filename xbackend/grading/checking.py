@@ -11,12 +11,7 @@ shipped naive and tiled kernels' on the same device.
 
 from __future__ import annotations
 
-import dataclasses
 import os
-import re
-import subprocess
-import sys
-import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,13 +19,19 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from xbackend import families
+from xbackend.backends.launch import KernelLaunch
+from xbackend.backends.plans import plan_tiled
 from xbackend.configs import Config
+from xbackend.diagnosis import Launch, diagnose
 from xbackend.errors import KernelCompileError, XBackendError
+from xbackend.families import VariantSpec
+from xbackend.grading.records import Timing, Verdict
 from xbackend.isolation import ChildError, Isolation, KernelCrashed, KernelTimeout
 from xbackend.measure import in_process
 from xbackend.operations import MM, Shape, make_operands
 from xbackend.problems import Reference, check
 from xbackend.sweep import DEFAULT_BASE, growth
+from xbackend.timing import median_interval
 
 if TYPE_CHECKING:
     from xbackend import Backend, Measurement
@@ -43,21 +44,6 @@ EDGE_SHAPES = (
 )  # fmt: skip
 REFERENCE_VARIANTS = ("naive", "tiled")  # the shipped kernels a user's is timed beside
 TIMED_SAMPLES = 10
-
-
-@dataclasses.dataclass(frozen=True)
-class Verdict:
-    """One kernel at one shape: equal to the reference, wrong (and how), or not run."""
-
-    label: str  # the backend, as --backends names it
-    variant: str
-    shape: Shape | None  # None: the kernel did not get as far as a shape
-    equal: bool | None  # None: it did not run
-    detail: str  # the largest error in bounds, NaNs, or why it did not run
-
-    @property
-    def word(self) -> str:
-        return {True: "equal", False: "WRONG", None: "NOT RUN"}[self.equal]
 
 
 def folder_variants(folders: Sequence[str]) -> list[str]:
@@ -84,23 +70,23 @@ def _measured(
 
 def check_variant(
     label: str, backend: Backend, variant: str, shapes: Sequence[Shape], seed: int,
-    isolation: Isolation | None = None,
+    isolation: Isolation | None = None, dtype: str = "float32",
 ) -> Iterator[Verdict]:  # fmt: skip
     """``variant`` at each of ``shapes``, at its default tile; a build error ends it, and so
     does a hang, a crash or any error of a user's kernel in the ``isolation``'s process
     (on a GPU a kernel's fault is an error there, not a signal, and leaves its device
-    unusable)."""
+    unusable). A wrong result says what it looks like (``diagnosis``)."""
     spec = backend.variant_spec(variant)
-    problem = backend.variant_problem(variant, np.dtype(np.float32))
+    problem = backend.variant_problem(variant, np.dtype(dtype))
     if not problem and spec.default_tile is not None:  # a size of its manifest's that
         problem = spec.expression_problem(spec.default_tile)  # has no value at its tile
     if problem:
         yield Verdict(label, variant, None, None, problem)
         return
     for shape in shapes:
-        A, B = make_operands(shape, seed)
+        A, B = make_operands(shape, seed, np.dtype(dtype))
         try:
-            config = Config(label, backend, MM.name, variant, spec.default_tile, "float32")
+            config = Config(label, backend, MM.name, variant, spec.default_tile, dtype)
             result = _measured(isolation, config, A, B, warmup=0, samples=0).result
         except (KernelTimeout, KernelCrashed, ChildError) as error:  # its process went
             yield Verdict(label, variant, shape, None, str(error).splitlines()[0])
@@ -113,30 +99,62 @@ def check_variant(
         except XBackendError as error:
             yield Verdict(label, variant, shape, None, str(error).splitlines()[0])
             continue
-        found = check(result, Reference.of(A, B))
-        detail = (
-            f"{found.nan_count} elements NaN or unwritten"
-            if found.nan_count
-            else f"largest error {found.bound_ratio:.2g}× its bound"
-        )
-        yield Verdict(label, variant, shape, found.equal, detail)
+        yield _verdict(label, spec, shape, result, A, B)
 
 
-def median_time_s(
+def _verdict(
+    label: str, spec: VariantSpec, shape: Shape, result: np.ndarray, A: np.ndarray,
+    B: np.ndarray,
+) -> Verdict:  # fmt: skip
+    """The verdict on one result; where it is wrong, what it looks like and the launch
+    that made it."""
+    found = check(result, Reference.of(A, B))
+    detail = (
+        f"{found.nan_count} elements NaN or unwritten"
+        if found.nan_count
+        else f"largest error {found.bound_ratio:.2g}× its bound"
+    )
+    if not found.equal:
+        launch = launch_of(spec, A, B)
+        said = diagnose(result, A, B, spec.default_tile, launch)
+        detail += f": {said}" if said else ""
+    return Verdict(label, spec.name, shape, found.equal, detail)
+
+
+def launch_of(spec: VariantSpec, A: np.ndarray, B: np.ndarray) -> Launch | None:
+    """The grid and group a variant is launched with at its default tile, in the
+    backends' own plan (None where there is no single launch to name)."""
+    if spec.default_tile is None or spec.tuned:
+        return None
+    try:
+        steps = plan_tiled(MM.name, spec, A, B, spec.default_tile, False).launches
+    except (XBackendError, ValueError, ArithmeticError):
+        return None
+    if len(steps) != 1 or not isinstance(steps[0], KernelLaunch):
+        return None
+    step = steps[0]
+    return Launch(grid=step.grid[:2], group=step.block[:2], x=spec.x)
+
+
+def timing(
     backend: Backend, variant: str, shape: Shape, seed: int,
-    isolation: Isolation | None = None, label: str = "",
-) -> tuple[float | None, str]:  # fmt: skip
-    """The median kernel time of ``variant`` at ``shape`` (its default tile), or None,
-    and the clock that timed it ("globaltimer": the device span; else the API's); a
-    user's kernel in the ``isolation``'s process."""
-    A, B = make_operands(shape, seed)
-    config = Config(label, backend, MM.name, variant, None, "float32")
+    isolation: Isolation | None = None, label: str = "", dtype: str = "float32",
+) -> Timing | None:  # fmt: skip
+    """The median kernel time of ``variant`` at ``shape`` (its default tile), with its
+    interval and the clock that timed it ("globaltimer": the device span; else the
+    API's); None where it did not run. A user's kernel in the ``isolation``'s process."""
+    A, B = make_operands(shape, seed, np.dtype(dtype))
+    config = Config(label, backend, MM.name, variant, None, dtype)
     try:
         measured = _measured(isolation, config, A, B, samples=TIMED_SAMPLES, min_samples=5)
     except XBackendError:
-        return None, ""
+        return None
     kept, _ = measured.kept
-    return (float(np.median(kept)) if kept else None), measured.clock
+    if not kept:
+        return None
+    low, high = median_interval(kept)
+    median = float(np.median(kept))
+    return Timing(label, variant, shape, median, low, high, measured.clock, len(kept))
 
 
 def unrunnable(variants: Sequence[str], opened: Sequence[tuple[str, Backend]]) -> dict[str, str]:
@@ -193,103 +211,3 @@ def check_folders(
                 say(verdict)
                 found.append(verdict)
     return found
-
-
-# oclgrind's report of one access: what it was, the kernel, and the line of the source.
-_SANITIZER = re.compile(
-    r"^(?P<what>(?:Invalid|Uninitialized|Possible|[\w-]+ data race)[^\n]*)\n"
-    r"\tKernel: (?P<kernel>\w+)\n(?:\t[^\n]*\n)*?"
-    r"\tAt line (?P<line>\d+) \(column \d+\) of input\.cl:\n\t  (?P<code>[^\n]*)",
-    re.MULTILINE,
-)
-SANITIZED_SHAPES = (Shape(7, 13, 5), Shape(33, 20, 17))  # every edge guard, K past a tile
-
-
-@dataclasses.dataclass(frozen=True)
-class Finding:
-    """oclgrind's first report of a kernel (what it was, at which line of its file), and
-    whether any of its reports was a write out of bounds."""
-
-    kernel: str
-    what: str  # "Invalid read of size 4 (global)"
-    line: int
-    code: str  # the line's source, "" where oclgrind had none
-    writes_out_of_bounds: bool = False
-
-
-def sanitizer_findings(log: str) -> dict[str, Finding]:
-    """Each kernel's first report in oclgrind's output."""
-    found: dict[str, Finding] = {}
-    writes: set[str] = set()
-    for match in _SANITIZER.finditer(log):
-        what = re.sub(r" at (global|local|private) memory address 0x[0-9a-f]+", r" (\1)",
-                      match["what"])  # fmt: skip
-        kernel, code = match["kernel"], match["code"].strip()
-        code = "" if code == "(source not available)" else code
-        found.setdefault(kernel, Finding(kernel, what, int(match["line"]), code))
-        if what.startswith("Invalid write"):
-            writes.add(kernel)
-    return {
-        kernel: dataclasses.replace(finding, writes_out_of_bounds=kernel in writes)
-        for kernel, finding in found.items()
-    }
-
-
-SANITIZER_TIMEOUT_S = 300  # one variant's run under oclgrind (seconds)
-_CAPPED = "errors generated - suppressing further errors"  # oclgrind at --max-errors
-
-
-@dataclasses.dataclass(frozen=True)
-class Sanitized:
-    """oclgrind's word on one variant: its first report, if any, and why oclgrind did not
-    finish checking it ("" where it did: then no report means no fault at those shapes)."""
-
-    finding: Finding | None
-    unfinished: str = ""
-
-
-def sanitize(
-    folders: Sequence[str],
-    variant: str,
-    oclgrind: str,
-    seed: int,
-    timeout_s: float = SANITIZER_TIMEOUT_S,
-) -> Sanitized:
-    """Run one variant of the folders under oclgrind (a simulated OpenCL device that
-    reports out-of-bounds accesses, data races and reads of uninitialized memory) at
-    SANITIZED_SHAPES. One run per variant: its reports are its own, whatever the other
-    families name their kernels, and oclgrind's cap on reports or a crash ends one
-    variant's check, never lets another's pass unread. Done means the run wrote its
-    verdicts (``check.csv``) with no report cut off. Unoptimized builds: oclgrind 21.10
-    reads every access of them."""
-    env = {**os.environ, "XBACKEND_OPENCL_OPTIONS": "-cl-opt-disable"}
-    sizes = ",".join(f"{s.M}x{s.K}x{s.N}" for s in SANITIZED_SHAPES)
-    with tempfile.TemporaryDirectory(prefix="xbackend-oclgrind-") as out:
-        command = [oclgrind, "--data-races", "--uninitialized", sys.executable, "-m",
-                   "xbackend", "check", *folders, "--variants", variant, "--backends", "opencl",
-                   "--steps", "0", "--shapes", sizes, "--seed", str(seed), "--no-times",
-                   "--sanitize", "off", "--out", out]  # fmt: skip
-        try:
-            done = subprocess.run(command, capture_output=True, text=True, env=env,
-                                  timeout=timeout_s)  # fmt: skip
-        except subprocess.TimeoutExpired as expired:
-            log = expired.stderr or ""
-            log = log.decode(errors="replace") if isinstance(log, bytes) else log
-            return Sanitized(_first(log), f"oclgrind took more than {timeout_s:g} s")
-        finished = (Path(out) / "check.csv").is_file()
-    finding = _first(done.stderr)
-    if _CAPPED in done.stderr:
-        return Sanitized(finding, "oclgrind stopped reporting at its cap of errors")
-    if not finished:
-        said = done.stderr.strip().splitlines()[-1:] or ["nothing"]
-        return Sanitized(finding, f"oclgrind ended early (exit {done.returncode}): {said[0][:200]}")
-    return Sanitized(finding)
-
-
-def _first(log: str) -> Finding | None:
-    """The first report in oclgrind's output (any write out of bounds flagged on it)."""
-    found = list(sanitizer_findings(log).values())
-    if not found:
-        return None
-    writes = any(each.writes_out_of_bounds for each in found)
-    return dataclasses.replace(found[0], writes_out_of_bounds=writes)

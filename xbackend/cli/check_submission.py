@@ -1,0 +1,267 @@
+"""One submission checked in this process (``check --one``): the process a class's check
+starts for each submission, so that its families are the only user families here and a
+crash of anything it runs is that submission's alone.
+
+Its steps: the sanitizers first (oclgrind for the OpenCL kernels, compute-sanitizer for
+the CUDA ones, where installed and where there is a device), each variant in a run of its
+own; nvcc over the CUDA sources where no CUDA device is here to build them; then every
+kernel safe to run natively, at every shape (in a process of their own again:
+``Isolation``, so that one kernel's crash is not its twin's); then each kernel's time at
+the largest size. Every verdict and time is appended to ``--records`` as it is reached.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import shutil
+import sys
+from collections import defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from xbackend import families
+from xbackend.cli.compare import open_backends
+from xbackend.cli.exits import EXIT_USAGE
+from xbackend.errors import XBackendError
+from xbackend.grading import compilers, records
+from xbackend.grading.checking import (
+    check_variant,
+    folder_variants,
+    schedule,
+    timing,
+    unrunnable,
+)
+from xbackend.grading.gradebook import row_backend
+from xbackend.grading.oclgrind import SHAPES as SANITIZED_SHAPES
+from xbackend.grading.oclgrind import sanitize
+from xbackend.grading.records import Verdict
+from xbackend.isolation import Isolation
+from xbackend.timing import format_seconds
+
+EXIT_WRONG = 1  # a kernel wrong, or not run, at some shape
+EXIT_NOTHING_CHECKED = EXIT_USAGE  # no kernel of the folders can run here: nothing passed
+
+
+class Book:
+    """Where this process's records go (``--records``; nowhere without it), and the
+    verdicts kept for the summary."""
+
+    def __init__(self, stream: IO[str] | None):
+        self._stream = stream
+        self.verdicts: list[Verdict] = []
+
+    def add(self, record: Verdict | records.Timing | records.Described | None) -> None:
+        if isinstance(record, Verdict):
+            self.verdicts.append(record)
+        if self._stream is not None:
+            records.write(self._stream, record)
+
+
+@contextlib.contextmanager
+def _book(path: str | None) -> Iterator[Book]:
+    if path is None:
+        yield Book(None)
+        return
+    with Path(path).open("a", encoding="utf-8") as stream:
+        yield Book(stream)
+
+
+def run(args: argparse.Namespace, shapes: list[Any]) -> int:
+    """Check the folders' kernels here; the exit status says how it went."""
+    families.add_folders(args.folders)
+    variants = _variants(args)
+    with _book(args.records) as book:
+        for each in variants:
+            book.add(_described(each))
+        opened = [
+            (label, backend)
+            for label, backend in open_backends(args.backends)
+            if backend.name in ("cuda", "opencl")
+        ]
+        try:
+            if not opened:
+                raise XBackendError("no CUDA or OpenCL backend here to run kernels on")
+            status = _checked(args, book, opened, variants, shapes)
+        finally:
+            for _, backend in opened:
+                backend.close()
+        book.add(None)
+    return status
+
+
+def _variants(args: argparse.Namespace) -> list[str]:
+    """The folders' variants of mm to check: every one, or those ``--variants`` names."""
+    variants = folder_variants(args.folders)
+    if not variants:
+        raise XBackendError(f"{', '.join(args.folders)}: no variants of mm to check")
+    if args.variants:
+        unknown = [name for name in args.variants if name not in variants]
+        if unknown:
+            raise XBackendError(
+                f"--variants: no variant {', '.join(unknown)} of mm in {', '.join(args.folders)} "
+                f"(its variants: {', '.join(variants)})"
+            )
+        variants = [name for name in variants if name in args.variants]
+    return variants
+
+
+def _described(variant: str) -> records.Described:
+    spec = next(s for each in families.catalogue() for _, s in each.variants if s.name == variant)
+    family = families.family(spec.family)
+    files = {language: path.name for language, path in family.sources.items()}
+    dtype = "float32" if not spec.dtypes or "float32" in spec.dtypes else spec.dtypes[0]
+    return records.Described(variant, family.name, spec.kernel, files, dtype)
+
+
+def dtype_of(args: argparse.Namespace, variant: str) -> str:
+    """The element type ``variant`` is checked in: ``--dtype``, else float32 where its
+    family computes in it, else the first its manifest declares."""
+    return str(args.dtype or _described(variant).dtype)
+
+
+def _checked(
+    args: argparse.Namespace, book: Book, opened: list[Any], variants: list[str],
+    shapes: list[Any],
+) -> int:  # fmt: skip
+    """Every step, in order; the exit status."""
+    labels = ", ".join(label for label, _ in opened) or "no device"
+    print(f"checking {', '.join(variants)} on {labels}: {len(shapes)} shapes", flush=True)
+    for verdict in compilers.nvcc_verdicts(variants, opened, args.dtype):
+        _say(verdict, book)
+    missing = unrunnable(variants, opened)
+    compiled = {v.variant for v in book.verdicts}
+    if len(missing) == len(variants):  # nvcc's builds, at most: nothing ran
+        shown = "; ".join(f"{variant}: {why}" for variant, why in missing.items())
+        print(f"xbackend: error: nothing to check: {shown}", file=sys.stderr)
+        for variant, why in missing.items():
+            if variant not in compiled:
+                book.add(Verdict("-", variant, None, None, why))
+        return EXIT_NOTHING_CHECKED
+    for variant, why in missing.items():
+        if variant not in compiled:  # nvcc's verdict says more
+            book.add(Verdict("-", variant, None, None, why))
+    runnable = [v for v in variants if v not in missing]
+    unsafe = _sanitized(args, book, opened, runnable)
+    with Isolation() as isolation:
+        for label, backend in opened:
+            for variant in [v for v in runnable if v in backend.variants()]:
+                if (label, variant) in unsafe:
+                    continue
+                dtype = dtype_of(args, variant)
+                for verdict in check_variant(
+                    label, backend, variant, shapes, args.seed, isolation, dtype
+                ):
+                    _say(verdict, book)
+        if args.steps and not args.no_times:
+            _times(args, book, opened, isolation)
+    _summary(book.verdicts, len(shapes))
+    if not book.verdicts:
+        return EXIT_NOTHING_CHECKED
+    return EXIT_WRONG if any(v.equal is not True for v in book.verdicts) else 0
+
+
+def _sanitized(
+    args: argparse.Namespace, book: Book, opened: list[Any], variants: list[str]
+) -> set[tuple[str, str]]:
+    """oclgrind's verdicts, where it runs (``--sanitize``), one run per variant: a report
+    is a wrong kernel; one oclgrind flagged for an access out of bounds, or did not finish
+    checking (its cap on reports, a crash, a timeout), is not run natively, said as a
+    verdict of its own. The (backend, variant) pairs not to run natively."""
+    path = shutil.which("oclgrind")
+    wanted = args.sanitize == "on" or (args.sanitize == "auto" and path)
+    label, opencl = next(((lb, b) for lb, b in opened if b.name == "opencl"), ("", None))
+    if not wanted or opencl is None:
+        return set()
+    if path is None:
+        raise XBackendError("--sanitize on needs oclgrind (apt-get install oclgrind)")
+    print(f"oclgrind: the OpenCL kernels at {len(SANITIZED_SHAPES)} small edge shapes first")
+    unsafe = set()
+    for variant in [v for v in variants if v in opencl.variants()]:
+        done = sanitize(args.folders, variant, path, args.seed, dtype_of(args, variant))
+        file = families.family(opencl.variant_spec(variant).family).sources["opencl"].name
+        if done.finding is not None:
+            _say(Verdict("oclgrind", variant, None, False, done.finding.said(file)), book)
+        if done.runs_natively:
+            continue
+        unsafe.add((label, variant))
+        bounds = done.finding.out_of_bounds if done.finding else ""
+        why = f"it {bounds} out of bounds under oclgrind (fix that first)" if bounds else ""
+        why = why or f"oclgrind did not finish checking it ({done.unfinished})"
+        _say(Verdict(label, variant, None, None, f"not run natively: {why}"), book)
+    return unsafe
+
+
+def _say(verdict: Verdict, book: Book) -> None:
+    book.add(verdict)
+    if verdict.equal is not True:
+        where = f" at {_shape(verdict)}" if verdict.shape is not None else ""
+        print(f"  {verdict.label} {verdict.variant}{where}: {verdict.word} ({verdict.detail})",
+              flush=True)  # fmt: skip
+
+
+def _shape(verdict: Verdict) -> str:
+    s = verdict.shape
+    return f"{s.M}×{s.K}·{s.K}×{s.N}" if s is not None else "-"
+
+
+def _summary(verdicts: list[Verdict], shapes: int) -> None:
+    """One line a kernel: equal everywhere, or the shapes where it is not."""
+    by_kernel: dict[tuple[str, str], list[Verdict]] = defaultdict(list)
+    for verdict in verdicts:
+        by_kernel[row_backend(verdict.label), verdict.variant].append(verdict)
+    print()
+    for (label, variant), found in by_kernel.items():
+        print(f"{label} {variant}: {summary_of(found, shapes)}")
+
+
+def summary_of(found: list[Verdict], shapes: int) -> str:
+    """One kernel's verdicts in a few words: a sanitizer's or compiler's first, then the
+    shapes: equal everywhere, or where it is not."""
+    said = [f"{v.word} ({v.detail})" if _native(v.label) else
+            f"{v.label}: {v.word} ({v.detail})" for v in found if v.shape is None]  # fmt: skip
+    ran = [v for v in found if v.shape is not None]
+    if ran:
+        said.append(_shapes_said(ran, shapes))
+    return "; ".join(said)
+
+
+def _native(label: str) -> bool:
+    """A verdict of a backend's own (or of none), not a sanitizer's or a compiler's."""
+    return label == "-" or label.split(":")[0] in ("cuda", "opencl")
+
+
+def _shapes_said(ran: list[Verdict], shapes: int) -> str:
+    bad = [v for v in ran if v.equal is not True]
+    last = ran[-1]
+    if last.equal is None and len(ran) < shapes:  # its process hung or died there
+        return f"{last.word} at {_shape(last)} ({last.detail}); its larger shapes not run"
+    if not bad:
+        return f"equal at all {len(ran)} shapes"
+    shown = ", ".join(_shape(v) for v in bad[:6]) + (" ..." if len(bad) > 6 else "")
+    return f"{bad[0].word} at {len(bad)} of {len(ran)} shapes: {shown} ({bad[0].detail})"
+
+
+def _times(args: argparse.Namespace, book: Book, opened: list[Any], isolation: Isolation) -> None:
+    """Each kernel that was equal at every shape, timed at the largest size."""
+    shape = schedule(args.steps)[-1]
+    failed = {(v.label, v.variant) for v in book.verdicts if v.equal is not True}
+    print(f"\nmedian kernel time at {shape.M}×{shape.K}·{shape.K}×{shape.N}:", flush=True)
+    for label, backend in opened:
+        for variant in sorted({v.variant for v in book.verdicts if v.label == label}):
+            if (label, variant) in failed:
+                continue
+            dtype = dtype_of(args, variant)
+            found = timing(backend, variant, shape, args.seed, isolation, label, dtype)
+            if found is not None:
+                book.add(found)
+            print(f"  {label:10s} {variant:20s} {said_time(found)}", flush=True)
+
+
+def said_time(found: records.Timing | None) -> str:
+    """A median time with its interval: ``1.23 ms ±2.1% (globaltimer)``."""
+    if found is None:
+        return "not run"
+    return (f"{format_seconds(found.median_s):>10s} ±{found.spread:.1%} ({found.clock}, "
+            f"{found.samples} samples)")  # fmt: skip

@@ -1,0 +1,109 @@
+"""A CUDA source compiled where no CUDA device is here to build and run it.
+
+On a machine with nvcc and no GPU (a teacher's laptop, CI), a submission's ``.cu`` file
+would otherwise not be looked at: a syntax error would pass. Each CUDA variant is built
+as the CUDA backend builds it (its family's ``-D`` options at its default tile, ``extern
+"C"`` around a file that does not say it, its folder's headers) to PTX for one
+architecture; nvcc's error is that kernel's verdict, and a clean build says that it was
+compiled and not run.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from xbackend import families
+from xbackend.backends.kernels import extern_c, include_folders, read_kernel
+from xbackend.backends.plans import build_options
+from xbackend.errors import XBackendError
+from xbackend.grading.records import Verdict
+
+if TYPE_CHECKING:
+    from xbackend import Backend
+
+ARCH = "sm_90"  # any will do to find a syntax error; the H100's and H200's
+TIMEOUT_S = 120
+
+
+@functools.cache
+def nvcc() -> str | None:
+    """nvcc on the PATH, else CUDA's usual place; None where there is none."""
+    found = shutil.which("nvcc")
+    usual = Path(os.environ.get("CUDA_HOME", "/usr/local/cuda")) / "bin" / "nvcc"
+    return found or (str(usual) if usual.is_file() else None)
+
+
+def nvcc_verdicts(
+    variants: Sequence[str], opened: Sequence[tuple[str, Backend]], dtype: str | None
+) -> Iterator[Verdict]:
+    """A verdict for each CUDA variant no CUDA backend here builds, where nvcc is here:
+    its build's errors, or that it compiles and was not run."""
+    compiler = nvcc()
+    if compiler is None or any(backend.name == "cuda" for _, backend in opened):
+        return
+    for variant in variants:
+        spec = _spec(variant)
+        if "cuda" not in families.family(spec.family).sources or spec.default_tile is None:
+            continue
+        element = dtype or ("float32" if not spec.dtypes or "float32" in spec.dtypes
+                            else spec.dtypes[0])  # fmt: skip
+        try:
+            options = build_options(spec.default_tile, np.dtype(element), spec)
+            problem = compile_problem(compiler, spec.family, options)
+        except XBackendError as error:
+            problem = str(error).splitlines()[0]
+        if problem:
+            yield Verdict("nvcc", variant, None, None, f"does not compile: {problem}")
+        else:
+            yield Verdict("nvcc", variant, None, True,
+                          f"compiled for {ARCH}; no CUDA device here to run it")  # fmt: skip
+
+
+def _spec(variant: str) -> families.VariantSpec:
+    return next(s for each in families.catalogue() for _, s in each.variants if s.name == variant)
+
+
+@functools.cache
+def compile_problem(compiler: str, family: str, options: tuple[str, ...]) -> str:
+    """nvcc's first errors building ``family``'s CUDA file with ``options`` ("" where it
+    builds), each as ``file line N: error text``."""
+    path, source = read_kernel(family, "cuda")
+    text = source if extern_c(source) else f'extern "C" {{\n{source}\n}}\n'
+    folders = [f"-I{folder}" for folder in include_folders(family, "cuda")]
+    with tempfile.TemporaryDirectory(prefix="xbackend-nvcc-") as work:
+        copy = Path(work) / path.name
+        copy.write_text(text, encoding="utf-8")
+        command = [compiler, "-ptx", f"-arch={ARCH}", *folders, *options, str(copy),
+                   "-o", os.devnull]  # fmt: skip
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            return f"nvcc took more than {TIMEOUT_S} s"
+        except OSError as error:
+            return f"nvcc could not run: {error}"
+    if done.returncode == 0:
+        return ""
+    shift = 0 if extern_c(source) else 1  # the line extern "C" { added
+    errors = [_located(line, path.name, shift) for line in done.stderr.splitlines()
+              if (" error" in line or line.startswith("error"))
+              and "detected in the compilation" not in line]  # fmt: skip
+    return "; ".join(errors[:3]) or f"nvcc exit {done.returncode}"
+
+
+def _located(line: str, name: str, shift: int) -> str:
+    """nvcc's ``/tmp/…/a.cu(12): error: …`` as ``a.cu line 11: error: …`` (the line in
+    the student's file)."""
+    match = re.match(r"^.*?" + re.escape(name) + r"\((\d+)\): (.*)$", line)
+    if match is None:
+        return line.strip()[:200]
+    return f"{name} line {int(match[1]) - shift}: {match[2].strip()[:200]}"

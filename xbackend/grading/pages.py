@@ -1,0 +1,140 @@
+"""The gradebook as pages: one for the class, one a submission to hand back.
+
+The class page has a row a submission and kernel (its verdict, where it fails, the
+sanitizer's finding, its time and speed-ups), the names the submissions share, and the
+ranking of the equal kernels; each submission's row links to its own page, which says
+every verdict of its kernels, shape by shape where they failed, with what xbackend's own
+kernels and the vendor's took on the same device. Every string from a submission is
+escaped (``report.document``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+from xbackend.grading.gradebook import Row, passed
+from xbackend.grading.records import Records, Timing
+from xbackend.operations import Shape
+from xbackend.report.document import (
+    Block,
+    Cell,
+    Heading,
+    Paragraph,
+    Sentences,
+    Table,
+    render_html,
+)
+from xbackend.timing import format_seconds
+
+_FLAGS = {"equal": "equal", "WRONG": "bad", "NOT RUN": "notrun", "compiles": ""}
+
+
+def page_name(submission: str) -> str:
+    """The file name of a submission's page, in the ``submissions`` folder."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", submission) + ".html"
+
+
+def _size(shape: Shape) -> str:
+    return f"{shape.M}×{shape.K}·{shape.K}×{shape.N}"
+
+
+def said_time(timing: Timing | None) -> str:
+    if timing is None:
+        return ""
+    return f"{format_seconds(timing.median_s)} ±{timing.spread:.1%}"
+
+
+def _ratio(row: Row, key: str) -> str:
+    value = row.speedups.get(key)
+    return f"{value:.2f}×" if value is not None else ""
+
+
+def _row_cells(row: Row, link: bool) -> list[Cell]:
+    name = Cell(row.submission, link=f"submissions/{page_name(row.submission)}" if link else "")
+    return [
+        name, Cell(row.backend), Cell(row.variant), Cell(row.verdict, _FLAGS.get(row.verdict, "")),
+        Cell(row.shapes, "wrap"), Cell(row.finding or row.detail, "wrap"),
+        Cell(said_time(row.timing)), Cell(_ratio(row, "own naive")),
+        Cell(_ratio(row, "xbackend tiled")), Cell(_ratio(row, "vendor")),
+    ]  # fmt: skip
+
+
+_HEADER = ["submission", "backend", "kernel", "verdict", "shapes", "why (first finding)",
+           "median time ±95%", "speed-up: own naive", "xbackend tiled", "vendor"]  # fmt: skip
+
+
+def class_page(
+    rows: Sequence[Row], about: Sequence[str], shared: Sequence[str],
+    references: Mapping[str, Timing], rank: bool,
+) -> str:  # fmt: skip
+    """The class's page."""
+    submissions = list(dict.fromkeys(row.submission for row in rows))
+    equal = sum(1 for s in submissions if passed([r.verdict for r in rows if r.submission == s]))
+    blocks: list[Block] = [
+        Heading("Gradebook", 1),
+        Sentences(
+            [*about, f"{equal} of {len(submissions)} submissions equal everywhere they ran."]
+        ),
+    ]
+    if shared:
+        blocks.append(Paragraph(
+            "Names more than one submission declares (each submission is checked in a "
+            "process of its own and named by its folder, so none is refused): " + "; ".join(shared)
+        ))  # fmt: skip
+    blocks += [Table(_HEADER, [_row_cells(row, True) for row in rows], numeric=False)]
+    blocks += _references(references)
+    if rank:
+        blocks += _ranking(rows)
+    return render_html("xbackend gradebook", blocks)
+
+
+def _references(references: Mapping[str, Timing]) -> list[Block]:
+    if not references:
+        return []
+    shape = next(iter(references.values())).shape
+    rows = [[Cell(key), Cell(said_time(t)), Cell(t.clock)] for key, t in references.items()]
+    return [
+        Heading(f"xbackend's kernels and the vendor's at {_size(shape)}", 2),
+        Table(["backend and kernel", "median time ±95%", "clock"], rows, numeric=False),
+    ]  # fmt: skip
+
+
+def _ranking(rows: Sequence[Row]) -> list[Block]:
+    ranked = sorted((r for r in rows if r.rank), key=lambda r: (r.backend, r.rank or 0))
+    body = [[Cell(str(r.rank)), Cell(r.backend), Cell(r.submission), Cell(r.variant),
+             Cell(said_time(r.timing)), Cell(_ratio(r, "vendor"))] for r in ranked]  # fmt: skip
+    return [
+        Heading("Ranking: the equal kernels by median time", 2),
+        Paragraph("Two kernels whose intervals overlap are not told apart by this check."),
+        Table(["rank", "backend", "submission", "kernel", "median time ±95%", "× vendor"], body),
+    ]
+
+
+def submission_page(
+    name: str, folder: str, rows: Sequence[Row], found: Records, shapes: int,
+    references: Mapping[str, Timing],
+) -> str:  # fmt: skip
+    """One submission's page: its kernels, then every verdict that was not equal."""
+    blocks: list[Block] = [
+        Heading(f"{name}: the check of its kernels", 1),
+        Paragraph(
+            f"Folder {folder}; {shapes} shapes a kernel (edge shapes, then the "
+            "assignment's sizes), each against the float64 reference."
+        ),
+        Table(_HEADER[1:], [_row_cells(row, False)[1:] for row in rows], numeric=False),
+    ]
+    bad = [v for v in found.verdicts if v.equal is not True]
+    if bad:
+        body = [
+            [Cell(v.label), Cell(v.variant),
+             Cell(f"{v.shape.M}×{v.shape.K}·{v.shape.K}×{v.shape.N}" if v.shape else "-"),
+             Cell(v.word, _FLAGS.get(v.word, "")), Cell(v.detail, "wrap")]
+            for v in bad
+        ]  # fmt: skip
+        blocks += [
+            Heading("What to fix", 2),
+            Table(["by", "kernel", "shape", "verdict", "detail"], body, numeric=False),
+        ]
+    blocks += _references(references)
+    return render_html(f"{name}: xbackend check", blocks)

@@ -1,0 +1,134 @@
+"""A class: which folders are submissions, and the names they share.
+
+``xbackend check`` takes folders. A folder holding a ``family.toml`` is one submission (a
+student's family). A folder without one is a class: each of its sub-folders is a
+submission, whether it holds a ``family.toml`` itself or families in its own sub-folders
+(a student who wrote two). A sub-folder with kernel files and no manifest is a
+submission too, which gets that as its verdict rather than being left out unseen.
+
+Each submission is checked in a process of its own, where its families are the only
+user families: students who copied the example's manifest (family ``student``, variants
+``student_naive`` and ``student_tiled``) do not clash. What they share is said once,
+for all of them (``shared_names``), and every line of the gradebook names its
+submission by its folder.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+
+from xbackend.errors import XBackendError
+from xbackend.families.manifest import MANIFEST
+
+KERNEL_SUFFIXES = (".cu", ".cl")
+
+
+@dataclasses.dataclass(frozen=True)
+class Submission:
+    """One student's folder: its name in the class and where it is."""
+
+    name: str  # the folder's name; its parent's too where two submissions share one
+    folder: Path
+    problem: str = ""  # why it cannot be checked at all ("" where it can)
+
+    @property
+    def manifests(self) -> list[Path]:
+        """Its family manifests: the folder's own, else its sub-folders'."""
+        if (self.folder / MANIFEST).is_file():
+            return [self.folder / MANIFEST]
+        return sorted(self.folder.glob(f"*/{MANIFEST}"))
+
+
+def find(folders: Sequence[str | Path]) -> list[Submission]:
+    """The submissions of ``folders``, in the order given, each class's sorted by name;
+    an error naming the folder where one is not a folder or holds nothing to check."""
+    found: list[Submission] = []
+    for given in folders:
+        folder = Path(given)
+        if not folder.is_dir():
+            raise XBackendError(f"{folder}: no such folder of kernels")
+        if (folder / MANIFEST).is_file():
+            found.append(Submission(folder.resolve().name, folder.resolve()))
+            continue
+        made = [_submission(sub) for sub in sorted(folder.iterdir()) if _candidate(sub)]
+        inside = [each for each in made if each is not None]
+        if not inside:
+            raise XBackendError(
+                f"{folder}: holds no {MANIFEST}, nor do its sub-folders (a submission is a "
+                f"folder with a {MANIFEST} beside its .cu/.cl files: docs/kernels.md)"
+            )
+        found += inside
+    return _named_apart(found)
+
+
+def _candidate(path: Path) -> bool:
+    return path.is_dir() and not path.name.startswith((".", "_"))
+
+
+def _submission(folder: Path) -> Submission | None:
+    """The submission in a class's sub-folder; None for a folder with nothing to check
+    (no manifest and no kernel file at any depth of two)."""
+    folder = folder.resolve()
+    if (folder / MANIFEST).is_file() or any(folder.glob(f"*/{MANIFEST}")):
+        return Submission(folder.name, folder)
+    kernels = [p for p in folder.rglob("*") if p.suffix in KERNEL_SUFFIXES]
+    if not kernels:
+        return None
+    shown = ", ".join(sorted(p.name for p in kernels)[:3])
+    return Submission(
+        folder.name, folder, f"no {MANIFEST} beside its kernels ({shown}): docs/kernels.md"
+    )
+
+
+def _named_apart(found: list[Submission]) -> list[Submission]:
+    """The same folder given twice is checked once; two folders of one name (two
+    classes' ``alice``) are named by their parent folder too."""
+    unique = list({each.folder: each for each in found}.values())
+    counts: dict[str, int] = defaultdict(int)
+    for each in unique:
+        counts[each.name] += 1
+    return [
+        dataclasses.replace(each, name=f"{each.folder.parent.name}/{each.name}")
+        if counts[each.name] > 1
+        else each
+        for each in unique
+    ]
+
+
+def shared_names(submissions: Sequence[Submission]) -> list[str]:
+    """Each family or variant name declared by more than one submission, with theirs:
+    ``family 'student' (alice, bob, carol)``. A manifest that cannot be read is left to
+    its own submission's verdict."""
+    owners: dict[str, list[str]] = defaultdict(list)
+    for each in submissions:
+        names: set[str] = set()
+        for manifest in each.manifests:
+            names |= _declared_names(manifest)
+        for name in sorted(names):
+            owners[name].append(each.name)
+    return [
+        f"{name} ({', '.join(who[:8])}{' ...' if len(who) > 8 else ''})"
+        for name, who in owners.items()
+        if len(who) > 1
+    ]
+
+
+def _declared_names(manifest: Path) -> set[str]:
+    """The family and variant names a manifest declares, as the manifest reader reads
+    them (the family's defaults to its folder's name); none where it does not parse."""
+    try:
+        data = tomllib.loads(manifest.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, tomllib.TOMLDecodeError):
+        return set()
+    head = data.get("family")
+    family = head.get("name") if isinstance(head, dict) else None
+    names = {f"family '{family if isinstance(family, str) else manifest.parent.name}'"}
+    entries = data.get("variant")
+    for entry in entries if isinstance(entries, list) else []:
+        if isinstance(entry, dict) and isinstance(entry.get("name"), str):
+            names.add(f"variant '{entry['name']}'")
+    return names
