@@ -326,7 +326,7 @@ Write-write data race at local memory address 0x1000000000000
 
 
 def test_oclgrinds_reports_are_read_kernel_by_kernel():
-    from xbackend.grading.oclgrind import findings as sanitizer_findings
+    from xbackend.grading.sanitizers import findings as sanitizer_findings
 
     found = sanitizer_findings(OCLGRIND_LOG)
     assert set(found) == {"matmul_unguarded", "matmul_racy"}

@@ -19,7 +19,7 @@ import pytest
 from conftest import run_xbackend
 
 from xbackend import families
-from xbackend.grading.oclgrind import sanitize
+from xbackend.grading.sanitizers import sanitize
 from xbackend.pytest_plugin import needs_backend
 
 ROOT = Path(__file__).resolve().parent.parent

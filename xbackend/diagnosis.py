@@ -195,6 +195,8 @@ def _stop_sentence(k: int, K: int, tile: int | None) -> str:
         why = f": the last partial tile of K (K mod TILE = {K % tile}) is dropped"
     else:
         why = ": the last one is dropped (k < K - 1?)" if k == K - 1 else ""
+    if k == 0:  # K under one tile: the only tile is the partial one
+        return f"sums none of its {K} products{why}"
     return f"sums only the first {k} of {K} products{why}"
 
 

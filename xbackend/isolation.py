@@ -202,7 +202,7 @@ class _Child:
             with _sigint_ignored():  # inherited: Ctrl-C is the parent's to handle
                 self.process = subprocess.Popen(
                     [sys.executable, "-c", serve], pass_fds=theirs, stdin=subprocess.DEVNULL,
-                    env=_child_environment(),
+                    env=child_environment(),
                 )  # fmt: skip
         finally:
             for fd in theirs:
@@ -282,7 +282,7 @@ def _timed_out(timeout_s: float, doing: str) -> str:
     )
 
 
-def _child_environment() -> dict[str, str]:
+def child_environment() -> dict[str, str]:
     """The parent's environment, with this xbackend first on the child's path (a source
     checkout that is not installed runs the same)."""
     package_root = str(Path(__file__).resolve().parent.parent)

@@ -12,6 +12,7 @@ each compiled module is kept in xbackend's cache of cubins (``cubins.py``).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from types import TracebackType
@@ -49,6 +50,10 @@ FLUSH_FLOOR_BYTES = 64 * 2**20
 def _include_dirs(family: str) -> list[str]:
     return [str(folder) for folder in include_folders(family, "cuda")]
 
+
+# Set (to anything) to build every kernel with -lineinfo: compute-sanitizer then names the
+# line of the kernel's file of each report (``grading/cuda_sanitizer.py``).
+LINEINFO_ENV = "XBACKEND_CUDA_LINEINFO"
 
 # The bit pattern of a float32 quiet NaN, for cuMemsetD32.
 _NAN_BITS_F32 = 0x7FC00000
@@ -198,8 +203,8 @@ class _CudaDevice(Device):
         for buffer, array in copies:
             drv.memcpy_htod(buffer, array)
 
-    def download(self, target: np.ndarray[Any, Any], buffer: Any) -> None:
-        drv.memcpy_dtoh(target, buffer)
+    def download(self, target: np.ndarray[Any, Any], buffer: Any, offset: int = 0) -> None:
+        drv.memcpy_dtoh(target, int(buffer) + offset)
 
     def fill(self, targets: Sequence[tuple[Any, int]], dtype: np.dtype[Any]) -> None:
         # NaN for floats (0x7FC00000 in every 32-bit word is a NaN in float64
@@ -383,6 +388,8 @@ class CudaBackend(CompiledBackend):
         again); for the architecture named, since a thread of ``prebuild`` has no
         current context."""
         folders = _include_dirs(family)
+        if os.environ.get(LINEINFO_ENV):  # a sanitizer's reports name the kernel's lines
+            options = (*options, "-lineinfo")
         return cubin(source, options, self._arch, folders, extern_c(source), fresh=fresh)
 
     def _gate(self) -> _Gate:

@@ -9,6 +9,7 @@ arguments, queueing, the clock) is the ``Device`` handle each backend hands it.
 from __future__ import annotations
 
 import abc
+import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -16,8 +17,9 @@ import numpy as np
 
 from xbackend.backends.interface import Execution
 from xbackend.backends.launch import OUTPUT, Product, Step
+from xbackend.backends.operands import poison_value
 from xbackend.backends.stamps import StampSlots, StampTimer
-from xbackend.errors import UnsupportedParameter
+from xbackend.errors import UnsupportedParameter, XBackendError
 
 Array = np.ndarray[Any, Any]
 Queued = Callable[[], Any]  # queues one step; returns its event, if the device has them
@@ -51,8 +53,9 @@ class Device(abc.ABC):
         """Copy each host array into its buffer, and wait for the copies."""
 
     @abc.abstractmethod
-    def download(self, target: Array, buffer: Any) -> None:
-        """Copy a buffer into the host array ``target``, and wait for the copy."""
+    def download(self, target: Array, buffer: Any, offset: int = 0) -> None:
+        """Copy a buffer, from ``offset`` bytes in, into the host array ``target``, and
+        wait for the copy."""
 
     @abc.abstractmethod
     def fill(self, targets: Sequence[tuple[Any, int]], dtype: np.dtype[Any]) -> None:
@@ -86,6 +89,21 @@ class Device(abc.ABC):
         """Give back an array made by ``pinned``."""
 
 
+RED_ZONE_ENV = "XBACKEND_RED_ZONE"  # set (``check`` does): C gets a zone past its end
+
+
+class WroteOutOfBounds(XBackendError):
+    """A kernel wrote into the poisoned zone past the end of C (``RED_ZONE_ENV``)."""
+
+
+def red_zone(elements: int) -> int:
+    """The elements past C's end to poison and check: as many as C has (at least 4096),
+    which holds every write of a kernel that skips its bounds guard (a launch rounds M
+    and N up to a tile: it writes at most a tile of rows past the end); none unless
+    ``RED_ZONE_ENV`` is set (to anything but 0)."""
+    return max(4096, elements) if os.environ.get(RED_ZONE_ENV, "") not in ("", "0") else 0
+
+
 class LaunchExecution(Execution):
     """A planned product on a device: its buffers, and its steps bound to them."""
 
@@ -97,9 +115,12 @@ class LaunchExecution(Execution):
             name: device.allocate(array.nbytes, "read") for name, array in self._inputs.items()
         }
         # Read-write, as a kernel declares C (``float *C``): one that reads it reads the
-        # poison, not memory a sanitizer calls invalid.
-        self._buffers[OUTPUT] = device.allocate(self._C.nbytes, "read_write")
-        self._poisoned = [(self._buffers[OUTPUT], self._C.nbytes)]
+        # poison, not memory a sanitizer calls invalid. Past its end, where asked, a zone
+        # poisoned too: an element written there is a write out of bounds.
+        self._zone = red_zone(self._C.size)
+        nbytes = self._C.nbytes + self._zone * self._C.itemsize
+        self._buffers[OUTPUT] = device.allocate(nbytes, "read_write")
+        self._poisoned = [(self._buffers[OUTPUT], nbytes)]
         for name, nbytes in product.workspaces.items():
             self._buffers[name] = device.allocate(nbytes, "read_write")
             self._poisoned.append((self._buffers[name], nbytes))
@@ -157,7 +178,22 @@ class LaunchExecution(Execution):
 
     def download(self) -> Array:
         self._device.download(self._C, self._buffers[OUTPUT])
+        if self._zone:
+            self._check_zone()
         return self._C
+
+    def _check_zone(self) -> None:
+        """Raise ``WroteOutOfBounds`` where the kernel wrote past the end of C."""
+        zone = np.empty(self._zone, dtype=self._C.dtype)
+        self._device.download(zone, self._buffers[OUTPUT], self._C.nbytes)
+        poison = poison_value(self._C.dtype)
+        kept = np.isnan(zone) if self._C.dtype.kind == "f" else zone == poison
+        written = np.flatnonzero(~kept)
+        if written.size:
+            raise WroteOutOfBounds(
+                f"the kernel wrote {written.size} elements past the end of C (of "
+                f"{self._C.size}), the first at C[{self._C.size + int(written[0])}]"
+            )
 
     def release(self) -> None:
         for buffer in self._buffers.values():

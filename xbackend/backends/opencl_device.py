@@ -60,8 +60,8 @@ class ClDevice(Device):
             last = number == len(copies)  # the in-order queue: waiting for the last waits all
             cl.enqueue_copy(self._queue, buffer, array, is_blocking=last)
 
-    def download(self, target: np.ndarray[Any, Any], buffer: Any) -> None:
-        cl.enqueue_copy(self._queue, target, buffer, is_blocking=True)
+    def download(self, target: np.ndarray[Any, Any], buffer: Any, offset: int = 0) -> None:
+        cl.enqueue_copy(self._queue, target, buffer, src_offset=offset, is_blocking=True)
 
     def fill(self, targets: Sequence[tuple[Any, int]], dtype: np.dtype[Any]) -> None:
         pattern = np.array(poison_value(dtype), dtype=dtype)

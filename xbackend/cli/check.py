@@ -326,10 +326,11 @@ class _Book:
                 print(f"  {row.backend} {row.variant}: {said} (ratios of medians)")
 
     def _ranking(self) -> None:
-        ranked = sorted((r for r in self.rows if r.rank), key=lambda r: (r.backend, r.rank or 0))
+        ranked = sorted((r for r in self.rows if r.rank), key=pages.rank_order)
         print("\nranking of the equal kernels by median time:")
         for row in ranked:
-            print(f"  {row.rank:3d}. {row.backend:8s} {row.submission:16s} {row.variant:22s} "
-                  f"{pages.said_time(row.timing)}")  # fmt: skip
+            dtype = row.timing.dtype if row.timing else ""
+            print(f"  {row.rank:3d}. {row.backend:8s} {dtype:8s} {row.submission:16s} "
+                  f"{row.variant:22s} {pages.said_time(row.timing)}")  # fmt: skip
         if not ranked:
             print("  none: no kernel was equal everywhere and timed")

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
+import os
 import shutil
 import sys
 from collections import defaultdict
@@ -22,6 +24,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from xbackend import families
+from xbackend.backends.execution import RED_ZONE_ENV
+from xbackend.backends.kernels import extern_c
 from xbackend.cli.compare import open_backends
 from xbackend.cli.exits import EXIT_USAGE
 from xbackend.errors import XBackendError
@@ -34,9 +38,9 @@ from xbackend.grading.checking import (
     unrunnable,
 )
 from xbackend.grading.gradebook import row_backend
-from xbackend.grading.oclgrind import SHAPES as SANITIZED_SHAPES
-from xbackend.grading.oclgrind import sanitize
 from xbackend.grading.records import Verdict
+from xbackend.grading.sanitizers import CUDA_TOOLS, Sanitized, sanitize, sanitize_cuda
+from xbackend.grading.sanitizers import SHAPES as SANITIZED_SHAPES
 from xbackend.isolation import Isolation
 from xbackend.timing import format_seconds
 
@@ -71,6 +75,9 @@ def _book(path: str | None) -> Iterator[Book]:
 def run(args: argparse.Namespace, shapes: list[Any]) -> int:
     """Check the folders' kernels here; the exit status says how it went."""
     families.add_folders(args.folders)
+    # A write past C's end is seen, here and in the kernels' process (not under a
+    # sanitizer, which runs this with 0: it must see C's own end).
+    os.environ.setdefault(RED_ZONE_ENV, "1")
     variants = _variants(args)
     with _book(args.records) as book:
         for each in variants:
@@ -108,7 +115,7 @@ def _variants(args: argparse.Namespace) -> list[str]:
 
 
 def _described(variant: str) -> records.Described:
-    spec = next(s for each in families.catalogue() for _, s in each.variants if s.name == variant)
+    spec = families.find_variant(variant)
     family = families.family(spec.family)
     files = {language: path.name for language, path in family.sources.items()}
     dtype = "float32" if not spec.dtypes or "float32" in spec.dtypes else spec.dtypes[0]
@@ -165,32 +172,65 @@ def _checked(
 def _sanitized(
     args: argparse.Namespace, book: Book, opened: list[Any], variants: list[str]
 ) -> set[tuple[str, str]]:
-    """oclgrind's verdicts, where it runs (``--sanitize``), one run per variant: a report
-    is a wrong kernel; one oclgrind flagged for an access out of bounds, or did not finish
-    checking (its cap on reports, a crash, a timeout), is not run natively, said as a
-    verdict of its own. The (backend, variant) pairs not to run natively."""
-    path = shutil.which("oclgrind")
-    wanted = args.sanitize == "on" or (args.sanitize == "auto" and path)
-    label, opencl = next(((lb, b) for lb, b in opened if b.name == "opencl"), ("", None))
-    if not wanted or opencl is None:
-        return set()
-    if path is None:
-        raise XBackendError("--sanitize on needs oclgrind (apt-get install oclgrind)")
-    print(f"oclgrind: the OpenCL kernels at {len(SANITIZED_SHAPES)} small edge shapes first")
+    """The sanitizers' verdicts, where they run (``--sanitize``: oclgrind for OpenCL,
+    compute-sanitizer for CUDA), one run per variant: a report is a wrong kernel; one
+    flagged for an access out of bounds, or whose run did not finish (a cap on reports,
+    a crash, a timeout), is not run natively, said as a verdict of its own. The (backend,
+    variant) pairs not to run natively."""
     unsafe = set()
-    for variant in [v for v in variants if v in opencl.variants()]:
-        done = sanitize(args.folders, variant, path, args.seed, dtype_of(args, variant))
-        file = families.family(opencl.variant_spec(variant).family).sources["opencl"].name
-        if done.finding is not None:
-            _say(Verdict("oclgrind", variant, None, False, done.finding.said(file)), book)
-        if done.runs_natively:
+    for label, backend in opened:
+        tool = _tool(args, backend.name)
+        if tool is None:
             continue
-        unsafe.add((label, variant))
-        bounds = done.finding.out_of_bounds if done.finding else ""
-        why = f"it {bounds} out of bounds under oclgrind (fix that first)" if bounds else ""
-        why = why or f"oclgrind did not finish checking it ({done.unfinished})"
-        _say(Verdict(label, variant, None, None, f"not run natively: {why}"), book)
+        mine = [v for v in variants if v in backend.variants()]
+        print(f"{Path(tool).name}: the {backend.name} kernels at {len(SANITIZED_SHAPES)} "
+              "small edge shapes first", flush=True)  # fmt: skip
+        for variant in mine:
+            source = families.family(backend.variant_spec(variant).family).sources
+            file = source[backend.name]
+            done = _sanitize(args, backend.name, tool, variant, file)
+            name = "oclgrind" if backend.name == "opencl" else "compute-sanitizer"
+            if done.finding is not None:
+                _say(Verdict(name, variant, None, False, done.finding.said(file.name)), book)
+            if done.runs_natively:
+                continue
+            unsafe.add((label, variant))
+            bounds = done.finding.out_of_bounds if done.finding else ""
+            why = f"it {bounds} out of bounds under {name} (fix that first)" if bounds else ""
+            why = why or f"{name} did not finish checking it ({done.unfinished})"
+            _say(Verdict(label, variant, None, None, f"not run natively: {why}"), book)
     return unsafe
+
+
+def _tool(args: argparse.Namespace, language: str) -> str | None:
+    """The sanitizer of ``language`` to run, or None (``--sanitize off``, or ``auto`` and
+    not installed); ``--sanitize on`` without one is an error naming how to get it."""
+    if args.sanitize == "off" or language not in ("opencl", "cuda"):
+        return None
+    name = "oclgrind" if language == "opencl" else "compute-sanitizer"
+    cuda = Path(os.environ.get("CUDA_HOME", "/usr/local/cuda")) / "bin" / name
+    found = shutil.which(name) or (str(cuda) if language == "cuda" and cuda.is_file() else None)
+    if found is None and args.sanitize == "on" and language == "opencl":
+        raise XBackendError("--sanitize on needs oclgrind (apt-get install oclgrind)")
+    return found
+
+
+def _sanitize(
+    args: argparse.Namespace, language: str, tool: str, variant: str, file: Path
+) -> Sanitized:
+    dtype = dtype_of(args, variant)
+    if language == "opencl":
+        return sanitize(args.folders, variant, tool, args.seed, dtype)
+    text = file.read_text(errors="replace")
+    shift = 0 if extern_c(text) else 1  # the line extern "C" { the build puts first
+    staged = bool(families.find_variant(variant).staged)  # racecheck: shared memory's races
+    tools = CUDA_TOOLS if staged else CUDA_TOOLS[:1]
+    done = sanitize_cuda(args.folders, variant, tool, args.seed, dtype, shift, tools)
+    lines = text.splitlines()
+    if done.finding is not None and 0 < done.finding.line <= len(lines):  # its code, as oclgrind's
+        code = lines[done.finding.line - 1].strip()[:120]
+        return dataclasses.replace(done, finding=dataclasses.replace(done.finding, code=code))
+    return done
 
 
 def _say(verdict: Verdict, book: Book) -> None:

@@ -36,6 +36,7 @@ __all__ = [
     "catalogue",
     "family",
     "find",
+    "find_variant",
     "provenance",
     "shipped_variants",
     "user_folders",
@@ -143,6 +144,14 @@ def _check_variants(families: list[Family]) -> None:
 def find(name: str) -> Family | None:
     """The family named ``name``, or None."""
     return next((each for each in catalogue() if each.name == name), None)
+
+
+def find_variant(name: str) -> VariantSpec:
+    """The variant named ``name``, of any family and operation (the first declared)."""
+    found = next((s for each in catalogue() for _, s in each.variants if s.name == name), None)
+    if found is None:
+        raise ManifestError(f"no variant named '{name}' in any kernel family")
+    return found
 
 
 def family(name: str) -> Family:

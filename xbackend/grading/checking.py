@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from xbackend import families
+from xbackend.backends.execution import WroteOutOfBounds
 from xbackend.backends.launch import KernelLaunch
 from xbackend.backends.plans import plan_tiled
 from xbackend.configs import Config
@@ -88,7 +89,17 @@ def check_variant(
         try:
             config = Config(label, backend, MM.name, variant, spec.default_tile, dtype)
             result = _measured(isolation, config, A, B, warmup=0, samples=0).result
-        except (KernelTimeout, KernelCrashed, ChildError) as error:  # its process went
+        except WroteOutOfBounds as error:  # measured here: C's zone was written
+            yield Verdict(label, variant, shape, False, str(error))
+            continue
+        except ChildError as error:
+            if not str(error).startswith(WroteOutOfBounds.__name__):
+                yield Verdict(label, variant, shape, None, str(error).splitlines()[0])
+                return  # its process went on, but not at the larger shapes
+            text = str(error).split(": ", 1)[1]  # measured in its process: the same
+            yield Verdict(label, variant, shape, False, text.split(" (at ")[0])
+            continue
+        except (KernelTimeout, KernelCrashed) as error:  # its process went
             yield Verdict(label, variant, shape, None, str(error).splitlines()[0])
             return  # wrong: the larger shapes are not run
         except KernelCompileError as error:  # the compiler's own words, not just "failed"
@@ -154,7 +165,7 @@ def timing(
         return None
     low, high = median_interval(kept)
     median = float(np.median(kept))
-    return Timing(label, variant, shape, median, low, high, measured.clock, len(kept))
+    return Timing(label, variant, shape, median, low, high, measured.clock, len(kept), dtype)
 
 
 def unrunnable(variants: Sequence[str], opened: Sequence[tuple[str, Backend]]) -> dict[str, str]:
@@ -164,9 +175,7 @@ def unrunnable(variants: Sequence[str], opened: Sequence[tuple[str, Backend]]) -
     for variant in variants:
         if any(variant in backend.variants() for _, backend in opened):
             continue
-        spec = next(
-            s for each in families.catalogue() for _, s in each.variants if s.name == variant
-        )
+        spec = families.find_variant(variant)
         languages = ", ".join(families.family(spec.family).sources) or "none"
         here = ", ".join(label for label, _ in opened) or "none"
         found[variant] = f"no backend here runs it (its kernels are {languages}; here: {here})"

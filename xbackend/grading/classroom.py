@@ -23,6 +23,7 @@ from typing import IO
 from xbackend.grading import records
 from xbackend.grading.records import Records, Verdict
 from xbackend.grading.submissions import Submission
+from xbackend.isolation import child_environment
 
 DEFAULT_TIMEOUT_S = 1800.0  # one submission's whole check; each kernel step has its own
 
@@ -56,7 +57,7 @@ def check(
     started = time.monotonic()
     with _output(folder / "check.log" if quiet else None) as out:
         child = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT if quiet else None,
-                                 start_new_session=quiet)  # fmt: skip
+                                 start_new_session=quiet, env=child_environment())  # fmt: skip
         try:
             status = child.wait(timeout=timeout_s)
             ended = "" if status >= 0 else _signal_name(-status)

@@ -52,7 +52,7 @@ def nvcc_verdicts(
     if compiler is None or any(backend.name == "cuda" for _, backend in opened):
         return
     for variant in variants:
-        spec = _spec(variant)
+        spec = families.find_variant(variant)
         if "cuda" not in families.family(spec.family).sources or spec.default_tile is None:
             continue
         element = dtype or ("float32" if not spec.dtypes or "float32" in spec.dtypes
@@ -67,10 +67,6 @@ def nvcc_verdicts(
         else:
             yield Verdict("nvcc", variant, None, True,
                           f"compiled for {ARCH}; no CUDA device here to run it")  # fmt: skip
-
-
-def _spec(variant: str) -> families.VariantSpec:
-    return next(s for each in families.catalogue() for _, s in each.variants if s.name == variant)
 
 
 @functools.cache

@@ -88,7 +88,8 @@ def rows(
                 _file(what, backend), verdict_of(verdicts), shapes_of(verdicts, shapes),
                 _finding(verdicts), _first_detail(verdicts), timed, ratios, tuple(verdicts))
         )  # fmt: skip
-    return made
+    order = {d.variant: index for index, d in enumerate(found.variants)}
+    return sorted(made, key=lambda row: (order.get(row.variant, len(order)), row.backend))
 
 
 def _file(what: Described | None, backend: str) -> str:
@@ -158,18 +159,19 @@ def _speedups(
         found["own naive"] = naive.median_s / timed.median_s
     for name, key in (("tiled", "xbackend tiled"), ("vendor", "vendor")):
         other = references.get(f"{backend} {name}")
-        if other is not None and other.shape == timed.shape:
+        if other is not None and (other.shape, other.dtype) == (timed.shape, timed.dtype):
             found[key] = other.median_s / timed.median_s
     return found
 
 
 def ranked(all_rows: Sequence[Row]) -> list[Row]:
-    """The rows with ``rank`` set: the equal, timed kernels of each backend by median
-    time, fastest first (the interval beside says where two are not told apart)."""
-    by_backend: dict[str, list[Row]] = defaultdict(list)
+    """The rows with ``rank`` set: the equal, timed kernels of each backend and element
+    type by median time, fastest first (the interval beside says where two are not told
+    apart)."""
+    by_backend: dict[tuple[str, str], list[Row]] = defaultdict(list)
     for row in all_rows:
         if row.verdict == "equal" and row.timing is not None:
-            by_backend[row.backend].append(row)
+            by_backend[row.backend, row.timing.dtype].append(row)
     ranks = {}
     for group in by_backend.values():
         group.sort(key=lambda row: row.timing.median_s if row.timing else 0.0)

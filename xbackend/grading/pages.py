@@ -100,14 +100,21 @@ def _references(references: Mapping[str, Timing]) -> list[Block]:
     ]  # fmt: skip
 
 
+def rank_order(row: Row) -> tuple[str, str, int]:
+    """Backend, element type, then rank: how a ranking is listed."""
+    return (row.backend, row.timing.dtype if row.timing else "", row.rank or 0)
+
+
 def _ranking(rows: Sequence[Row]) -> list[Block]:
-    ranked = sorted((r for r in rows if r.rank), key=lambda r: (r.backend, r.rank or 0))
-    body = [[Cell(str(r.rank)), Cell(r.backend), Cell(r.submission), Cell(r.variant),
-             Cell(said_time(r.timing)), Cell(_ratio(r, "vendor"))] for r in ranked]  # fmt: skip
+    ranked = sorted((r for r in rows if r.rank), key=rank_order)
+    body = [[Cell(str(r.rank)), Cell(r.backend), Cell(r.timing.dtype if r.timing else ""),
+             Cell(r.submission), Cell(r.variant), Cell(said_time(r.timing)),
+             Cell(_ratio(r, "vendor"))] for r in ranked]  # fmt: skip
+    header = ["rank", "backend", "type", "submission", "kernel", "median time ±95%", "× vendor"]
     return [
         Heading("Ranking: the equal kernels by median time", 2),
         Paragraph("Two kernels whose intervals overlap are not told apart by this check."),
-        Table(["rank", "backend", "submission", "kernel", "median time ±95%", "× vendor"], body),
+        Table(header, body),
     ]
 
 

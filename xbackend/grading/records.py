@@ -47,6 +47,7 @@ class Timing:
     high_s: float
     clock: str  # "globaltimer" (the device's span), else the API's events
     samples: int
+    dtype: str = "float32"
 
     @property
     def spread(self) -> float:

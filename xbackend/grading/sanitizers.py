@@ -1,0 +1,274 @@
+"""A submission's kernels under the sanitizers, one variant a run, failing closed.
+
+oclgrind simulates an OpenCL device and reports out-of-bounds accesses, data races and
+reads of uninitialized memory; compute-sanitizer runs CUDA kernels on the GPU under its
+memcheck (out-of-bounds accesses) and racecheck (shared-memory races) tools. Each names
+the kernel and the line of its file. One run a variant: its reports are its own,
+whatever other kernels are called, and one kernel's flood of reports cannot hide
+another's. A variant flagged for an access out of bounds, or whose run did not finish (a
+crash, its deadline, a cap on reports), is not run natively: it could corrupt the memory
+of the process that runs it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from xbackend.backends.execution import RED_ZONE_ENV
+from xbackend.grading import records
+from xbackend.isolation import child_environment
+from xbackend.operations import Shape
+
+# oclgrind's report of one access: what it was, the kernel, and the line of the source.
+_REPORT = re.compile(
+    r"^(?P<what>(?:Invalid|Uninitialized|Possible|[\w-]+ data race)[^\n]*)\n"
+    r"\tKernel: (?P<kernel>\w+)\n(?:\t[^\n]*\n)*?"
+    r"\tAt line (?P<line>\d+) \(column \d+\) of input\.cl:\n\t  (?P<code>[^\n]*)",
+    re.MULTILINE,
+)
+SHAPES = (Shape(7, 13, 5), Shape(33, 20, 17))  # every edge guard, K past a tile
+TIMEOUT_S = 180  # one variant's run under oclgrind (seconds): a correct kernel's takes 2-10 s
+MAX_ERRORS = 100_000  # oclgrind's cap on reports (its own default, 1000, is met by one kernel)
+_CAPPED = "errors generated - suppressing further errors"
+# The worst first: an access out of bounds can corrupt memory, a race gives a wrong result
+# on some device, a read of memory never written gives whatever was there.
+_SEVERITY = ("Invalid write", "Invalid read", "data race", "Uninitialized")
+
+
+@dataclasses.dataclass(frozen=True)
+class Finding:
+    """A kernel's worst report (what it was, at which line of its file), and whether any
+    of its reports was an access out of bounds, and which."""
+
+    kernel: str
+    what: str  # "Invalid write of size 4 (global)"
+    line: int
+    code: str  # the line's source, "" where oclgrind had none
+    reads_out_of_bounds: bool = False
+    writes_out_of_bounds: bool = False
+
+    @property
+    def out_of_bounds(self) -> str:
+        """ "reads and writes", "writes", "reads" out of bounds, or ""."""
+        both = [w for w, on in (("reads", self.reads_out_of_bounds),
+                                ("writes", self.writes_out_of_bounds)) if on]  # fmt: skip
+        return " and ".join(both)
+
+    def said(self, file: str) -> str:
+        """The report as a verdict's detail: what, where, the line's code."""
+        code = f": {self.code}" if self.code else ""
+        where = f"{file} line {self.line}" if self.line else file
+        return f"{self.what}: {where}{code}"
+
+
+def _rank(what: str) -> int:
+    return next((i for i, word in enumerate(_SEVERITY) if word in what), len(_SEVERITY))
+
+
+def findings(log: str) -> dict[str, Finding]:
+    """Each kernel's worst report in oclgrind's output (the first of the worst kind)."""
+    found: dict[str, Finding] = {}
+    reads: set[str] = set()
+    writes: set[str] = set()
+    for match in _REPORT.finditer(log):
+        what = re.sub(r" (?:at |to |from )?(global|local|private) memory address 0x[0-9a-f]+",
+                      r" (\1)", match["what"])  # fmt: skip
+        kernel, code = match["kernel"], match["code"].strip()
+        code = "" if code == "(source not available)" else code
+        if what.startswith("Invalid write"):
+            writes.add(kernel)
+        elif what.startswith("Invalid read"):
+            reads.add(kernel)
+        first = found.get(kernel)
+        if first is None or _rank(what) < _rank(first.what):
+            found[kernel] = Finding(kernel, what, int(match["line"]), code)
+    return {
+        kernel: dataclasses.replace(
+            finding, reads_out_of_bounds=kernel in reads, writes_out_of_bounds=kernel in writes
+        )
+        for kernel, finding in found.items()
+    }
+
+
+@dataclasses.dataclass(frozen=True)
+class Sanitized:
+    """oclgrind's word on one variant: its worst report, if any, and why oclgrind did not
+    finish checking it ("" where it did: then no report means no fault at those shapes)."""
+
+    finding: Finding | None
+    unfinished: str = ""
+
+    @property
+    def runs_natively(self) -> bool:
+        """Safe to run natively: finished, with no access out of bounds."""
+        return not self.unfinished and not (self.finding and self.finding.out_of_bounds)
+
+
+def _under(
+    prefix: Sequence[str], folders: Sequence[str], variant: str, backend: str, seed: int,
+    dtype: str, timeout_s: float, env: dict[str, str],
+) -> tuple[str, records.Records, int | None]:  # fmt: skip
+    """Check one variant at ``SHAPES`` in a process of its own (``check --one``) under
+    the tool ``prefix`` runs: the tool's output, the check's records, and its exit status
+    (None: it ran past ``timeout_s``, its output so far kept)."""
+    sizes = ",".join(f"{s.M}x{s.K}x{s.N}" for s in SHAPES)
+    with tempfile.TemporaryDirectory(prefix="xbackend-sanitize-") as out:
+        kept = Path(out) / "records.jsonl"
+        command = [*prefix, sys.executable, "-m", "xbackend", "check", *folders, "--one",
+                   "--records", str(kept), "--variants", variant, "--backends", backend,
+                   "--steps", "0", "--shapes", sizes, "--seed", str(seed), "--dtype", dtype,
+                   "--no-times", "--sanitize", "off"]  # fmt: skip
+        try:
+            environment = {**child_environment(), RED_ZONE_ENV: "0", **env}  # C's own end
+            done = subprocess.run(command, capture_output=True, text=True, env=environment,
+                                  timeout=timeout_s)  # fmt: skip
+        except subprocess.TimeoutExpired as expired:
+            said = [part.decode(errors="replace") if isinstance(part, bytes) else part or ""
+                    for part in (expired.stdout, expired.stderr)]  # fmt: skip
+            return "\n".join(said), records.read(kept), None
+        return done.stdout + "\n" + done.stderr, records.read(kept), done.returncode
+
+
+def sanitize(
+    folders: Sequence[str], variant: str, oclgrind: str, seed: int, dtype: str = "float32",
+    timeout_s: float = TIMEOUT_S,
+) -> Sanitized:  # fmt: skip
+    """Run one variant of the folders under oclgrind, unoptimized builds (oclgrind 21.10
+    reads every access of them). Done means that check wrote its last record with no
+    report cut off."""
+    prefix = [oclgrind, "--data-races", "--uninitialized", "--max-errors", str(MAX_ERRORS)]
+    env = {"XBACKEND_OPENCL_OPTIONS": "-cl-opt-disable"}
+    log, inner, status = _under(prefix, folders, variant, "opencl", seed, dtype, timeout_s, env)
+    finding = _worst(findings(log))
+    if status is None:
+        return Sanitized(finding, f"oclgrind took more than {timeout_s:g} s")
+    return Sanitized(finding, _unfinished(inner, "oclgrind", status, log, _CAPPED in log))
+
+
+def _unfinished(inner: records.Records, tool: str, status: int, log: str, capped: bool) -> str:
+    """Why a tool's run did not check the variant through ("" where it did)."""
+    gone = _gone(inner.verdicts)
+    if gone:  # a hang or a crash under the tool would be one natively too
+        return gone
+    if capped:
+        return f"{tool} stopped reporting at its cap of errors"
+    if not inner.done:
+        said = [line for line in log.strip().splitlines() if line.strip()][-1:] or ["nothing"]
+        return f"{tool} ended early (exit {status}): {said[0][:200]}"
+    return ""
+
+
+def _gone(verdicts: Sequence[records.Verdict]) -> str:
+    """How the kernel's own process went under oclgrind, where it hung or died: at which
+    shape, and the isolation's words ("" where it did not)."""
+    for verdict in verdicts:
+        if verdict.equal is None and verdict.shape is not None:
+            said = verdict.detail
+            if said.startswith("timed out") or said.startswith("the kernel's process"):
+                shape = verdict.shape
+                return f"its run at {shape.M}×{shape.K}·{shape.K}×{shape.N} {said.split(':')[0]}"
+    return ""
+
+
+def _worst(by_kernel: dict[str, Finding]) -> Finding | None:
+    """The worst of a run's reports, with every out-of-bounds kind of any kernel's on it
+    (one variant a run: they are its kernels' reports)."""
+    found = list(by_kernel.values())
+    if not found:
+        return None
+    worst = min(found, key=lambda each: _rank(each.what))
+    return dataclasses.replace(
+        worst,
+        reads_out_of_bounds=any(each.reads_out_of_bounds for each in found),
+        writes_out_of_bounds=any(each.writes_out_of_bounds for each in found),
+    )
+
+
+# compute-sanitizer's reports: memcheck's "Invalid __global__ write of size 4 bytes", with
+# where on its next line ("at kernel+0x1b0 in file.cu:14"); racecheck's "Error: Race
+# reported between Write access at kernel+0x650 in file.cu:21", or in older versions
+# "at 0x1a0 in file.cu:21:kernel(float*, ...)". The file and line are there where the
+# build had -lineinfo (XBACKEND_CUDA_LINEINFO).
+_MEMCHECK = re.compile(
+    r"^=+ Invalid __(?P<space>\w+)__ (?P<access>read|write) of size (?P<size>\d+ bytes)"
+    r"\s*\n=+\s+at (?P<where>[^\n]*)",
+    re.MULTILINE,
+)
+_RACECHECK = re.compile(
+    r"^=+ (?:Error|Warning): Race reported between (?P<first>\w+) access at (?P<where>[^\n]*)"
+    r"\n=+\s+and (?P<second>\w+) access",
+    re.MULTILINE,
+)
+_KERNEL = re.compile(r"(?:^|:)(?P<name>[A-Za-z_]\w*)(?:<[^>]*>)?(?:\([^)]*\))?(?:\+0x|$)")
+_FILE_LINE = re.compile(r" in (?:\S*/)?(?P<file>[^/\s:]+):(?P<line>\d+)")
+
+
+def _where(text: str, shift: int) -> tuple[str, int]:
+    """The kernel and the line of its file a report's location names (0: no line)."""
+    place = _FILE_LINE.search(text)
+    line = max(0, int(place["line"]) - shift) if place else 0
+    rest = text.split(" [")[0]  # "[4 hazards]"
+    names = [m["name"] for m in _KERNEL.finditer(rest.replace(" in ", " "))]
+    kernel = next((n for n in names if not n.startswith("0x") and n != "in"), "")
+    return kernel, line
+
+
+CUDA_TOOLS = ("memcheck", "racecheck")
+
+
+def cuda_findings(log: str, shift: int = 0) -> dict[str, Finding]:
+    """Each kernel's worst report in compute-sanitizer's output; ``shift``: the lines the
+    build put before the kernel's file (``extern "C" {``), taken off its line numbers."""
+    found: dict[str, Finding] = {}
+    reads: set[str] = set()
+    writes: set[str] = set()
+    for match in _MEMCHECK.finditer(log):
+        kernel, line = _where(match["where"], shift)
+        (writes if match["access"] == "write" else reads).add(kernel)
+        what = f"Invalid {match['access']} of size {match['size']} ({match['space']})"
+        _keep(found, Finding(kernel, what, line, ""))
+    for match in _RACECHECK.finditer(log):
+        kernel, line = _where(match["where"], shift)
+        pair = {match["first"].lower(), match["second"].lower()}
+        kind = "Write-write" if pair == {"write"} else "Read-write"
+        _keep(found, Finding(kernel, f"{kind} data race (shared)", line, ""))
+    return {
+        kernel: dataclasses.replace(
+            finding, reads_out_of_bounds=kernel in reads, writes_out_of_bounds=kernel in writes
+        )
+        for kernel, finding in found.items()
+    }
+
+
+def _keep(found: dict[str, Finding], finding: Finding) -> None:
+    first = found.get(finding.kernel)
+    if first is None or _rank(finding.what) < _rank(first.what):
+        found[finding.kernel] = finding
+
+
+def sanitize_cuda(
+    folders: Sequence[str], variant: str, tool: str, seed: int, dtype: str, shift: int,
+    tools: Sequence[str] = CUDA_TOOLS, timeout_s: float = TIMEOUT_S,
+) -> Sanitized:  # fmt: skip
+    """Run one CUDA variant under each of compute-sanitizer's ``tools``, its kernels
+    built with -lineinfo; the worst report of any, and why a run did not finish."""
+    env = {"XBACKEND_CUDA_LINEINFO": "1"}
+    found: dict[str, Finding] = {}
+    for name in tools:
+        prefix = [tool, "--tool", name, "--target-processes", "all", "--print-limit", "100"]
+        log, inner, status = _under(prefix, folders, variant, "cuda", seed, dtype, timeout_s, env)
+        for finding in cuda_findings(log, shift).values():
+            _keep(found, finding)
+        worst = _worst(found)
+        if status is None:
+            return Sanitized(worst, f"compute-sanitizer {name} took more than {timeout_s:g} s")
+        why = _unfinished(inner, f"compute-sanitizer {name}", status, log, capped=False)
+        if why:
+            return Sanitized(worst, why)
+    return Sanitized(_worst(found))
