@@ -104,6 +104,12 @@ def run_xbackend(*args: str, env: dict[str, str] | None = None) -> subprocess.Co
                           capture_output=True, text=True, env=env, timeout=600)  # fmt: skip
 
 
+def kernel_line(stdout: str, variant: str) -> str:
+    """The line ``check`` printed for a kernel of a class (``    NAME: backend: ...``), or
+    "" where it printed none: every backend's words on it."""
+    return next((line for line in stdout.splitlines() if line.startswith(f"    {variant}: ")), "")
+
+
 def _command(out: Path, *args: str) -> SharedRun:
     """A command that writes no folder: what it said (``out`` is left empty)."""
     out.mkdir(parents=True, exist_ok=True)

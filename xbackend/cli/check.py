@@ -231,13 +231,15 @@ def _references(args: argparse.Namespace) -> dict[str, Timing]:
 
 
 def _progress(number: int, count: int, checked: Checked, shapes: int) -> None:
-    """One line a submission, and one a kernel under it."""
+    """One line a submission, and one a kernel under it (each backend's words on it)."""
     how = f", {checked.ended}" if checked.ended else ""
     print(f"[{number}/{count}] {checked.submission.name} ({checked.seconds:.0f} s{how})")
-    rows = gradebook.rows(checked.submission.name, checked.records, {}, shapes)
-    for row in rows:
+    by_variant: dict[str, list[str]] = {}
+    for row in gradebook.rows(checked.submission.name, checked.records, {}, shapes):
         said = summary_of(list(row.verdicts), shapes)
-        print(f"    {row.backend} {row.variant}: {said}"[:300])
+        by_variant.setdefault(row.variant, []).append(f"{row.backend}: {said}")
+    for variant, said in by_variant.items():
+        print(f"    {variant}: {' · '.join(said)}"[:300])
 
 
 class _Book:

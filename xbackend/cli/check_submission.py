@@ -259,12 +259,21 @@ def _summary(verdicts: list[Verdict], shapes: int) -> None:
 def summary_of(found: list[Verdict], shapes: int) -> str:
     """One kernel's verdicts in a few words: a sanitizer's or compiler's first, then the
     shapes: equal everywhere, or where it is not."""
-    said = [f"{v.word} ({v.detail})" if _native(v.label) else
-            f"{v.label}: {v.word} ({v.detail})" for v in found if v.shape is None]  # fmt: skip
+    said = [_said(v) for v in found if v.shape is None]
     ran = [v for v in found if v.shape is not None]
     if ran:
         said.append(_shapes_said(ran, shapes))
     return "; ".join(said)
+
+
+def _said(verdict: Verdict) -> str:
+    """A verdict at no shape: a backend's ("NOT RUN (why)"), a sanitizer's ("WRONG under
+    oclgrind (what, where)") or nvcc's (its build, in its words)."""
+    if _native(verdict.label):
+        return f"{verdict.word} ({verdict.detail})"
+    if verdict.label == "nvcc":
+        return verdict.detail if verdict.equal else f"NOT RUN: {verdict.detail}"
+    return f"{verdict.word} under {verdict.label} ({verdict.detail})"
 
 
 def _native(label: str) -> bool:

@@ -1,12 +1,12 @@
-"""``xbackend check``: a folder of kernels checked as a teacher would.
+"""One kernel checked as a teacher would, at every shape, and timed.
 
-Every kernel of the folder's families runs at held-out edge shapes (1×1, primes, sizes
-that are not multiples of the tile, K = 1, more tiles than fit one row of groups) and at
-the assignment's sizes, on fresh seeded operands into a NaN-poisoned output, against the
-float64 reference with its K-aware bound (``problems.check``). A kernel that does not
-build, or fails at a launch, is one verdict with the reason; it does not stop the rest.
-Beside the verdicts, each kernel's median time at the largest assignment size, with the
-shipped naive and tiled kernels' on the same device.
+Every kernel runs at held-out edge shapes (1×1, primes, sizes that are not multiples of
+the tile, K = 1, more tiles than fit one row of groups) and at the assignment's sizes, on
+fresh seeded operands into a NaN-poisoned output, against the float64 reference with its
+K-aware bound (``problems.check``); a wrong result says what it looks like
+(``diagnosis``). A kernel that does not build, or fails at a launch, is one verdict with
+the reason; it does not stop the rest. ``timing``: its median time at the largest size,
+with the interval of that median.
 """
 
 from __future__ import annotations
@@ -129,7 +129,23 @@ def _verdict(
         launch = launch_of(spec, A, B)
         said = diagnose(result, A, B, spec.default_tile, launch)
         detail += f": {said}" if said else ""
+        if launch is not None and "launch covered" in said:
+            detail += f" ({_launch_keys(spec)})"
     return Verdict(label, spec.name, shape, found.equal, detail)
+
+
+def _launch_keys(spec: VariantSpec) -> str:
+    """What in the manifest made the launch: where a kernel expects another, to change."""
+    tm, tn = spec.per_thread(spec.default_tile or 1)
+    patch = (
+        f", {tm}×{tn} outputs a work-item (patch)"
+        if (tm, tn) != (1, 1)
+        else ", one output a work-item"
+    )
+    return (
+        f"TILE = {spec.default_tile} (default_tile), groups of TILE×TILE outputs{patch}, x "
+        f"along {spec.x}: family.toml sets these; the kernel must compute what they cover"
+    )
 
 
 def launch_of(spec: VariantSpec, A: np.ndarray, B: np.ndarray) -> Launch | None:

@@ -63,10 +63,10 @@ def nvcc_verdicts(
         except XBackendError as error:
             problem = str(error).splitlines()[0]
         if problem:
-            yield Verdict("nvcc", variant, None, None, f"does not compile: {problem}")
+            yield Verdict("nvcc", variant, None, None, f"does not compile (nvcc): {problem}")
         else:
-            yield Verdict("nvcc", variant, None, True,
-                          f"compiled for {ARCH}; no CUDA device here to run it")  # fmt: skip
+            said = f"compiled by nvcc for {ARCH}; no CUDA device here to run it"
+            yield Verdict("nvcc", variant, None, True, said)
 
 
 @functools.cache

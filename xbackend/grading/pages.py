@@ -60,6 +60,27 @@ def _row_cells(row: Row, link: bool) -> list[Cell]:
     ]  # fmt: skip
 
 
+def _submission_cells(name: str, rows: Sequence[Row]) -> list[Cell]:
+    """One submission in a row: its word, each kernel's words, what to fix first."""
+    words = [r.verdict for r in rows]
+    word = ("equal" if passed(words) else "WRONG" if "WRONG" in words
+            else "compiles" if set(words) == {"compiles"} else "NOT RUN")  # fmt: skip
+    kernels: dict[str, list[str]] = {}
+    for row in rows:
+        kernels.setdefault(row.variant, []).append(f"{row.backend} {row.verdict}")
+    said = "; ".join(f"{variant}: {', '.join(words)}" for variant, words in kernels.items())
+    bad = next((r for r in rows if r.verdict in ("WRONG", "NOT RUN")), None)
+    fix = f"{bad.backend} {bad.variant}: {bad.finding or bad.detail}" if bad else ""
+    if word == "compiles":
+        fix = "nothing ran: nvcc compiled it, and no CUDA device is here to run it"
+    timed = [r for r in rows if r.verdict == "equal" and r.timing is not None]
+    best = min(timed, key=lambda r: r.timing.median_s if r.timing else 0.0, default=None)
+    fastest = f"{best.backend} {best.variant}: {said_time(best.timing)}" if best else ""
+    link = f"submissions/{page_name(name)}"
+    return [Cell(name, link=link), Cell(word, _FLAGS[word]), Cell(said, "wrap"),
+            Cell(fix[:300], "wrap"), Cell(fastest)]  # fmt: skip
+
+
 _HEADER = ["submission", "backend", "kernel", "verdict", "shapes", "why (first finding)",
            "median time ±95%", "speed-up: own naive", "xbackend tiled", "vendor"]  # fmt: skip
 
@@ -82,7 +103,14 @@ def class_page(
             "Names more than one submission declares (each submission is checked in a "
             "process of its own and named by its folder, so none is refused): " + "; ".join(shared)
         ))  # fmt: skip
-    blocks += [Table(_HEADER, [_row_cells(row, True) for row in rows], numeric=False)]
+    blocks += [
+        Heading("Submissions", 2),
+        Table(["submission", "verdict", "kernels", "first thing to fix", "fastest equal kernel"],
+              [_submission_cells(name, [r for r in rows if r.submission == name])
+               for name in submissions], numeric=False),
+        Heading("Every kernel", 2),
+        Table(_HEADER, [_row_cells(row, True) for row in rows], numeric=False),
+    ]  # fmt: skip
     blocks += _references(references)
     if rank:
         blocks += _ranking(rows)
