@@ -138,7 +138,8 @@ def test_a_check_killed_midway_keeps_the_submissions_it_finished(tmp_path):
     needs_backend("opencl")
     folder = _class_of(tmp_path, ("alice", "grace"))
     out = tmp_path / "grades"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    path = [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]  # as run_xbackend's
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
     command = [sys.executable, "-m", "xbackend", "check", str(folder), "--steps", "1",
                "--no-times", "--sanitize", "off", "--kernel-timeout", "300", "--out", str(out),
                *SEED]  # fmt: skip

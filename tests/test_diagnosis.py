@@ -140,9 +140,9 @@ def test_no_transposed_claims_where_a_dimension_is_one(M, K, N):
 def test_a_dropped_partial_tile_of_k(M, K, N, tile, kept):
     A, B = _operands(M, K, N)
     C = _kernel(A, B, stop=K - K % tile)  # a tiled loop over K / TILE whole tiles only
+    sums = f"sums only the first {kept} of {K}" if kept else f"sums none of its {K}"
     assert _said(C, A, B, tile=tile) == (
-        f"sums only the first {kept} of {K} products: the last partial tile of K "
-        f"(K mod TILE = {K % tile}) is dropped"
+        f"{sums} products: the last partial tile of K (K mod TILE = {K % tile}) is dropped"
     )
 
 

@@ -55,8 +55,11 @@ def _include_dirs(family: str) -> list[str]:
 # line of the kernel's file of each report (``grading/cuda_sanitizer.py``).
 LINEINFO_ENV = "XBACKEND_CUDA_LINEINFO"
 
-# The bit pattern of a float32 quiet NaN, for cuMemsetD32.
+# The poison of an output, for cuMemsetD32: a float32 quiet NaN, and a 32-bit pattern that
+# is a NaN both as one float32 and, twice over, as one float64 (0x7FF87FF87FF87FF8: its
+# exponent all ones). 0x7FC00000 twice over is 0x7FC000007FC00000, a float64 of 2.2e307.
 _NAN_BITS_F32 = 0x7FC00000
+_NAN_BITS_F64 = 0x7FF87FF8
 
 
 def _init() -> None:
@@ -207,9 +210,11 @@ class _CudaDevice(Device):
         drv.memcpy_dtoh(target, int(buffer) + offset)
 
     def fill(self, targets: Sequence[tuple[Any, int]], dtype: np.dtype[Any]) -> None:
-        # NaN for floats (0x7FC00000 in every 32-bit word is a NaN in float64
-        # too), the most negative int for integers; the workspaces too.
-        pattern = _NAN_BITS_F32 if dtype.kind == "f" else 0x80000000
+        # NaN for floats, the most negative int for integers; the workspaces too.
+        if dtype.kind == "f":
+            pattern = _NAN_BITS_F64 if dtype.itemsize == 8 else _NAN_BITS_F32
+        else:
+            pattern = 0x80000000
         for buffer, nbytes in targets:
             drv.memset_d32(buffer, pattern, nbytes // 4)
         drv.Context.synchronize()

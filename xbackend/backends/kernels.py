@@ -85,7 +85,10 @@ def declared(family: str, language: str) -> dict[str, tuple[str, ...]]:
 
 
 def _declaration(family: str, kernel: str) -> tuple[tuple[str, str], ...]:
+    found_family = families.find(family)
     for language in ("opencl", "cuda"):
+        if found_family is not None and language not in found_family.sources:
+            continue  # a family in one language (a CUDA-only one: its .cu file)
         if source_path(family, language).is_file():
             found = declarations(family, language).get(kernel)
             if found is not None:

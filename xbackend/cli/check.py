@@ -238,8 +238,8 @@ def _progress(number: int, count: int, checked: Checked, shapes: int) -> None:
     for row in gradebook.rows(checked.submission.name, checked.records, {}, shapes):
         said = summary_of(list(row.verdicts), shapes)
         by_variant.setdefault(row.variant, []).append(f"{row.backend}: {said}")
-    for variant, said in by_variant.items():
-        print(f"    {variant}: {' · '.join(said)}"[:300])
+    for variant, words in by_variant.items():
+        print(f"    {variant}: {' · '.join(words)}"[:300])
 
 
 class _Book:
@@ -322,10 +322,11 @@ class _Book:
                   f"every verdict: {self.out / 'check.csv'})")  # fmt: skip
 
     def _speedups(self) -> None:
+        print("speed-ups (the other kernel's median over this one's: above 1, this one is faster):")
         for row in self.rows:
             said = ", ".join(f"{value:.2f}× {key}" for key, value in row.speedups.items())
             if said:
-                print(f"  {row.backend} {row.variant}: {said} (ratios of medians)")
+                print(f"  {row.backend} {row.variant}: {said}")
 
     def _ranking(self) -> None:
         ranked = sorted((r for r in self.rows if r.rank), key=pages.rank_order)

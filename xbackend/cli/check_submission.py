@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from xbackend import families
+from xbackend.backends.compiled import clock_mode
 from xbackend.backends.execution import RED_ZONE_ENV
 from xbackend.backends.kernels import extern_c
 from xbackend.cli.compare import open_backends
@@ -135,8 +136,10 @@ def _checked(
     """Every step, in order; the exit status."""
     labels = ", ".join(label for label, _ in opened) or "no device"
     print(f"checking {', '.join(variants)} on {labels}: {len(shapes)} shapes", flush=True)
-    for verdict in compilers.nvcc_verdicts(variants, opened, args.dtype):
-        _say(verdict, book)
+    asked = [part.strip().split(":")[0] for part in args.backends.split(",")]
+    if "auto" in asked or "cuda" in asked:  # a .cu file built where nothing here runs it
+        for verdict in compilers.nvcc_verdicts(variants, opened, args.dtype):
+            _say(verdict, book)
     missing = unrunnable(variants, opened)
     compiled = {v.variant for v in book.verdicts}
     if len(missing) == len(variants):  # nvcc's builds, at most: nothing ran
@@ -222,7 +225,10 @@ def _sanitize(
     if language == "opencl":
         return sanitize(args.folders, variant, tool, args.seed, dtype)
     text = file.read_text(errors="replace")
-    shift = 0 if extern_c(text) else 1  # the line extern "C" { the build puts first
+    # The file's own line numbers: a stamped build (the device clock's: on NVIDIA, unless
+    # XBACKEND_CLOCK=api) puts ``#line 1`` after what it adds first (``with_hooks``); an
+    # unstamped one has ``extern "C" {`` first where the file does not say it.
+    shift = 0 if extern_c(text) or clock_mode() == "auto" else 1
     staged = bool(families.find_variant(variant).staged)  # racecheck: shared memory's races
     tools = CUDA_TOOLS if staged else CUDA_TOOLS[:1]
     done = sanitize_cuda(args.folders, variant, tool, args.seed, dtype, shift, tools)

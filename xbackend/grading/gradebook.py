@@ -127,10 +127,12 @@ def shapes_of(verdicts: Sequence[Verdict], shapes: int) -> str:
     shown = ", ".join(f"{v.shape.M}×{v.shape.K}·{v.shape.K}×{v.shape.N}" for v in bad[:4]
                       if v.shape is not None)  # fmt: skip
     more = " ..." if len(bad) > 4 else ""
-    cut = (
-        f"; {shapes - len(ran)} larger not run" if len(ran) < shapes and bad[-1] is ran[-1] else ""
-    )
-    return f"{bad[0].word} at {len(bad)} of {len(ran)}: {shown}{more}{cut}"
+    cut = ""
+    if len(ran) < shapes and bad[-1] is ran[-1]:  # its process hung or died there
+        cut = f"; {shapes - len(ran)} larger not run"
+    counts = {word: sum(1 for v in bad if v.word == word) for word in ("WRONG", "NOT RUN")}
+    words = ", ".join(f"{word} at {n}" for word, n in counts.items() if n)
+    return f"{words} of {len(ran)}: {shown}{more}{cut}"
 
 
 def _finding(verdicts: Sequence[Verdict]) -> str:
