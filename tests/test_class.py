@@ -20,6 +20,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import ROOT, run_xbackend
 
@@ -259,3 +260,15 @@ def test_a_submissions_strings_are_escaped_on_the_pages():
     for text in (page, mine):
         assert "<script>" not in text and "&lt;script&gt;" in text
     assert "/" not in pages.page_name("a/b") and pages.page_name("a/b").endswith(".html")
+
+
+def test_cudas_poison_is_a_nan_in_either_float_type():
+    """The CUDA backend poisons an output 32 bits at a time (cuMemsetD32): its pattern must
+    be a NaN as one float32 and, twice over, as one float64 (0x7FC00000 twice is a float64
+    of 2.2e307: an unwritten float64 element read as a number, and a red zone as written)."""
+    from xbackend.backends.cuda import _NAN_BITS_F32, _NAN_BITS_F64
+
+    for pattern, dtype in ((_NAN_BITS_F32, np.float32), (_NAN_BITS_F64, np.float64)):
+        words = np.full(2, pattern, dtype=np.uint32)
+        assert np.isnan(words.view(dtype)).all(), (hex(pattern), dtype)
+    assert not np.isnan(np.full(2, 0x7FC00000, dtype=np.uint32).view(np.float64)).any()
