@@ -116,6 +116,11 @@ def _add_output_options(parser: argparse.ArgumentParser) -> None:
         "has its own deadline, XBACKEND_KERNEL_TIMEOUT)",
     )  # fmt: skip
     parser.add_argument(
+        "--jobs", type=arguments.bounded_int(1, 256), default=1, metavar="N",
+        help="check N submissions at once (default 1). Their verdicts are the same; their "
+        "times are taken side by side on one device, so compare times of a --jobs 1 check",
+    )  # fmt: skip
+    parser.add_argument(
         "--kernel-timeout", type=arguments.positive(float), default=None, metavar="SECONDS",
         help="end a kernel whose build and first runs, or one timed sample, take longer "
         f"(default {CHECK_KERNEL_TIMEOUT_S:g}, or XBACKEND_KERNEL_TIMEOUT): a hang's verdict",
@@ -142,11 +147,15 @@ def run(args: argparse.Namespace) -> int:
         print("names more than one submission declares, each checked on its own and "
               f"named by its folder: {'; '.join(shared)}")  # fmt: skip
     references = {} if args.no_times or not args.steps else _references(args)
-    book = _Book(out, shared, references, len(shapes), args.rank)
-    for number, submission in enumerate(found, start=1):
-        folder = (out or Path(_scratch())) / "submissions" / pages.page_name(submission.name)[:-5]
-        checked = classroom.check(submission, _forwarded(args), folder,
-                                  args.submission_timeout, quiet=len(found) > 1)  # fmt: skip
+    book = _Book(out, shared, references, len(shapes), args.rank, [s.name for s in found])
+    if args.jobs > 1 and len(found) > 1:
+        side = "their times were taken side by side on one device"
+        book.notes.append(f"{args.jobs} submissions checked at once: {side}")
+    folders = [(out or Path(_scratch())) / "submissions" / pages.page_name(s.name)[:-5]
+               for s in found]  # fmt: skip
+    checking = classroom.check_all(found, _forwarded(args), folders, args.submission_timeout,
+                                   quiet=len(found) > 1, jobs=args.jobs)  # fmt: skip
+    for number, checked in enumerate(checking, start=1):
         book.add(checked)
         if len(found) > 1:
             _progress(number, len(found), checked, len(shapes))
@@ -247,19 +256,22 @@ class _Book:
 
     def __init__(
         self, out: Path | None, shared: Sequence[str], references: dict[str, Timing],
-        shapes: int, rank: bool,
+        shapes: int, rank: bool, order: Sequence[str],
     ):  # fmt: skip
         self.out, self.shared, self.references = out, shared, references
         self.shapes, self.rank = shapes, rank
+        self.order = {name: index for index, name in enumerate(order)}  # the class's order
+        self.notes: list[str] = []  # said on the class's page
         self.checked: list[Checked] = []
         self.rows: list[Row] = []
 
     def add(self, checked: Checked) -> None:
         self.checked.append(checked)
-        self.rows = gradebook.ranked([
-            *self.rows,
-            *gradebook.rows(checked.submission.name, checked.records, self.references, self.shapes),
-        ])  # fmt: skip
+        self.checked.sort(key=lambda c: self.order.get(c.submission.name, 0))
+        mine = gradebook.rows(checked.submission.name, checked.records, self.references,
+                              self.shapes)  # fmt: skip
+        ordered = sorted([*self.rows, *mine], key=lambda r: self.order.get(r.submission, 0))
+        self.rows = gradebook.ranked(ordered)
         self._write(checked)
 
     def wrong(self) -> bool:
@@ -278,7 +290,7 @@ class _Book:
         if self.out is None:
             return
         about = [f"checked {time.strftime('%Y-%m-%d %H:%M')} by xbackend check, "
-                 f"{self.shapes} shapes a kernel"]  # fmt: skip
+                 f"{self.shapes} shapes a kernel", *self.notes]  # fmt: skip
         name = checked.submission.name
         mine = [row for row in self.rows if row.submission == name]
         everyone = [(c.submission.name, c.records) for c in self.checked]

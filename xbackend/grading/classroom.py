@@ -9,12 +9,14 @@ runs. What it recorded before is kept.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import dataclasses
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -58,6 +60,8 @@ def check(
     with _output(folder / "check.log" if quiet else None) as out:
         child = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT if quiet else None,
                                  start_new_session=quiet, env=child_environment())  # fmt: skip
+        with _LOCK:
+            _LIVE.add(child)
         try:
             status = child.wait(timeout=timeout_s)
             ended = "" if status >= 0 else _signal_name(-status)
@@ -67,6 +71,9 @@ def check(
         except BaseException:  # Ctrl-C, SIGTERM: the child goes with this process
             _end(child)
             raise
+        finally:
+            with _LOCK:
+                _LIVE.discard(child)
     found = records.read(kept)
     seconds = time.monotonic() - started
     if ended or not found.done:
@@ -74,6 +81,34 @@ def check(
             found, ended or f"exit {status}", folder / "check.log" if quiet else None
         )
     return Checked(submission, found, status if status >= 0 else None, ended, seconds)
+
+
+# The submissions' processes running now: ended all at once where this one is interrupted
+# (a signal reaches the main thread, not those waiting on each process).
+_LIVE: set[subprocess.Popen[bytes]] = set()
+_LOCK = threading.Lock()
+
+
+def check_all(
+    found: Sequence[Submission], options: Sequence[str], folders: Sequence[Path],
+    timeout_s: float, quiet: bool, jobs: int = 1,
+) -> Iterator[Checked]:  # fmt: skip
+    """Each submission checked (``check``), ``jobs`` at a time, yielded as each ends; on
+    an interrupt every submission's process is ended with this one's."""
+    with concurrent.futures.ThreadPoolExecutor(max(1, jobs)) as pool:
+        running = [pool.submit(check, each, options, folder, timeout_s, quiet)
+                   for each, folder in zip(found, folders, strict=True)]  # fmt: skip
+        try:
+            for done in concurrent.futures.as_completed(running):
+                yield done.result()
+        except BaseException:
+            for future in running:
+                future.cancel()
+            with _LOCK:
+                live = list(_LIVE)
+            for child in live:
+                _end(child)
+            raise
 
 
 @contextlib.contextmanager
