@@ -381,7 +381,11 @@ def describe_error(error: BaseException) -> str:
         return str(error)[:4000]
     text = f"{type(error).__name__}: {error}"
     if isinstance(error, KernelCompileError):  # the compiler's own words, not just "failed"
-        said = [line.strip() for line in error.log.splitlines() if "error" in line.lower()]
+        said = [  # in the file's name, not the compiler's copy's (PyCUDA's kernel.cu)
+            line.strip().replace("kernel.cu(", f"{error.path.name}(")
+            for line in error.log.splitlines()
+            if "error" in line.lower() and "detected in the compilation" not in line
+        ]
         return "; ".join([text.splitlines()[0], *said[:3]])[:4000]
     if not isinstance(error, UnsupportedParameter):
         frame = traceback.extract_tb(error.__traceback__)[-1:]
