@@ -59,8 +59,10 @@ def test_timings_are_positive_and_counted(backend: xbackend.Backend):
     measured = backend.measure(A, B, backend.runnable_variants()[0], samples=4, min_samples=4)
     assert len(measured.kernel_s) == len(measured.end_to_end_s) == 4
     assert all(t > 0 for t in measured.kernel_s)
-    # End-to-end includes the kernel, plus the copies.
-    assert all(e >= k for k, e in zip(measured.kernel_s, measured.end_to_end_s, strict=True))
+    # No comparison of the two: a short kernel's time is its batch's, run after the one
+    # product timed end to end (backends/sampler.py), so on a loaded host either may be
+    # the longer; comparing two timings in a test is a flake.
+    assert all(e > 0 for e in measured.end_to_end_s)
 
 
 def test_bad_operands_are_clear_errors(backend: xbackend.Backend):
