@@ -19,6 +19,7 @@ from xbackend.families.sources import (
     STAMP_PARAMETERS,
     SUFFIXES,
     kernels_of,
+    passing,
     read_source,
     with_hooks,
     without_stamps,
@@ -114,6 +115,14 @@ def index_parameters(family: str, kernel: str) -> frozenset[str]:
     ``WIDE_INDEX``, 32-bit ones otherwise (every other integer parameter is an int)."""
     return frozenset(
         name for name, words in _declaration(family, kernel) if INDEX_TYPE in words.split()
+    )
+
+
+def long_parameters(family: str, kernel: str) -> frozenset[str]:
+    """The parameters of ``kernel`` its file declares 64-bit (``size_t``, ``ulong``, ...):
+    passed as 64-bit ints in every build."""
+    return frozenset(
+        name for name, words in _declaration(family, kernel) if passing(words) == "int64"
     )
 
 

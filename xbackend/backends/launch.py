@@ -21,6 +21,7 @@ from xbackend.backends.kernels import (
     STAMP,
     WIDE_INDEX,
     index_parameters,
+    long_parameters,
     parameters,
 )
 from xbackend.errors import XBackendError
@@ -105,6 +106,7 @@ class KernelLaunch:
         integer a 32-bit int, or a 64-bit one where the parameter is ``INDEX`` in a wide
         build. A value its parameter cannot hold is an error, never a wrapped number."""
         wide = index_parameters(self.family, self.kernel) if self.wide_index else frozenset()
+        wide |= long_parameters(self.family, self.kernel)  # declared 64-bit: always
         found: list[Buffer | Scalar] = []
         for name, value in self.args.items():
             if isinstance(value, Buffer):

@@ -25,6 +25,7 @@ from xbackend.backends.kernels import (
     SUM_BLOCK,
     WIDE_INDEX,
     index_parameters,
+    long_parameters,
     parameters,
 )
 from xbackend.backends.launch import OUTPUT, Arg, Buffer, KernelLaunch, LibraryCall, Product
@@ -32,6 +33,7 @@ from xbackend.backends.operands import INDEX_MAX, row_major_span
 from xbackend.backends.specs import VariantSpec
 from xbackend.errors import UnsupportedParameter
 from xbackend.families.expressions import evaluate
+from xbackend.families.variant import BUFFERS
 from xbackend.operations import Operation, operation
 
 Array = np.ndarray[Any, Any]
@@ -148,10 +150,13 @@ def plan_tiled(
     rows, columns = shape[-2:]
     tm, tn = spec.per_thread(tile)
     reach = tiled_reach(layout, tile, op.reduced)
-    if reach > INDEX_MAX and not index_parameters(spec.family, spec.kernel):
+    sizes = [p for p in declared if spec.takes(p) not in BUFFERS]
+    wide_sizes = bool(sizes) and set(sizes) <= long_parameters(spec.family, spec.kernel)
+    if reach > INDEX_MAX and not index_parameters(spec.family, spec.kernel) and not wide_sizes:
         raise UnsupportedParameter(
             f"{spec.kernel} takes 32-bit offsets, and this product reaches offset {reach} "
-            f"(past 2^31 - 1): declare its sizes INDEX (see kernels/mm/mm.cl) to run it"
+            f"(past 2^31 - 1): declare its sizes 64-bit (size_t), or INDEX (see "
+            "kernels/mm/mm.cl), to run it"
         )
     given: dict[str, Arg] = {"A": A, "B": B, "C": C, **layout.sizes}
     grid = (_blocks(columns, tile), _blocks(rows, tile), layout.batch)

@@ -27,9 +27,10 @@ from xbackend.families.sources import (
     Parameters,
     check_includes,
     kernels_of,
+    passing,
     read_source,
 )
-from xbackend.families.variant import ARGUMENTS, GEOMETRIES, VariantSpec
+from xbackend.families.variant import ARGUMENTS, BUFFERS, GEOMETRIES, VariantSpec
 from xbackend.operations import OPS, operation
 from xbackend.resources import kernel_file
 
@@ -148,6 +149,15 @@ class _Reader:
                     f"{name} takes ({', '.join(one)}) in {sources[first].name} but "
                     f"({', '.join(two)}) in {sources[second].name}: the twins must agree"
                 )
+            for (param, mine), (_, theirs) in zip(kernels[name][0], others[name][0], strict=True):
+                if {passing(mine), passing(theirs)} == {"int32", "int64"}:
+                    bits = {"int32": "32-bit", "int64": "64-bit"}
+                    raise self.fail(
+                        f"{name} takes '{param}' as a {bits[passing(mine)]} integer in "
+                        f"{sources[first].name} but a {bits[passing(theirs)]} one in "
+                        f"{sources[second].name}: one launch passes both the same value, so "
+                        "the twins must declare it alike"
+                    )
 
     def _known(self, table: dict[str, Any], keys: tuple[str, ...], where: str) -> None:
         unknown = sorted(set(table) - set(keys))
@@ -248,6 +258,8 @@ class _Reader:
                 f"{line}) has a name xbackend keeps for the device clock's hooks "
                 f"({', '.join(STAMP_PARAMETERS)}): rename it"
             )
+        for param, words in params:
+            self._passable(spec, param, words, path, line)
         for param in names:
             if spec.takes(param) not in ARGUMENTS:
                 raise self.fail(
@@ -269,6 +281,26 @@ class _Reader:
                 f"variant '{spec.name}' ({op}): {spec.kernel} takes no parameter "
                 f"bound to {', '.join(missing)}"
             )
+
+    def _passable(self, spec: VariantSpec, param: str, words: str, path: Path, line: int) -> None:
+        """``param`` is declared as what xbackend passes it: a pointer for an operand, an
+        integer for a size, never a struct nor a float."""
+        kind, takes = passing(words), spec.takes(param)
+        where = (f"variant '{spec.name}': parameter '{param}' of {spec.kernel} ({path.name} "
+                 f"line {line})")  # fmt: skip
+        declared = " ".join(words.split()) or "(no type)"
+        if takes in BUFFERS and kind != "buffer":
+            raise self.fail(
+                f"{where} is declared '{declared}', not a pointer: xbackend gives {takes} as a "
+                "pointer to its elements (a struct of sizes and a pointer is not passed)"
+            )
+        if not kind:
+            raise self.fail(
+                f"{where} is declared '{declared}': xbackend passes pointers and integers only "
+                "(an operand as a pointer to its elements, a size as an int or a 64-bit int)"
+            )
+        if takes not in BUFFERS and takes in ARGUMENTS and kind == "buffer":
+            raise self.fail(f"{where} is a pointer: xbackend gives {takes} as an integer")
 
     # -- values ------------------------------------------------------------------------------
 

@@ -112,6 +112,29 @@ def kernels_of(text: str) -> dict[str, tuple[Parameters, int]]:
     return found
 
 
+# How a parameter's declared type is passed: a pointer is a buffer; these integer types
+# are passed as 32-bit or 64-bit ints (``INDEX``: xbackend's own, widened by a wide build);
+# anything else (a struct, a float scalar, a vector type) xbackend does not pass.
+_QUALIFIERS = frozenset({
+    "const", "volatile", "restrict", "__restrict", "__restrict__", "__global", "global",
+    "__constant", "constant", "__private", "private",
+})  # fmt: skip
+_INT32 = frozenset({"int", "signed", "signed int", "unsigned", "unsigned int", "uint",
+                    "int32_t", "uint32_t", "INDEX"})  # fmt: skip
+_INT64 = frozenset({"size_t", "ssize_t", "ptrdiff_t", "long", "long int", "signed long",
+                    "unsigned long", "unsigned long int", "long long", "long long int",
+                    "unsigned long long", "ulong", "int64_t", "uint64_t"})  # fmt: skip
+
+
+def passing(words: str) -> str:
+    """How a parameter declared with ``words`` (the words before its name) is passed:
+    "buffer" (a pointer), "int32", "int64", or "" (a type xbackend does not pass)."""
+    if "*" in words or "[" in words:
+        return "buffer"
+    kept = " ".join(word for word in words.split() if word not in _QUALIFIERS)
+    return "int32" if kept in _INT32 else "int64" if kept in _INT64 else ""
+
+
 def has_stamps(text: str) -> bool:
     """Whether a source's kernels take the clock's hooks (kernels/*/stamp.h)."""
     return "STAMP_PARAMETER" in text
