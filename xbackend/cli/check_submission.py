@@ -221,21 +221,25 @@ def _tool(args: argparse.Namespace, language: str) -> str | None:
 def _sanitize(
     args: argparse.Namespace, language: str, tool: str, variant: str, file: Path
 ) -> Sanitized:
+    """One variant under its language's sanitizer; a finding with the code of its line."""
     dtype = dtype_of(args, variant)
-    if language == "opencl":
-        return sanitize(args.folders, variant, tool, args.seed, dtype)
     text = file.read_text(errors="replace")
-    # The file's own line numbers: a stamped build (the device clock's: on NVIDIA, unless
-    # XBACKEND_CLOCK=api) puts ``#line 1`` after what it adds first (``with_hooks``); an
-    # unstamped one has ``extern "C" {`` first where the file does not say it.
-    shift = 0 if extern_c(text) or clock_mode() == "auto" else 1
-    staged = bool(families.find_variant(variant).staged)  # racecheck: shared memory's races
-    tools = CUDA_TOOLS if staged else CUDA_TOOLS[:1]
-    done = sanitize_cuda(args.folders, variant, tool, args.seed, dtype, shift, tools)
+    if language == "opencl":
+        done = sanitize(args.folders, variant, tool, args.seed, dtype)
+    else:
+        # The file's own line numbers: a stamped build (the device clock's: on NVIDIA,
+        # unless XBACKEND_CLOCK=api) puts ``#line 1`` after what it adds first
+        # (``with_hooks``); an unstamped one has ``extern "C" {`` first where the file
+        # does not say it.
+        shift = 0 if extern_c(text) or clock_mode() == "auto" else 1
+        staged = bool(families.find_variant(variant).staged)  # racecheck: shared memory's
+        tools = CUDA_TOOLS if staged else CUDA_TOOLS[:1]
+        done = sanitize_cuda(args.folders, variant, tool, args.seed, dtype, shift, tools)
     lines = text.splitlines()
-    if done.finding is not None and 0 < done.finding.line <= len(lines):  # its code, as oclgrind's
-        code = lines[done.finding.line - 1].strip()[:120]
-        return dataclasses.replace(done, finding=dataclasses.replace(done.finding, code=code))
+    finding = done.finding
+    if finding is not None and not finding.code and 0 < finding.line <= len(lines):
+        code = lines[finding.line - 1].strip()[:120]  # where the tool had no source to show
+        return dataclasses.replace(done, finding=dataclasses.replace(finding, code=code))
     return done
 
 
