@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -151,14 +152,16 @@ def run(args: argparse.Namespace) -> int:
     if args.jobs > 1 and len(found) > 1:
         side = "their times were taken side by side on one device"
         book.notes.append(f"{args.jobs} submissions checked at once: {side}")
-    folders = [(out or Path(_scratch())) / "submissions" / pages.page_name(s.name)[:-5]
-               for s in found]  # fmt: skip
-    checking = classroom.check_all(found, _forwarded(args), folders, args.submission_timeout,
-                                   quiet=len(found) > 1, jobs=args.jobs)  # fmt: skip
-    for number, checked in enumerate(checking, start=1):
-        book.add(checked)
-        if len(found) > 1:
-            _progress(number, len(found), checked, len(shapes))
+    with tempfile.TemporaryDirectory(prefix="xbackend-check-") as scratch:
+        kept = out or Path(scratch)  # the records: the gradebook's folder's, else for now
+        folders = [kept / "submissions" / pages.page_name(s.name)[:-5] for s in found]
+        checking = classroom.check_all(
+            found, _forwarded(args), folders, args.submission_timeout, len(found) > 1, args.jobs
+        )
+        for number, checked in enumerate(checking, start=1):
+            book.add(checked)
+            if len(found) > 1:
+                _progress(number, len(found), checked, len(shapes))
     book.finish()
     if len(found) == 1 and book.checked[0].exit == EXIT_NOTHING_CHECKED:
         return EXIT_NOTHING_CHECKED  # its own words said why
@@ -189,18 +192,6 @@ def _out_folder(out: str | None, is_class: bool) -> Path | None:
     for name in ("gradebook.csv", "gradebook.html", "check.csv"):
         refuse_link(path / name)
     return path
-
-
-_SCRATCH: list[Any] = []
-
-
-def _scratch() -> str:
-    """A folder for a submission's records where no --out was given, gone at exit."""
-    import tempfile
-
-    if not _SCRATCH:
-        _SCRATCH.append(tempfile.TemporaryDirectory(prefix="xbackend-check-"))
-    return str(_SCRATCH[0].name)
 
 
 def _forwarded(args: argparse.Namespace) -> list[str]:
