@@ -52,7 +52,7 @@ def _include_dirs(family: str) -> list[str]:
 
 
 # Set (to anything) to build every kernel with -lineinfo: compute-sanitizer then names the
-# line of the kernel's file of each report (``grading/cuda_sanitizer.py``).
+# line of the kernel's file of each report (``grading/sanitizers.py``).
 LINEINFO_ENV = "XBACKEND_CUDA_LINEINFO"
 
 # The poison of an output, for cuMemsetD32: a float32 quiet NaN, and a 32-bit pattern that

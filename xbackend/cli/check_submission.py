@@ -33,13 +33,13 @@ from xbackend.errors import XBackendError
 from xbackend.grading import compilers, records
 from xbackend.grading.checking import (
     check_variant,
+    default_dtype,
     folder_variants,
     schedule,
     timing,
     unrunnable,
 )
-from xbackend.grading.gradebook import row_backend
-from xbackend.grading.records import Verdict
+from xbackend.grading.records import COMPILER, SANITIZERS, Verdict, compact, language_of
 from xbackend.grading.sanitizers import CUDA_TOOLS, Sanitized, sanitize, sanitize_cuda
 from xbackend.grading.sanitizers import SHAPES as SANITIZED_SHAPES
 from xbackend.isolation import Isolation
@@ -119,8 +119,7 @@ def _described(variant: str) -> records.Described:
     spec = families.find_variant(variant)
     family = families.family(spec.family)
     files = {language: path.name for language, path in family.sources.items()}
-    dtype = "float32" if not spec.dtypes or "float32" in spec.dtypes else spec.dtypes[0]
-    return records.Described(variant, family.name, spec.kernel, files, dtype)
+    return records.Described(variant, family.name, spec.kernel, files, default_dtype(spec))
 
 
 def dtype_of(args: argparse.Namespace, variant: str) -> str:
@@ -192,7 +191,7 @@ def _sanitized(
             source = families.family(backend.variant_spec(variant).family).sources
             file = source[backend.name]
             done = _sanitize(args, backend.name, tool, variant, file)
-            name = "oclgrind" if backend.name == "opencl" else "compute-sanitizer"
+            name = SANITIZERS[backend.name]
             if done.finding is not None:
                 _say(Verdict(name, variant, None, False, done.finding.said(file.name)), book)
             if done.runs_natively:
@@ -208,11 +207,10 @@ def _sanitized(
 def _tool(args: argparse.Namespace, language: str) -> str | None:
     """The sanitizer of ``language`` to run, or None (``--sanitize off``, or ``auto`` and
     not installed); ``--sanitize on`` without one is an error naming how to get it."""
-    if args.sanitize == "off" or language not in ("opencl", "cuda"):
+    if args.sanitize == "off" or language not in SANITIZERS:
         return None
-    name = "oclgrind" if language == "opencl" else "compute-sanitizer"
-    cuda = Path(os.environ.get("CUDA_HOME", "/usr/local/cuda")) / "bin" / name
-    found = shutil.which(name) or (str(cuda) if language == "cuda" and cuda.is_file() else None)
+    name = SANITIZERS[language]
+    found = compilers.cuda_tool(name) if language == "cuda" else shutil.which(name)
     if found is None and args.sanitize == "on" and language == "opencl":
         raise XBackendError("--sanitize on needs oclgrind (apt-get install oclgrind)")
     return found
@@ -246,21 +244,16 @@ def _sanitize(
 def _say(verdict: Verdict, book: Book) -> None:
     book.add(verdict)
     if verdict.equal is not True:
-        where = f" at {_shape(verdict)}" if verdict.shape is not None else ""
+        where = f" at {compact(verdict.shape)}" if verdict.shape is not None else ""
         print(f"  {verdict.label} {verdict.variant}{where}: {verdict.word} ({verdict.detail})",
               flush=True)  # fmt: skip
-
-
-def _shape(verdict: Verdict) -> str:
-    s = verdict.shape
-    return f"{s.M}×{s.K}·{s.K}×{s.N}" if s is not None else "-"
 
 
 def _summary(verdicts: list[Verdict], shapes: int) -> None:
     """One line a kernel: equal everywhere, or the shapes where it is not."""
     by_kernel: dict[tuple[str, str], list[Verdict]] = defaultdict(list)
     for verdict in verdicts:
-        by_kernel[row_backend(verdict.label), verdict.variant].append(verdict)
+        by_kernel[language_of(verdict.label), verdict.variant].append(verdict)
     print()
     for (label, variant), found in by_kernel.items():
         print(f"{label} {variant}: {summary_of(found, shapes)}")
@@ -281,7 +274,7 @@ def _said(verdict: Verdict) -> str:
     oclgrind (what, where)") or nvcc's (its build, in its words)."""
     if _native(verdict.label):
         return f"{verdict.word} ({verdict.detail})"
-    if verdict.label == "nvcc":
+    if verdict.label == COMPILER:
         return verdict.detail if verdict.equal else f"NOT RUN: {verdict.detail}"
     return f"{verdict.word} under {verdict.label} ({verdict.detail})"
 
@@ -295,10 +288,10 @@ def _shapes_said(ran: list[Verdict], shapes: int) -> str:
     bad = [v for v in ran if v.equal is not True]
     last = ran[-1]
     if last.equal is None and len(ran) < shapes:  # its process hung or died there
-        return f"{last.word} at {_shape(last)} ({last.detail}); its larger shapes not run"
+        return f"{last.word} at {compact(last.shape)} ({last.detail}); its larger shapes not run"
     if not bad:
         return f"equal at all {len(ran)} shapes"
-    shown = ", ".join(_shape(v) for v in bad[:6]) + (" ..." if len(bad) > 6 else "")
+    shown = ", ".join(compact(v.shape) for v in bad[:6]) + (" ..." if len(bad) > 6 else "")
     return f"{bad[0].word} at {len(bad)} of {len(ran)} shapes: {shown} ({bad[0].detail})"
 
 
@@ -306,7 +299,7 @@ def _times(args: argparse.Namespace, book: Book, opened: list[Any], isolation: I
     """Each kernel that was equal at every shape, timed at the largest size."""
     shape = schedule(args.steps)[-1]
     failed = {(v.label, v.variant) for v in book.verdicts if v.equal is not True}
-    print(f"\nmedian kernel time at {shape.M}×{shape.K}·{shape.K}×{shape.N}:", flush=True)
+    print(f"\nmedian kernel time at {compact(shape)}:", flush=True)
     for label, backend in opened:
         for variant in sorted({v.variant for v in book.verdicts if v.label == label}):
             if (label, variant) in failed:

@@ -28,7 +28,7 @@ from xbackend.errors import KernelCompileError, XBackendError
 from xbackend.families import VariantSpec
 from xbackend.grading.records import Timing, Verdict
 from xbackend.isolation import ChildError, Isolation, KernelCrashed, KernelTimeout
-from xbackend.measure import in_process
+from xbackend.measure import describe_error, in_process
 from xbackend.operations import MM, Shape, make_operands
 from xbackend.problems import Reference, check
 from xbackend.sweep import DEFAULT_BASE, growth
@@ -43,7 +43,6 @@ EDGE_SHAPES = (
     Shape(1, 1, 1), Shape(7, 13, 5), Shape(31, 17, 29), Shape(33, 20, 17), Shape(40, 1, 24),
     Shape(1, 64, 97), Shape(97, 64, 1), Shape(129, 67, 271),
 )  # fmt: skip
-REFERENCE_VARIANTS = ("naive", "tiled")  # the shipped kernels a user's is timed beside
 TIMED_SAMPLES = 10
 
 
@@ -102,10 +101,8 @@ def check_variant(
         except (KernelTimeout, KernelCrashed) as error:  # its process went
             yield Verdict(label, variant, shape, None, str(error).splitlines()[0])
             return  # wrong: the larger shapes are not run
-        except KernelCompileError as error:  # the compiler's own words, not just "failed"
-            said = [line.strip() for line in error.log.splitlines() if "error" in line.lower()]
-            first = str(error).splitlines()[0]
-            yield Verdict(label, variant, shape, None, "; ".join([first, *said[:3]]))
+        except KernelCompileError as error:  # the compiler's own words, as in its process
+            yield Verdict(label, variant, shape, None, describe_error(error))
             return
         except XBackendError as error:
             yield Verdict(label, variant, shape, None, str(error).splitlines()[0])
@@ -146,6 +143,12 @@ def _launch_keys(spec: VariantSpec) -> str:
         f"TILE = {spec.default_tile} (default_tile), groups of TILE×TILE outputs{patch}, x "
         f"along {spec.x}: family.toml sets these; the kernel must compute what they cover"
     )
+
+
+def default_dtype(spec: VariantSpec) -> str:
+    """The element type a variant is checked in where none is asked for: float32 where its
+    family computes in it, else the first its manifest declares."""
+    return "float32" if not spec.dtypes or "float32" in spec.dtypes else spec.dtypes[0]
 
 
 def launch_of(spec: VariantSpec, A: np.ndarray, B: np.ndarray) -> Launch | None:

@@ -26,7 +26,8 @@ from xbackend import families
 from xbackend.backends.kernels import extern_c, include_folders, read_kernel
 from xbackend.backends.plans import build_options
 from xbackend.errors import XBackendError
-from xbackend.grading.records import Verdict
+from xbackend.grading.checking import default_dtype
+from xbackend.grading.records import COMPILER, Verdict
 
 if TYPE_CHECKING:
     from xbackend import Backend
@@ -35,12 +36,17 @@ ARCH = "sm_90"  # any will do to find a syntax error; the H100's and H200's
 TIMEOUT_S = 120
 
 
+def cuda_tool(name: str) -> str | None:
+    """A tool of CUDA's (nvcc, compute-sanitizer) on the PATH, else in CUDA's usual place
+    (``CUDA_HOME``, else /usr/local/cuda); None where there is none."""
+    usual = Path(os.environ.get("CUDA_HOME", "/usr/local/cuda")) / "bin" / name
+    return shutil.which(name) or (str(usual) if usual.is_file() else None)
+
+
 @functools.cache
 def nvcc() -> str | None:
-    """nvcc on the PATH, else CUDA's usual place; None where there is none."""
-    found = shutil.which("nvcc")
-    usual = Path(os.environ.get("CUDA_HOME", "/usr/local/cuda")) / "bin" / "nvcc"
-    return found or (str(usual) if usual.is_file() else None)
+    """nvcc, where it is (``cuda_tool``), looked up once."""
+    return cuda_tool("nvcc")
 
 
 def nvcc_verdicts(
@@ -55,18 +61,17 @@ def nvcc_verdicts(
         spec = families.find_variant(variant)
         if "cuda" not in families.family(spec.family).sources or spec.default_tile is None:
             continue
-        element = dtype or ("float32" if not spec.dtypes or "float32" in spec.dtypes
-                            else spec.dtypes[0])  # fmt: skip
+        element = dtype or default_dtype(spec)
         try:
             options = build_options(spec.default_tile, np.dtype(element), spec)
             problem = compile_problem(compiler, spec.family, options)
         except XBackendError as error:
             problem = str(error).splitlines()[0]
         if problem:
-            yield Verdict("nvcc", variant, None, None, f"does not compile (nvcc): {problem}")
+            yield Verdict(COMPILER, variant, None, None, f"does not compile (nvcc): {problem}")
         else:
             said = f"compiled by nvcc for {ARCH}; no CUDA device here to run it"
-            yield Verdict("nvcc", variant, None, True, said)
+            yield Verdict(COMPILER, variant, None, True, said)
 
 
 @functools.cache

@@ -17,11 +17,18 @@ import io
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 
-from xbackend.grading.records import Described, Records, Timing, Verdict
+from xbackend.grading.records import (
+    COMPILER,
+    SANITIZERS,
+    Described,
+    Records,
+    Timing,
+    Verdict,
+    compact,
+    language_of,
+)
 from xbackend.speedups import baselines
 
-# A sanitizer's or compiler's verdict belongs to the row of the backend that runs its language.
-_LANGUAGE_OF = {"oclgrind": "opencl", "nvcc": "cuda", "compute-sanitizer": "cuda"}
 REFERENCES = ("naive", "tiled", "vendor")  # xbackend's lines timed beside a class's kernels
 COLUMNS = (
     "submission", "backend", "variant", "kernel", "file", "verdict", "shapes", "finding",
@@ -61,19 +68,13 @@ class Row:
         ]  # fmt: skip
 
 
-def row_backend(label: str) -> str:
-    """The backend whose row a verdict belongs to: a sanitizer's or compiler's goes to
-    the backend that runs its language."""
-    return _LANGUAGE_OF.get(label, label)
-
-
 def rows(
     submission: str, found: Records, references: Mapping[str, Timing], shapes: int
 ) -> list[Row]:
     """The rows of one submission: a kernel a backend, in the order checked."""
     by_key: dict[tuple[str, str], list[Verdict]] = defaultdict(list)
     for verdict in found.verdicts:
-        by_key[row_backend(verdict.label), verdict.variant].append(verdict)
+        by_key[language_of(verdict.label), verdict.variant].append(verdict)
     timings = {(t.label, t.variant): t for t in found.timings}
     described = {d.variant: d for d in found.variants}
     pairs = baselines(d.variant for d in found.variants)
@@ -124,8 +125,7 @@ def shapes_of(verdicts: Sequence[Verdict], shapes: int) -> str:
     bad = [v for v in ran if v.equal is not True]
     if not bad:
         return f"equal at all {len(ran)}"
-    shown = ", ".join(f"{v.shape.M}×{v.shape.K}·{v.shape.K}×{v.shape.N}" for v in bad[:4]
-                      if v.shape is not None)  # fmt: skip
+    shown = ", ".join(compact(v.shape) for v in bad[:4])
     more = " ..." if len(bad) > 4 else ""
     cut = ""
     if len(ran) < shapes and bad[-1] is ran[-1]:  # its process hung or died there
@@ -137,16 +137,16 @@ def shapes_of(verdicts: Sequence[Verdict], shapes: int) -> str:
 
 def _finding(verdicts: Sequence[Verdict]) -> str:
     said = [f"{v.label}: {v.detail}" for v in verdicts
-            if v.label in ("oclgrind", "compute-sanitizer") and v.equal is False]  # fmt: skip
+            if v.label in SANITIZERS.values() and v.equal is False]  # fmt: skip
     return "; ".join(said)
 
 
 def _first_detail(verdicts: Sequence[Verdict]) -> str:
     """The first verdict that is not equal, as it was said (nvcc's build included)."""
     for verdict in verdicts:
-        if verdict.equal is not True and verdict.label not in ("oclgrind", "compute-sanitizer"):
+        if verdict.equal is not True and verdict.label not in SANITIZERS.values():
             return verdict.detail
-    nvcc = [v.detail for v in verdicts if v.label == "nvcc"]
+    nvcc = [v.detail for v in verdicts if v.label == COMPILER]
     return nvcc[0] if nvcc else ""
 
 

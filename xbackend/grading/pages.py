@@ -14,8 +14,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from xbackend.grading.gradebook import Row, passed
-from xbackend.grading.records import Records, Timing
-from xbackend.operations import Shape
+from xbackend.grading.records import Records, Timing, compact
 from xbackend.report.document import (
     Block,
     Cell,
@@ -33,10 +32,6 @@ _FLAGS = {"equal": "equal", "WRONG": "bad", "NOT RUN": "notrun", "compiles": ""}
 def page_name(submission: str) -> str:
     """The file name of a submission's page, in the ``submissions`` folder."""
     return re.sub(r"[^A-Za-z0-9_.-]", "_", submission) + ".html"
-
-
-def _size(shape: Shape) -> str:
-    return f"{shape.M}×{shape.K}·{shape.K}×{shape.N}"
 
 
 def said_time(timing: Timing | None) -> str:
@@ -123,7 +118,7 @@ def _references(references: Mapping[str, Timing]) -> list[Block]:
     shape = next(iter(references.values())).shape
     rows = [[Cell(key), Cell(said_time(t)), Cell(t.clock)] for key, t in references.items()]
     return [
-        Heading(f"xbackend's kernels and the vendor's at {_size(shape)}", 2),
+        Heading(f"xbackend's kernels and the vendor's at {compact(shape)}", 2),
         Table(["backend and kernel", "median time ±95%", "clock"], rows, numeric=False),
     ]  # fmt: skip
 
@@ -163,7 +158,7 @@ def submission_page(
     if bad:
         body = [
             [Cell(v.label), Cell(v.variant),
-             Cell(f"{v.shape.M}×{v.shape.K}·{v.shape.K}×{v.shape.N}" if v.shape else "-"),
+             Cell(compact(v.shape)),
              Cell(v.word, _FLAGS.get(v.word, "")), Cell(v.detail, "wrap")]
             for v in bad
         ]  # fmt: skip

@@ -17,6 +17,23 @@ from typing import IO, Any
 
 from xbackend.operations import Shape
 
+# The tool that sanitizes each language's kernels, and the compiler that builds a .cu file
+# where nothing here runs it: their verdicts' labels, beside the backends' own.
+SANITIZERS = {"opencl": "oclgrind", "cuda": "compute-sanitizer"}
+COMPILER = "nvcc"
+
+
+def language_of(label: str) -> str:
+    """The backend a verdict's row belongs to: a sanitizer's or the compiler's goes to the
+    backend that runs its language; a backend's own stays its own."""
+    by_tool = {tool: language for language, tool in SANITIZERS.items()}
+    return by_tool.get(label, "cuda" if label == COMPILER else label)
+
+
+def compact(shape: Shape | None) -> str:
+    """A shape as check prints it: ``7×13·13×5`` ("-" for none)."""
+    return f"{shape.M}×{shape.K}·{shape.K}×{shape.N}" if shape is not None else "-"
+
 
 @dataclasses.dataclass(frozen=True)
 class Verdict:

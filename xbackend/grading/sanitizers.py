@@ -20,6 +20,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from xbackend.backends.cuda import LINEINFO_ENV
 from xbackend.backends.execution import RED_ZONE_ENV
 from xbackend.grading import records
 from xbackend.isolation import child_environment
@@ -171,8 +172,7 @@ def _gone(verdicts: Sequence[records.Verdict]) -> str:
         if verdict.equal is None and verdict.shape is not None:
             said = verdict.detail
             if said.startswith("timed out") or said.startswith("the kernel's process"):
-                shape = verdict.shape
-                return f"its run at {shape.M}×{shape.K}·{shape.K}×{shape.N} {said.split(':')[0]}"
+                return f"its run at {records.compact(verdict.shape)} {said.split(':')[0]}"
     return ""
 
 
@@ -258,7 +258,7 @@ def sanitize_cuda(
 ) -> Sanitized:  # fmt: skip
     """Run one CUDA variant under each of compute-sanitizer's ``tools``, its kernels
     built with -lineinfo; the worst report of any, and why a run did not finish."""
-    env = {"XBACKEND_CUDA_LINEINFO": "1"}
+    env = {LINEINFO_ENV: "1"}
     found: dict[str, Finding] = {}
     for name in tools:
         prefix = [tool, "--tool", name, "--target-processes", "all", "--print-limit", "100"]

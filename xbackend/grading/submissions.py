@@ -23,6 +23,7 @@ from pathlib import Path
 
 from xbackend.errors import XBackendError
 from xbackend.families.manifest import MANIFEST
+from xbackend.families.sources import read_source
 
 KERNEL_SUFFIXES = (".cu", ".cl")
 
@@ -120,9 +121,9 @@ def shared_names(submissions: Sequence[Submission]) -> list[str]:
 def _declared_names(manifest: Path) -> set[str]:
     """The family and variant names a manifest declares, as the manifest reader reads
     them (the family's defaults to its folder's name); none where it does not parse."""
-    try:
-        data = tomllib.loads(manifest.read_text(encoding="utf-8", errors="replace"))
-    except (OSError, tomllib.TOMLDecodeError):
+    try:  # read as the manifest reader reads it: bounded, text only
+        data = tomllib.loads(read_source(manifest, "manifest"))
+    except (XBackendError, tomllib.TOMLDecodeError, RecursionError):  # its verdict says
         return set()
     head = data.get("family")
     family = head.get("name") if isinstance(head, dict) else None
