@@ -138,8 +138,9 @@ def _problem(
     problem = backend.variant_problem(variant, dtype, op)
     if problem:
         return problem
-    if tile is not None:
+    if tile is not None or backend.variant_spec(variant, op).configurable:
         problem = backend.tile_problem(variant, tile, dtype.itemsize, op)
         if problem:
-            return f"tile {tile} cannot run on this device: {problem}"
+            what = f"tile {tile}" if tile is not None else "its default configuration"
+            return f"{what} cannot run on this device: {problem}"
     return None

@@ -44,6 +44,7 @@ from xbackend.backends.registry import backend_class, get_backend
 from xbackend.configs import Config
 from xbackend.errors import XBackendError
 from xbackend.measure import Described, Measurer, describe_error
+from xbackend.tune_cache import cached_choices
 
 if TYPE_CHECKING:
     from xbackend import Backend, Measurement
@@ -377,7 +378,9 @@ def _answer(request: _Request, opened: dict[Any, Backend], progress: int) -> tup
 
 def _open(request: _Request, progress: int) -> Backend:
     """The request's backend, its samples' monitor telling the parent each step."""
-    backend = get_backend(request.backend, request.device)
+    # With the tune cache's choices, as the parent's (``xbackend.get_backend``): a variant
+    # whose family declares parameters takes those ``tune`` chose.
+    backend = get_backend(request.backend, request.device, choices=cached_choices())
     if request.index is not None and hasattr(backend, "use_index"):
         backend.use_index(request.index)
     monitor = backend.monitor

@@ -189,6 +189,11 @@ def _skip_reason(
     if config in failed:
         return f"failed at a smaller size: {failed[config]}"
     shape = Shape(record.M, record.K, record.N)
+    problem = config.backend.shape_problem(
+        config.variant, config.op, shape, record.batch, config.tile
+    )
+    if problem:
+        return f"the kernel does not take this shape: {problem}"
     problem = memory_problem(config, shape, record.batch, plan.check)
     if problem:
         return problem

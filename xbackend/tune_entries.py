@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from xbackend.backends import warp
-from xbackend.tune_search import Candidate, TileChoice
+from xbackend.tune_search import Candidate, ParameterChoice, TileChoice
 
 MAX_COUNT = 2**53  # blocks and samples: counts a float holds exactly
 KEY_FIELDS = ("backend", "device", "variant", "operation", "dtype", "shape class")
@@ -21,11 +21,13 @@ def _shorten(text: object, limit: int = 120) -> str:
 
 
 def _params_problem(params: dict[str, Any]) -> str | None:
-    """Why a choice's parameters are no configuration: a fixed-tile variant's tile, or
-    block tiles the planner accepts on any device."""
-    if set(params) == {"TILE"}:
-        tile = params["TILE"]
-        return None if _is_count(tile) and tile > 0 else f"TILE must be a count, not {tile!r}"
+    """Why a choice's parameters are no configuration: a fixed-tile variant's tile (and
+    its family's parameters), or block tiles the planner accepts on any device."""
+    if set(params) == {"TILE"} or "BM" not in params:  # a tile, or a family's parameters
+        for name, value in params.items():  # (the variant's manifest checks them at lookup)
+            if not (_is_count(value) and value > 0):
+                return f"{_shorten(name, 40)} must be a count, not {_shorten(value)!r}"
+        return None
     try:
         config = warp.WarpConfig.from_dict(params)
     except (TypeError, ValueError) as error:
@@ -114,4 +116,6 @@ def candidate(params: Mapping[str, int]) -> Candidate:
     """A cache entry's parameters as the tuner's candidate."""
     if set(params) == {"TILE"}:
         return TileChoice(int(params["TILE"]))
+    if "BM" not in params:
+        return ParameterChoice(tuple((name, int(value)) for name, value in params.items()))
     return warp.WarpConfig.from_dict(params)

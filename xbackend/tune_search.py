@@ -65,6 +65,23 @@ class TileChoice:
         return -(-M // self.TILE) * -(-N // self.TILE) if self.TILE > 0 else 0
 
 
+@dataclasses.dataclass(frozen=True)
+class ParameterChoice:
+    """A candidate of a variant whose family declares parameters (``parameters`` in its
+    manifest, as Kernel Tuner's ``tune_params``): its tile where it takes one, and a value
+    of each parameter."""
+
+    values: tuple[tuple[str, int], ...]
+    slices: int = 1  # no split along K
+
+    @property
+    def label(self) -> str:
+        return " ".join(f"{name}={value}" for name, value in self.values)
+
+    def to_dict(self) -> dict[str, int]:
+        return dict(self.values)
+
+
 class Candidate(Protocol):
     """What the search and the race time: a configuration with a label, its parameters by
     name (``to_dict``), and its K ranges (``slices``; 1 for a tile)."""
@@ -177,7 +194,7 @@ def searchable(backend: Backend, variant: str, op: str) -> bool:
     """Whether ``tune`` can search ``variant``: its block tiles, or the several tiles its
     family declares."""
     spec = backend.variant_spec(variant, op)
-    return spec.tuned or (bool(spec.kernel) and len(spec.tiles) > 1)
+    return spec.tuned or (bool(spec.kernel) and len(list(spec.space())) > 1)
 
 
 def _names(variants: Sequence[str]) -> str:

@@ -66,6 +66,7 @@ from xbackend.tune_search import (
     FINALIST_TIME_S,
     SEARCHES,
     Candidate,
+    ParameterChoice,
     TileChoice,
     Trial,
     TuneItem,
@@ -185,6 +186,12 @@ def search_space(
     """The candidates of ``variant`` that this device can run: a fixed-tile variant's
     tiles; block tiles with K splits for outputs too small to fill it."""
     spec = backend.variant_spec(variant, op)
+    if spec.configurable:  # its family's parameters: each configuration this device runs
+        return [
+            ParameterChoice(tuple(config.items()))
+            for config in spec.space()
+            if not backend.tile_problem(variant, config.get("TILE"), itemsize, op, config)
+        ]
     if not spec.tuned:
         return [TileChoice(tile) for tile in backend.tiles(variant, op, itemsize)]
     units = backend.device.compute_units or 0
@@ -355,9 +362,10 @@ def cache_entry(result: TuneResult, build: dict[str, str]) -> dict[str, Any]:
     output, config = output_size(result.op, result.shape), chosen.config
     if isinstance(config, warp.WarpConfig):
         blocks = warp.output_tiles(config, *output) * config.slices
-    else:
-        assert isinstance(config, TileChoice)
+    elif isinstance(config, TileChoice):
         blocks = config.output_tiles(*output)
+    else:  # its family's launch: no split along K to refit
+        blocks = 0
     entry: dict[str, Any] = {
         "params": config.to_dict(),
         "blocks": blocks,
@@ -415,7 +423,8 @@ def _time(
     samples: int,
 ) -> Trial:
     params = None if config is None else config.to_dict()
-    fixed = not backend.variant_spec(variant, product.op).tuned
+    spec = backend.variant_spec(variant, product.op)
+    fixed = not spec.tuned
     try:
         measured = backend.measure(
             product.A,
@@ -433,6 +442,8 @@ def _time(
         return Trial(config or blank, None, str(error)[:200])
     if config is not None:
         chosen = config
+    elif spec.configurable:  # what it ran: its tile and its parameters (measured.params)
+        chosen = ParameterChoice(tuple((measured.params or {}).items()))
     elif fixed:
         chosen = TileChoice(measured.tile or 0)
     else:

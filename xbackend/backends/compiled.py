@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from xbackend import families
-from xbackend.backends import block_tiles, warp
+from xbackend.backends import block_tiles, element, warp
 from xbackend.backends.ceilings import (
     FLOAT_DTYPES,
     Ceilings,
@@ -34,6 +34,7 @@ from xbackend.backends.ceilings import (
     fma_ceiling,
 )
 from xbackend.backends.choices import ChoiceRequest
+from xbackend.backends.element import plan_element
 from xbackend.backends.execution import Device, LaunchExecution
 from xbackend.backends.groups import group_problem
 from xbackend.backends.interface import Backend, Execution
@@ -41,10 +42,10 @@ from xbackend.backends.kernels import SUM_BLOCK, WIDE_INDEX, has_stamps, source_
 from xbackend.backends.launch import KernelLaunch, Product
 from xbackend.backends.monitor import DeviceMonitor, monitor_for
 from xbackend.backends.operands import check_operands, dimension_problem
-from xbackend.backends.plans import plan_tiled, plan_vendor
+from xbackend.backends.plans import plan_vendor
 from xbackend.backends.specs import VariantSpec, VariantTable
 from xbackend.errors import UnsupportedParameter, XBackendError
-from xbackend.operations import operation
+from xbackend.operations import Shape, operation
 
 Array = np.ndarray[Any, Any]
 # "wide": every product's kernels get 64-bit offsets; "auto" (or unset): only those of a
@@ -110,7 +111,7 @@ class CompiledBackend(Backend):
     def tile_problem(
         self,
         variant: str,
-        tile: int,
+        tile: int | None,
         itemsize: int = 4,
         op: str = "mm",
         params: Mapping[str, int] | None = None,
@@ -129,6 +130,18 @@ class CompiledBackend(Backend):
         if spec.dtypes and np.dtype(dtype).name not in spec.dtypes:
             return f"its kernels compute in {', '.join(spec.dtypes)} only ({spec.source})"
         return None
+
+    def shape_problem(
+        self, variant: str, op: str, shape: Shape, batch: int = 1, tile: int | None = None
+    ) -> str | None:
+        spec = self.variant_spec(variant, op)
+        if spec.tuned or not spec.kernel or not spec.size_rules:
+            return None
+        rows, columns = operation(op).output_size(shape)
+        sizes = {"M": shape.M, "N": shape.N, "K": shape.K, "BATCH": batch, "ROWS": rows,
+                 "COLUMNS": columns}  # fmt: skip
+        names = {**spec.names_at(tile if tile is not None else spec.default_tile), **sizes}
+        return element.shape_problem(spec, names)
 
     def preferred_tile(self, variant: str, op: str, dtype: np.dtype[Any]) -> int | None:
         """The tile ``xbackend tune`` chose for a fixed-tile variant on this device (the
@@ -157,7 +170,7 @@ class CompiledBackend(Backend):
             return None
 
         def device_problem(params: Mapping[str, int]) -> str | None:
-            tile = params.get("TILE", params.get("BM", 0))
+            tile = params.get("TILE", params.get("BM"))
             return self.tile_problem(variant, tile, dtype.itemsize, op, params)
 
         request = ChoiceRequest(
@@ -165,6 +178,23 @@ class CompiledBackend(Backend):
             size, self.kernel_build(variant, op), device_problem,
         )  # fmt: skip
         return self.choices.choice(request)
+
+    def _chosen_parameters(
+        self, spec: VariantSpec, op: str, tile: int | None, A: Array
+    ) -> dict[str, int] | None:
+        """The parameters ``xbackend tune`` chose for a variant whose family declares them
+        (the largest shape class it tuned), where they go with ``tile``; else None (the
+        family's defaults)."""
+        for shape_class in ("large", "medium", "small"):
+            chosen = self.choice(spec.name, op, A.dtype, shape_class)
+            if chosen is None or chosen.get("TILE", tile) != tile:
+                continue
+            try:
+                spec.configured_tile(tile, chosen)  # parameters its manifest still declares
+            except UnsupportedParameter:
+                continue
+            return {name: value for name, value in chosen.items() if name != "TILE"}
+        return None
 
     _index: str | None = None  # use_index's mode; None: XBACKEND_INDEX's
 
@@ -365,6 +395,7 @@ class CompiledBackend(Backend):
         if not spec.kernel:  # the vendor's library
             return plan_vendor(op, A, B, wide)
         if not spec.tuned:
-            assert tile is not None
-            return plan_tiled(op, spec, A, B, tile, wide)
+            if params is None and spec.configurable:  # as ``xbackend tune`` chose, if it did
+                params = self._chosen_parameters(spec, op, tile, A)
+            return plan_element(op, spec, A, B, tile, params, wide)
         return block_tiles.plan(self, op, spec, tile, A, B, params, wide)

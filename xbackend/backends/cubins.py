@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import re
 import subprocess
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from xbackend.errors import XBackendError
 from xbackend.resources import user_cache_dir
 from xbackend.safeio import atomic_write
 
@@ -101,3 +103,38 @@ def nvcc_version() -> str:
     except (OSError, subprocess.SubprocessError):
         return ""
     return done.stdout
+
+
+# How nvcc's mangled names write a template's type arguments (the Itanium C++ ABI).
+_TYPE_CODES = {
+    "float": "f", "double": "d", "int": "i", "unsigned": "j", "unsigned int": "j",
+    "long": "l", "unsigned long": "m", "size_t": "m", "long long": "x",
+    "unsigned long long": "y", "char": "c", "bool": "b", "short": "s",
+}  # fmt: skip
+
+
+def entry(cubin: bytes, kernel: str) -> str:
+    """The symbol of ``kernel`` in a cubin built without ``extern "C"``: ``mm<float>`` is
+    ``_Z2mmIfEv...``, a plain ``mm`` ``_Z2mmP...``; the name itself where it is there
+    unmangled. An ``XBackendError`` where the cubin holds no such kernel."""
+    name, _, rest = kernel.partition("<")
+    name = name.strip()
+    if not rest:
+        pattern = rf"(?:{re.escape(name)}|_Z{len(name)}{re.escape(name)}(?!I)\w*)"
+    else:
+        codes = []
+        for argument in rest.rpartition(">")[0].split(","):
+            word = " ".join(argument.split())
+            if word.lstrip("-").isdigit():
+                value = int(word)
+                codes.append(rf"L[a-z]{'n' if value < 0 else ''}{abs(value)}E")
+            elif word in _TYPE_CODES:
+                codes.append(_TYPE_CODES[word])
+            else:
+                raise XBackendError(f"{kernel}: xbackend instantiates templates of numbers "
+                                    f"and of {', '.join(_TYPE_CODES)}, not {word!r}")  # fmt: skip
+        pattern = rf"_Z{len(name)}{re.escape(name)}I{''.join(codes)}E\w*"
+    found = re.search(rb"(?<![\w.])(" + pattern.encode() + rb")\x00", cubin)
+    if found is None:
+        raise XBackendError(f"the CUDA build holds no kernel {kernel}")
+    return found.group(1).decode()

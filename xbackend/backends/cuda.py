@@ -21,11 +21,19 @@ from typing import Any
 import numpy as np
 
 from xbackend.backends.compiled import CompiledBackend, index_environment
-from xbackend.backends.cubins import cubin
+from xbackend.backends.cubins import cubin, entry
 from xbackend.backends.cublas import cublas_math_environment, cublas_math_note
 from xbackend.backends.execution import Device, Queued, Timer
-from xbackend.backends.kernels import STAMP, extern_c, include_folders, read_kernel
-from xbackend.backends.launch import Buffer, KernelLaunch, LibraryCall, Product, Step
+from xbackend.backends.kernels import STAMP, cuda_text, include_folders, instances, read_kernel
+from xbackend.backends.launch import (
+    Buffer,
+    KernelLaunch,
+    LibraryCall,
+    Product,
+    Record,
+    Step,
+    packing,
+)
 from xbackend.backends.specs import DeviceInfo
 from xbackend.backends.stamps import StampSlots
 from xbackend.backends.vendor import check_library
@@ -236,7 +244,12 @@ class _CudaDevice(Device):
             cublas = self._cublas
             return lambda: cublas.gemm(dtype, *values)
         args = [
-            buffers[value.name] if isinstance(value, Buffer) else value for value in step.values()
+            buffers[value.name]
+            if isinstance(value, Buffer)
+            else value.pack(lambda buffer: int(buffers[buffer.name]))
+            if isinstance(value, Record)
+            else value
+            for value in step.values()
         ]
         grid, block = step.grid, step.block
         if stamps is not None:
@@ -296,7 +309,8 @@ class CudaBackend(CompiledBackend):
         self._context.pop()  # current only inside _active()
         self._cublas: Any = None  # made on first use of the vendor variant
         self._cublas_problem: str | None = None
-        self._modules: dict[tuple[str, tuple[str, ...]], Any] = {}  # (family, options)
+        # (family, options, template instances) -> (module, its cubin)
+        self._modules: dict[tuple[str, tuple[str, ...], tuple[str, ...]], Any] = {}
         self._functions: dict[tuple[str, tuple[str, ...], str], Any] = {}
         self._held: _Gate | None = None  # made on first use: see _gate
         self._flusher: tuple[Any, int] | None = None  # made on first use: see _flush_buffer
@@ -349,45 +363,69 @@ class CudaBackend(CompiledBackend):
         finally:
             drv.Context.pop()
 
-    def _function(self, family: str, options: tuple[str, ...], kernel: str, args: str) -> Any:
-        """A kernel of a family's file built with ``options``: compiled once, reused.
+    def _function(
+        self,
+        family: str,
+        options: tuple[str, ...],
+        kernel: str,
+        args: str,
+        instanced: tuple[str, ...] = (),
+    ) -> Any:
+        """A kernel of a family's file built with ``options`` (and the template instances
+        ``instanced``): compiled once, reused.
 
         ``args`` is PyCUDA's signature of its arguments ("P" a pointer, "i" an int).
         """
         key = (family, options, kernel)
         if key not in self._functions:
-            if (family, options) not in self._modules:
-                path, source = read_kernel(family, "cuda", STAMP in options)
-                try:
-                    built = self._cubin(family, source, options)
-                except drv.CompileError as error:
-                    raise KernelCompileError(
-                        backend=self.name,
-                        path=path,
-                        source=source,
-                        options=list(options),
-                        device=self._device.name,
-                        log=error.stderr or str(error),
-                    ) from error
-                try:
-                    module = drv.module_from_buffer(built)  # in the current context
-                except drv.Error:  # a cached cubin the driver refuses: built again
-                    module = drv.module_from_buffer(self._cubin(family, source, options, True))
-                self._modules[family, options] = module
-            function = self._modules[family, options].get_function(kernel)
+            module_key = (family, options, instanced)
+            if module_key not in self._modules:
+                self._modules[module_key] = self._module(family, options, instanced)
+            module, built = self._modules[module_key]
+            # A kernel is found by its name, or in a build without extern "C" around it,
+            # by the symbol its name was mangled to (a template's instance, ``mm<float>``).
+            function = module.get_function(entry(built, kernel))
             function.prepare(args)
             self._functions[key] = function
         return self._functions[key]
 
+    def _module(
+        self, family: str, options: tuple[str, ...], instanced: tuple[str, ...]
+    ) -> tuple[Any, bytes]:
+        """A family's file built and loaded in this context, with its cubin."""
+        path, source = read_kernel(family, "cuda", STAMP in options)
+        try:
+            built = self._cubin(family, source, options, instanced=instanced)
+        except drv.CompileError as error:
+            raise KernelCompileError(
+                backend=self.name,
+                path=path,
+                source=source,
+                options=list(options),
+                device=self._device.name,
+                log=error.stderr or str(error),
+            ) from error
+        try:
+            return drv.module_from_buffer(built), built  # in the current context
+        except drv.Error:  # a cached cubin the driver refuses: built again
+            built = self._cubin(family, source, options, True, instanced)
+            return drv.module_from_buffer(built), built
+
     def _prebuild(self, family: str, options: tuple[str, ...], dtype: np.dtype[Any]) -> None:
         """Compile into the cache of cubins (``cubins.py``), as ``_function`` will."""
-        if (family, options) in self._modules:
+        instanced = instances(family, dtype.name)
+        if (family, options, instanced) in self._modules:
             return
         _, source = read_kernel(family, "cuda", STAMP in options)
-        self._cubin(family, source, options)
+        self._cubin(family, source, options, instanced=instanced)
 
     def _cubin(
-        self, family: str, source: str, options: tuple[str, ...], fresh: bool = False
+        self,
+        family: str,
+        source: str,
+        options: tuple[str, ...],
+        fresh: bool = False,
+        instanced: tuple[str, ...] = (),
     ) -> bytes:
         """A kernel file's cubin for this device (cached: ``cubins.py``; ``fresh``: built
         again); for the architecture named, since a thread of ``prebuild`` has no
@@ -395,7 +433,8 @@ class CudaBackend(CompiledBackend):
         folders = _include_dirs(family)
         if os.environ.get(LINEINFO_ENV):  # a sanitizer's reports name the kernel's lines
             options = (*options, "-lineinfo")
-        return cubin(source, options, self._arch, folders, extern_c(source), fresh=fresh)
+        text, as_it_is = cuda_text(source, instanced)
+        return cubin(text, options, self._arch, folders, as_it_is, fresh=fresh)
 
     def _gate(self) -> _Gate:
         """The stream's gate for timed launches, made once per context."""
@@ -419,14 +458,10 @@ class CudaBackend(CompiledBackend):
         return self._cublas_problem or Cublas.dtype_problem(dtype)
 
     def _compile(self, launch: KernelLaunch, dtype: np.dtype[Any]) -> Any:
-        # PyCUDA's signature of the arguments: "P" a pointer, "i" an int, "q" a long long
-        # (an INDEX parameter of a wide build).
-        signature = "".join(
-            "P" if isinstance(v, Buffer) else "q" if isinstance(v, np.int64) else "i"
-            for v in launch.values()
-        )
+        signature = packing(launch.values())  # PyCUDA's signature: Python's struct codes
         signature += "Pi" if launch.stamped else ""  # the stamps buffer and the slot
-        return self._function(launch.family, launch.options, launch.kernel, signature)
+        instanced = instances(launch.family, dtype.name)
+        return self._function(launch.family, launch.options, launch.kernel, signature, instanced)
 
     def _device_clock(self) -> bool:
         return True  # every NVIDIA GPU has %globaltimer

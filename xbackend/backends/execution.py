@@ -136,6 +136,7 @@ class LaunchExecution(Execution):
         self._pinned: list[Array] = []
         self.tile, self.params = product.tile, product.params
         self.clock = self._timer.clock
+        self._turned = product.output_turned
 
     def use_host_memory(self, kind: str) -> str:
         if kind == "pinned" and not self._pinned:
@@ -180,7 +181,7 @@ class LaunchExecution(Execution):
         self._device.download(self._C, self._buffers[OUTPUT])
         if self._zone:
             self._check_zone()
-        return self._C
+        return np.swapaxes(self._C, -1, -2) if self._turned else self._C
 
     def _check_zone(self) -> None:
         """Raise ``WroteOutOfBounds`` where the kernel wrote past the end of C."""

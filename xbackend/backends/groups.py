@@ -12,14 +12,14 @@ from collections.abc import Mapping
 
 from xbackend.backends import block_tiles
 from xbackend.backends.specs import DeviceInfo, VariantSpec
-from xbackend.families import expressions
 from xbackend.families.expressions import ExpressionError, evaluate
+from xbackend.families.variant import broken_rule
 
 
 def group_problem(
     device: DeviceInfo,
     spec: VariantSpec,
-    tile: int,
+    tile: int | None,
     itemsize: int,
     workers: str,
     memory: str,
@@ -28,24 +28,25 @@ def group_problem(
     """Why a group of ``spec`` at ``tile`` (or, block tiles, in ``params``) cannot run on
     ``device``."""
     if spec.tuned:
-        return block_tiles.group_problem(device, spec, tile, itemsize, workers, memory, params)
+        if tile is None and params is None:
+            return "block tiles need a tile or a configuration"
+        block = tile if tile is not None else 0  # its configuration (params) says
+        return block_tiles.group_problem(device, spec, block, itemsize, workers, memory, params)
+    where = f"tile {tile}" if tile is not None else "its parameters"
     try:
-        rows, columns = spec.per_thread(tile)
+        rows, columns = spec.per_thread(tile, params)
+        names = spec.names_at(tile, params)
     except ExpressionError as error:
-        return f"tile {tile}: {error}"
-    if rows < 1 or columns < 1 or tile % rows or tile % columns:
+        return f"{where}: {error}"
+    if not spec.group and (rows < 1 or columns < 1 or (tile or 0) % rows or (tile or 0) % columns):
         return f"tile {tile} does not split into {rows}×{columns} patches per {workers[:-1]}"
-    names = spec.names_at(tile)
-    for rule in spec.requires:  # the family's own rules (its manifest)
-        try:
-            holds = evaluate(rule, names)
-        except ExpressionError as error:
-            return f"tile {tile}: {error}"
-        if not holds:
-            shown = ", ".join(f"{name} = {names[name]}" for name in sorted(expressions.names(rule)))
-            return f"its family's rule {rule} does not hold ({shown})"
+    broken = broken_rule(spec.configuration_rules, names)  # the family's own rules
+    if broken:
+        return broken if "does not hold" in broken else f"{where}: {broken}"
     threads = names["THREADS"]
     limit = device.max_work_group_size or 0
+    if threads < 1:
+        return f"{where}: a group of {threads} {workers}"
     if threads > limit:
         return f"{threads} {workers} exceed the limit of {limit} per group"
     local = device.local_mem_bytes or 0

@@ -31,7 +31,7 @@ from xbackend.backends.operands import check_operands, uploaded_nbytes
 from xbackend.backends.sampler import NO_MONITOR, Monitor, sample
 from xbackend.backends.specs import DeviceInfo, Measurement, VariantSpec, VariantTable
 from xbackend.errors import DeviceOutOfMemory, UnsupportedParameter, XBackendError
-from xbackend.operations import operation
+from xbackend.operations import Shape, operation
 from xbackend.timing import Sampling
 
 Array = np.ndarray[Any, Any]
@@ -174,14 +174,14 @@ class Backend(abc.ABC):
     def tile_problem(
         self,
         variant: str,
-        tile: int,
+        tile: int | None,
         itemsize: int = 4,
         op: str = "mm",
         params: Mapping[str, int] | None = None,
     ) -> str | None:
-        """Why ``tile`` (or, for tuned variants, the configuration ``params``) cannot run
-        on this device."""
-        if tile < 1:
+        """Why ``tile`` (or, for tuned variants, the configuration ``params``; for variants
+        with parameters, ``tile`` with them) cannot run on this device."""
+        if tile is not None and tile < 1:
             return f"tile must be a positive integer, not {tile}"
         return None
 
@@ -195,6 +195,13 @@ class Backend(abc.ABC):
 
     def variant_problem(self, variant: str, dtype: np.dtype[Any], op: str = "mm") -> str | None:
         """Why ``variant`` cannot run here at all (a missing vendor library), or None."""
+        return None
+
+    def shape_problem(
+        self, variant: str, op: str, shape: Shape, batch: int = 1, tile: int | None = None
+    ) -> str | None:
+        """Why ``variant`` does not take a product of ``shape`` (its kernel's rules on the
+        sizes: square only, K a multiple of its tile), or None."""
         return None
 
     def prebuild(
@@ -365,11 +372,8 @@ class Backend(abc.ABC):
             raise XBackendError(f"the {self.name} backend is closed")
         A, B = check_operands(A, B, op)
         spec = self.variant_spec(variant, op)
-        if params is not None and not spec.tuned:  # a fixed-tile variant takes its tile
-            if set(params) != {"TILE"} or tile not in (None, params["TILE"]):
-                raise UnsupportedParameter(f"{self.name} {variant} takes no launch parameters "
-                                           "but its tile ({'TILE': n})")  # fmt: skip
-            tile = params["TILE"]
+        if params is not None and not spec.tuned:  # a tile, and the family's parameters
+            tile = spec.configured_tile(tile, params, self.name)
         problem = self.dtype_problem(A.dtype)
         if problem:
             raise UnsupportedParameter(f"{self.name} cannot compute in {A.dtype}: {problem}")

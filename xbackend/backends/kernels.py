@@ -18,7 +18,8 @@ from xbackend.families import sources
 from xbackend.families.sources import (
     STAMP_PARAMETERS,
     SUFFIXES,
-    kernels_of,
+    Declarations,
+    declarations_of,
     passing,
     read_source,
     with_hooks,
@@ -66,15 +67,17 @@ def source_path(family: str, language: str) -> Path:
 
 
 @functools.cache
-def _declarations(family: str, language: str) -> dict[str, tuple[tuple[str, str], ...]]:
+def source_declarations(family: str, language: str) -> Declarations:
+    """What a family's file declares: its kernels, structs and kernel templates."""
     _, text = read_kernel(family, language)
-    return {name: params for name, (params, _) in kernels_of(text).items()}
+    return declarations_of(text)
 
 
 def declarations(family: str, language: str) -> dict[str, tuple[tuple[str, str], ...]]:
     """Each kernel of a file with its parameters, in order, as (name, the words before
     it): ``("lda", "const INDEX")``, ``("A", "__global const REAL* restrict")``."""
-    return _declarations(family, language)
+    found = source_declarations(family, language).kernels
+    return {name: params for name, (params, _) in found.items()}
 
 
 def declared(family: str, language: str) -> dict[str, tuple[str, ...]]:
@@ -85,22 +88,79 @@ def declared(family: str, language: str) -> dict[str, tuple[str, ...]]:
     }
 
 
-def _declaration(family: str, kernel: str) -> tuple[tuple[str, str], ...]:
+def _declaring(family: str, kernel: str) -> Declarations:
+    """The declarations of the file that declares ``kernel`` (``mm<REAL>``: ``mm``): the
+    OpenCL one, or the CUDA one for a family without it (the twins agree)."""
+    kernel = function_name(kernel)
     found_family = families.find(family)
     for language in ("opencl", "cuda"):
         if found_family is not None and language not in found_family.sources:
             continue  # a family in one language (a CUDA-only one: its .cu file)
         if source_path(family, language).is_file():
-            found = declarations(family, language).get(kernel)
-            if found is not None:
+            found = source_declarations(family, language)
+            if kernel in found.kernels:
                 return found
     raise XBackendError(f"no kernel {kernel} is declared in the {family} kernel files")
+
+
+def _declaration(family: str, kernel: str) -> tuple[tuple[str, str], ...]:
+    return _declaring(family, kernel).kernels[function_name(kernel)][0]
+
+
+def function_name(kernel: str) -> str:
+    """The function a kernel name calls: ``mm<float>`` calls the template ``mm``."""
+    return kernel.split("<", 1)[0].strip()
+
+
+def kinds(family: str, kernel: str) -> dict[str, str]:
+    """How each parameter of ``kernel`` is passed (``Declarations.kind``): "buffer",
+    "int32", "int64", "float32", "float64", "real" (the element type) or "struct"."""
+    found = _declaring(family, kernel)
+    name = function_name(kernel)
+    return {param: found.kind(name, words) for param, words in found.kernels[name][0]}
+
+
+def struct_fields(family: str, kernel: str, parameter: str) -> tuple[tuple[str, str], ...]:
+    """The fields of a struct parameter of ``kernel``, in order, each with how it is
+    passed (as ``kinds``)."""
+    found = _declaring(family, kernel)
+    words = dict(found.kernels[function_name(kernel)][0])[parameter]
+    return tuple((field, passing(kind)) for field, kind in found.structs[words.split()[-1]])
 
 
 def extern_c(source: str) -> bool:
     """Whether a CUDA source declares its kernels ``extern "C"`` itself (the shipped ones
     do); else the compiler is asked to, so that a kernel is found by its own name."""
     return 'extern "C"' in source
+
+
+def instances(family: str, dtype: str) -> tuple[str, ...]:
+    """The template instances a family's variants launch in ``dtype`` (``mm<REAL>``: in
+    float32, ``mm<float>``), which its CUDA build must instantiate."""
+    found = families.find(family)
+    if found is None:
+        return ()
+    named = {
+        launch.kernel.replace("REAL", C_TYPES[dtype])
+        for _, spec in found.variants
+        for launch in spec.launches
+        if "<" in launch.kernel
+    }
+    return tuple(sorted(named))
+
+
+def cuda_text(source: str, instanced: Iterable[str] = ()) -> tuple[str, bool]:
+    """The text nvcc builds of a CUDA source, and whether it goes as it is (no ``extern
+    "C"`` put around it: it says so itself, or it declares templates, which C linkage
+    cannot hold). Each template instance is taken by address after the source, which
+    makes nvcc build it; its kernel is then found by its mangled name (``cubins.entry``)."""
+    instanced = tuple(instanced)
+    taken = "".join(
+        f"static void* const xbackend_instance_{n} __attribute__((unused)) = (void*)&{name};\n"
+        for n, name in enumerate(instanced)
+    )
+    text = f"{source}\n{taken}" if taken else source
+    return text, extern_c(source) or bool(instanced) or "template" in source
 
 
 def parameters(family: str, kernel: str) -> tuple[str, ...]:

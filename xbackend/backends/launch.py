@@ -11,7 +11,8 @@ same way (``execution.LaunchExecution``); the runtime never knows the algorithm.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+import struct
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -20,6 +21,7 @@ from xbackend.backends.kernels import (
     GEMM_PARAMETERS,
     STAMP,
     WIDE_INDEX,
+    function_name,
     index_parameters,
     long_parameters,
     parameters,
@@ -28,7 +30,9 @@ from xbackend.errors import XBackendError
 
 Array = np.ndarray[Any, Any]
 OUTPUT = "C"  # the buffer a product's result is downloaded from
-Scalar = np.int32 | np.int64  # an integer argument, as wide as its kernel parameter
+# A number argument, as its kernel parameter declares it: an integer as wide as the
+# parameter, a float or a double.
+Scalar = np.int32 | np.int64 | np.float32 | np.float64
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,7 +42,53 @@ class Buffer:
     name: str
 
 
-Arg = Buffer | int
+# How each kind of field is packed (Python's struct codes, native alignment as C's).
+_CODES = {"int32": "i", "int64": "q", "float32": "f", "float64": "d", "buffer": "P"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Record:
+    """A struct argument passed by value (CUDA): its fields in order, each with its kind
+    (``_CODES``) and its value: a number, or a buffer whose device address it holds."""
+
+    fields: tuple[tuple[str, str, Buffer | int | float], ...]
+
+    @property
+    def format(self) -> str:
+        """Its bytes as Python's struct writes them, padded at the end as C pads it."""
+        codes = [_CODES[kind] for _, kind, _ in self.fields]
+        return "".join(codes) + f"0{max(codes, key=struct.calcsize)}"
+
+    @property
+    def alignment(self) -> int:
+        return max(struct.calcsize(_CODES[kind]) for _, kind, _ in self.fields)
+
+    @property
+    def size(self) -> int:
+        return struct.calcsize(self.format)
+
+    def pack(self, address: Callable[[Buffer], int]) -> bytes:
+        """Its bytes, each buffer field the device address ``address`` gives."""
+        values = [address(v) if isinstance(v, Buffer) else v for _, _, v in self.fields]
+        return struct.pack(self.format, *values)
+
+
+Arg = Buffer | int | float | np.floating[Any] | Record
+_SCALARS = {np.int32: "i", np.int64: "q", np.float32: "f", np.float64: "d"}
+
+
+def packing(values: list[Any]) -> str:
+    """A launch's arguments as C lays them out, in Python's struct codes (PyCUDA packs
+    a CUDA launch so): "P" a pointer, "i" an int, "q" a 64-bit one, "f" and "d" floats,
+    and a struct as its bytes (``Record``), padded to where C puts it."""
+    codes = ""
+    for value in values:
+        if isinstance(value, Record):
+            pad = -struct.calcsize(codes) % value.alignment
+            codes += f"{pad}x{value.size}s" if pad else f"{value.size}s"
+        else:
+            codes += "P" if isinstance(value, Buffer) else _SCALARS[type(value)]
+    return codes
 
 
 def _named(routine: str, names: tuple[str, ...], values: dict[str, Arg]) -> dict[str, Arg]:
@@ -101,15 +151,21 @@ class KernelLaunch:
         """Whether the kernel is built with 64-bit element offsets (``WIDE_INDEX``)."""
         return WIDE_INDEX in self.options
 
-    def values(self) -> list[Buffer | Scalar]:
-        """The arguments in the kernel's order, as it takes them: buffers by name, and each
-        integer a 32-bit int, or a 64-bit one where the parameter is ``INDEX`` in a wide
-        build. A value its parameter cannot hold is an error, never a wrapped number."""
+    @property
+    def function(self) -> str:
+        """The kernel function's name: ``mm<float>`` is an instance of the template ``mm``."""
+        return function_name(self.kernel)
+
+    def values(self) -> list[Buffer | Scalar | Record]:
+        """The arguments in the kernel's order, as it takes them: buffers by name, floats
+        as planned (of the parameter's type), structs as records, and each integer a
+        32-bit int, or a 64-bit one where the parameter is declared so (or ``INDEX`` in a
+        wide build). A value its parameter cannot hold is an error, never a wrapped one."""
         wide = index_parameters(self.family, self.kernel) if self.wide_index else frozenset()
         wide |= long_parameters(self.family, self.kernel)  # declared 64-bit: always
-        found: list[Buffer | Scalar] = []
+        found: list[Buffer | Scalar | Record] = []
         for name, value in self.args.items():
-            if isinstance(value, Buffer):
+            if isinstance(value, Buffer | Record | np.floating):
                 found.append(value)
                 continue
             kind = np.int64 if name in wide else np.int32
@@ -160,6 +216,9 @@ class Product:
     workspaces: dict[str, int] = dataclasses.field(default_factory=dict)  # name -> bytes
     tile: int | None = None  # for tuned variants: what they chose
     params: dict[str, int] | None = None
+    # Whether C is stored column-major (``output_shape`` its transpose): turned back when
+    # it is read.
+    output_turned: bool = False
 
     @property
     def launches(self) -> tuple[KernelLaunch, ...]:

@@ -420,7 +420,7 @@ class OpenCLBackend(CompiledBackend):
         return Clblast.dtype_problem(dtype, self._cl_device)
 
     def _compile(self, launch: KernelLaunch, dtype: np.dtype[Any]) -> Any:
-        return self._kernel(launch.family, launch.options, launch.kernel, dtype)
+        return self._kernel(launch.family, launch.options, launch.function, dtype)
 
     def _device_clock(self) -> bool:
         # NVIDIA's compiler takes the inline PTX that reads %globaltimer; no other does.

@@ -65,8 +65,16 @@ class ClDevice(Device):
 
     def fill(self, targets: Sequence[tuple[Any, int]], dtype: np.dtype[Any]) -> None:
         pattern = np.array(poison_value(dtype), dtype=dtype)
+        # oclgrind (21.10) takes a buffer poisoned by a fill, then written whole by one
+        # kernel, as uninitialized when the next reads it (a workspace: myGEMM-style
+        # transposes); poisoned by a copy from the host, it does not.
+        copied = "oclgrind" in self._queue.device.platform.name.lower()
         for buffer, nbytes in targets:
-            cl.enqueue_fill_buffer(self._queue, buffer, pattern, 0, nbytes).wait()
+            if copied:
+                poison = np.full(nbytes // dtype.itemsize, pattern, dtype=dtype)
+                cl.enqueue_copy(self._queue, buffer, poison, is_blocking=True)
+            else:
+                cl.enqueue_fill_buffer(self._queue, buffer, pattern, 0, nbytes).wait()
 
     def bind(
         self,

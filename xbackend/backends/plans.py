@@ -1,8 +1,8 @@
 """The products of the kernel files, planned: which launches, on which buffers.
 
-``plan_tiled`` serves the "element" families (kernels/mm, mm_reg, rmm and a user's);
+``element.py`` plans the "element" families (kernels/mm, mm_reg, rmm and a user's);
 ``block_tiles.py`` the tuned one (mm_warp), with the sum of a split along K as a second
-launch; ``plan_vendor`` the vendor's GEMM, after rmm's pair sums where reduced.
+launch; ``plan_vendor`` here the vendor's GEMM, after rmm's pair sums where reduced.
 
 Each planner also says how wide the kernels' element offsets are. The default build
 computes them with 32-bit ints, the fast path; a product whose kernels would form an
@@ -21,19 +21,11 @@ import numpy as np
 
 from xbackend.backends.kernels import (
     C_TYPES,
-    STAMP_PARAMETERS,
     SUM_BLOCK,
     WIDE_INDEX,
-    index_parameters,
-    long_parameters,
-    parameters,
 )
-from xbackend.backends.launch import OUTPUT, Arg, Buffer, KernelLaunch, LibraryCall, Product
+from xbackend.backends.launch import OUTPUT, Buffer, KernelLaunch, LibraryCall, Product
 from xbackend.backends.operands import INDEX_MAX, row_major_span
-from xbackend.backends.specs import VariantSpec
-from xbackend.errors import UnsupportedParameter
-from xbackend.families.expressions import evaluate
-from xbackend.families.variant import BUFFERS
 from xbackend.operations import Operation, operation
 
 Array = np.ndarray[Any, Any]
@@ -119,59 +111,6 @@ def index_options(reach: int, wide: bool = False) -> tuple[str, ...]:
     """``WIDE_INDEX`` where a product's farthest offset passes 32-bit ints, or where
     ``wide`` asks for it (the tests and scripts/index_cost.py); else nothing."""
     return (WIDE_INDEX,) if wide or reach > INDEX_MAX else ()
-
-
-def build_options(tile: int, dtype: np.dtype[Any], spec: VariantSpec) -> tuple[str, ...]:
-    """The -D options of a fixed-tile variant, as its family's manifest writes them
-    (``build``: sizes of the tile, ``REAL`` the element type), and its switches."""
-    names = spec.names_at(tile)
-    options = [
-        f"-D{name}={C_TYPES[dtype.name] if value == 'REAL' else evaluate(value, names)}"
-        for name, value in spec.build
-    ]
-    return (*options, *(f"-D{name}" for name in spec.defines))
-
-
-def plan_tiled(
-    op: str | Operation, spec: VariantSpec, A_: Array, B_: Array, tile: int, wide: bool = False
-) -> Product:
-    """One launch of an "element" kernel (kernels/mm, mm_reg, rmm, a user's): a TILE×TILE
-    tile of C per group, its parameters bound as the manifest says; 64-bit offsets
-    where the product needs them, or ``wide`` asks for them."""
-    op = operation(op)
-    declared = [p for p in parameters(spec.family, spec.kernel) if p not in STAMP_PARAMETERS]
-    takes = {spec.takes(param) for param in declared}
-    if "lda" not in takes:  # a kernel without leading dimensions reads compact rows
-        A_ = np.ascontiguousarray(A_)
-    if "ldb" not in takes:
-        B_ = np.ascontiguousarray(B_)
-    layout = Layout.of(op, A_, B_)
-    shape = op.output_shape(A_, B_)
-    rows, columns = shape[-2:]
-    tm, tn = spec.per_thread(tile)
-    reach = tiled_reach(layout, tile, op.reduced)
-    sizes = [p for p in declared if spec.takes(p) not in BUFFERS]
-    wide_sizes = bool(sizes) and set(sizes) <= long_parameters(spec.family, spec.kernel)
-    if reach > INDEX_MAX and not index_parameters(spec.family, spec.kernel) and not wide_sizes:
-        raise UnsupportedParameter(
-            f"{spec.kernel} takes 32-bit offsets, and this product reaches offset {reach} "
-            f"(past 2^31 - 1): declare its sizes 64-bit (size_t), or INDEX (see "
-            "kernels/mm/mm.cl), to run it"
-        )
-    given: dict[str, Arg] = {"A": A, "B": B, "C": C, **layout.sizes}
-    grid = (_blocks(columns, tile), _blocks(rows, tile), layout.batch)
-    block = (tile // tn, tile // tm, 1)
-    if spec.x == "rows":  # the launch's x axis runs down the rows of C
-        grid, block = (grid[1], grid[0], grid[2]), (block[1], block[0], 1)
-    launch = KernelLaunch.bound(
-        spec.kernel,
-        spec.family,
-        (*build_options(tile, A_.dtype, spec), *index_options(reach, wide)),
-        grid,
-        block,
-        {param: given[spec.takes(param)] for param in declared},
-    )
-    return Product(layout.inputs, shape, A_.dtype, (launch,), tile=tile)
 
 
 def plan_vendor(op: str | Operation, A_: Array, B_: Array, wide: bool = False) -> Product:

@@ -147,6 +147,7 @@ def _checked(
         for variant, why in missing.items():
             if variant not in compiled:
                 book.add(Verdict("-", variant, None, None, why))
+        _summary(book.verdicts, len(shapes))  # what nvcc said, where it built them
         return EXIT_NOTHING_CHECKED
     for variant, why in missing.items():
         if variant not in compiled:  # nvcc's verdict says more

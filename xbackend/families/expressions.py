@@ -2,10 +2,12 @@
 
 ``"TILE / 8"``, ``"2 * BK * TILE"``, ``"THREADS % TILE == 0 and TM % 4 == 0"``: integers,
 names the launch knows (TILE, TM, TN, THREADS and the family's constants), the four
-operations with ``/`` as exact division, ``%``, comparisons, ``and``, ``or``, ``not`` and
-parentheses. Nothing else parses: a manifest is data, and is never run as Python. An
-expression is at most ``MAX_LENGTH`` characters and ``MAX_DEPTH`` operations deep, so that
-neither the parser nor the evaluator (which recurses) meets Python's recursion limit.
+operations with ``/`` as exact division, ``%``, comparisons, ``and``, ``or``, ``not``,
+parentheses and three functions: ``cdiv(a, b)`` (division rounded up: the groups that
+cover a size), ``min`` and ``max``. Nothing else parses: a manifest is data, and is never
+run as Python. An expression is at most ``MAX_LENGTH`` characters and ``MAX_DEPTH``
+operations deep, so that neither the parser nor the evaluator (which recurses) meets
+Python's recursion limit.
 """
 
 from __future__ import annotations
@@ -31,6 +33,11 @@ _COMPARE: dict[type[ast.cmpop], Callable[[int, int], bool]] = {
     ast.LtE: operator.le,
     ast.Gt: operator.gt,
     ast.GtE: operator.ge,
+}
+_FUNCTIONS: dict[str, Callable[[int, int], int]] = {
+    "cdiv": lambda a, b: -(-a // b),
+    "min": min,
+    "max": max,
 }
 
 
@@ -63,13 +70,24 @@ def parse(text: str) -> ast.expr:
     for node in ast.walk(tree):
         allowed = (
             ast.BinOp, ast.BoolOp, ast.Compare, ast.UnaryOp, ast.Name, ast.Constant,
-            ast.Load, ast.And, ast.Or, ast.Not, ast.USub, ast.Div, *_BINARY, *_COMPARE,
+            ast.Load, ast.And, ast.Or, ast.Not, ast.USub, ast.Div, ast.Call, *_BINARY,
+            *_COMPARE,
         )  # fmt: skip
         if not isinstance(node, allowed):
             raise ExpressionError(f"{text!r}: {type(node).__name__} is not allowed here")
+        if isinstance(node, ast.Call) and not _known_call(node):
+            raise ExpressionError(
+                f"{text!r}: the functions are {', '.join(f'{name}(a, b)' for name in _FUNCTIONS)}"
+            )
         if isinstance(node, ast.Constant) and type(node.value) is not int:
             raise ExpressionError(f"{text!r}: only integers, not {node.value!r}")
     return tree
+
+
+def _known_call(node: ast.Call) -> bool:
+    """Whether ``node`` calls one of the functions by name, with two arguments."""
+    named = isinstance(node.func, ast.Name) and node.func.id in _FUNCTIONS
+    return named and len(node.args) == 2 and not node.keywords
 
 
 def _depth(tree: ast.AST) -> int:
@@ -83,8 +101,10 @@ def _depth(tree: ast.AST) -> int:
 
 
 def names(text: str) -> set[str]:
-    """The names ``text`` uses."""
-    return {node.id for node in ast.walk(parse(text)) if isinstance(node, ast.Name)}
+    """The names ``text`` uses (its functions' names aside)."""
+    tree = parse(text)
+    called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) not in called}
 
 
 def evaluate(text: str | int, values: Mapping[str, int]) -> Any:
@@ -107,6 +127,12 @@ def _value(node: ast.expr, values: Mapping[str, int], text: str) -> Any:
     if isinstance(node, ast.BoolOp):
         found = [_value(value, values, text) for value in node.values]
         return all(found) if isinstance(node.op, ast.And) else any(found)
+    if isinstance(node, ast.Call):
+        assert isinstance(node.func, ast.Name)
+        left, right = (_value(argument, values, text) for argument in node.args)
+        if node.func.id == "cdiv" and right == 0:
+            raise ExpressionError(f"{text!r}: division by zero")
+        return _FUNCTIONS[node.func.id](left, right)
     if isinstance(node, ast.Compare):
         left = _value(node.left, values, text)
         for op, right_node in zip(node.ops, node.comparators, strict=True):

@@ -18,19 +18,19 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-import xbackend.families.expressions as expressions
 from xbackend.errors import XBackendError
 from xbackend.families.sources import (
     LANGUAGES,
     STAMP_PARAMETERS,
     SUFFIXES,
-    Parameters,
+    Declarations,
     check_includes,
-    kernels_of,
+    declarations_of,
     passing,
     read_source,
 )
-from xbackend.families.variant import ARGUMENTS, BUFFERS, GEOMETRIES, VariantSpec
+from xbackend.families.values import CONFIGURATION, ManifestError, Values
+from xbackend.families.variant import ARGUMENTS, BUFFERS, GEOMETRIES, SIZES, Launch, VariantSpec
 from xbackend.operations import OPS, operation
 from xbackend.resources import kernel_file
 
@@ -39,14 +39,11 @@ DTYPES = ("float32", "float64", "int32")
 _FAMILY_KEYS = ("name", "order", "sources")  # and "description", of _SHARED_KEYS
 _SHARED_KEYS = (
     "ops", "tiles", "default_tile", "geometry", "patch", "switches", "build", "constants",
-    "requires", "staged", "arguments", "dtypes", "x", "layout", "description",
+    "requires", "staged", "arguments", "dtypes", "x", "layout", "description", "parameters",
+    "defaults", "group", "grid", "storage", "workspaces",
 )  # fmt: skip
-_VARIANT_KEYS = ("name", "kernel", *_SHARED_KEYS)
-_SIZE_NAMES = ("TILE", "TM", "TN", "THREADS")
-
-
-class ManifestError(XBackendError):
-    """A family manifest, or the sources it names, that cannot be used as written."""
+_VARIANT_KEYS = ("name", "kernel", "before", *_SHARED_KEYS)
+__all__ = ["MANIFEST", "Family", "ManifestError", "load"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,19 +77,16 @@ def load(folder: Path, shipped: bool = False) -> Family:
     return _Reader(path, shipped).family(data)
 
 
-class _Reader:
+class _Reader(Values):
     """Reads one manifest, naming it in every complaint."""
 
     def __init__(self, path: Path, shipped: bool):
         self.path, self.shipped = path, shipped
 
-    def fail(self, message: str) -> ManifestError:
-        return ManifestError(f"{self.path}: {message}")
-
     def family(self, data: dict[str, Any]) -> Family:
-        self._known(data, ("family", "variant"), "the top level")
-        head = self._table(data.get("family", {}), "[family]")
-        self._known(head, (*_FAMILY_KEYS, *_SHARED_KEYS), "[family]")
+        self.known(data, ("family", "variant"), "the top level")
+        head = self.table(data.get("family", {}), "[family]")
+        self.known(head, (*_FAMILY_KEYS, *_SHARED_KEYS), "[family]")
         name = head.get("name", self.path.parent.name)
         if not isinstance(name, str) or not name.isidentifier():
             raise self.fail(f"the family's name must be an identifier, not {name!r}")
@@ -108,21 +102,21 @@ class _Reader:
         defaults = {key: head[key] for key in _SHARED_KEYS if key in head and key != "description"}
         variants: list[tuple[str, VariantSpec]] = []
         for entry in entries:
-            variants += self._variant(name, {**defaults, **self._table(entry, "[[variant]]")})
-        for language, kernels in declared.items():
+            variants += self._variant(name, {**defaults, **self.table(entry, "[[variant]]")})
+        for language, found in declared.items():
             for op, spec in variants:
-                self._bound(op, spec, sources[language], kernels)
+                self._bound(op, spec, sources[language], found)
         self._twins(declared, sources)
         seen = [(op, spec.name) for op, spec in variants]
         twice = {pair for pair in seen if seen.count(pair) > 1}
         if twice:
             op, variant = sorted(twice)[0]
             raise self.fail(f"variant '{variant}' of {op} is declared twice")
-        description = self._text(head.get("description", ""), "[family]")
+        description = self.text(head.get("description", ""), "[family]")
         folder = self.path.parent
         return Family(name, folder, description, sources, tuple(variants), order, self.shipped)
 
-    def _declared(self, language: str, path: Path) -> dict[str, tuple[Parameters, int]]:
+    def _declared(self, language: str, path: Path) -> Declarations:
         """The kernels ``path`` declares, its includes checked (a device or a FIFO named
         by an ``#include`` is refused here, before a compiler opens it)."""
         stamp_folder = kernel_file(language, "stamp.h").parent
@@ -131,16 +125,15 @@ class _Reader:
             check_includes(path, text, [path.parent, stamp_folder])
         except XBackendError as error:
             raise self.fail(str(error)) from None
-        return kernels_of(text)
+        return declarations_of(text)
 
-    def _twins(
-        self, declared: dict[str, dict[str, tuple[Parameters, int]]], sources: dict[str, Path]
-    ) -> None:
+    def _twins(self, declared: dict[str, Declarations], sources: dict[str, Path]) -> None:
         """A kernel of both sources takes the same parameters in the same order in each:
         a launch names its arguments once, for both languages."""
         if len(declared) < 2:
             return
-        (first, kernels), (second, others) = declared.items()
+        (first, ours), (second, theirs_) = declared.items()
+        kernels, others = ours.kernels, theirs_.kernels
         for name in kernels.keys() & others.keys():
             one = [p for p, _ in kernels[name][0]]
             two = [p for p, _ in others[name][0]]
@@ -184,8 +177,8 @@ class _Reader:
             if not found:
                 raise self.fail("no .cu or .cl file beside it")
             return found
-        table = self._table(named, "sources")
-        self._known(table, LANGUAGES, "sources")
+        table = self.table(named, "sources")
+        self.known(table, LANGUAGES, "sources")
         if not table:
             raise self.fail("sources = {} names no kernel file: name a .cu or a .cl file")
         found = {}
@@ -201,213 +194,186 @@ class _Reader:
         return found
 
     def _variant(self, family: str, entry: dict[str, Any]) -> list[tuple[str, VariantSpec]]:
-        self._known(entry, _VARIANT_KEYS, "[[variant]]")
+        self.known(entry, _VARIANT_KEYS, "[[variant]]")
         name, kernel = entry.get("name"), entry.get("kernel")
         if not isinstance(name, str) or not name.isidentifier():
             raise self.fail(f"every [[variant]] needs a name (an identifier), not {name!r}")
         where = f"variant '{name}'"
-        if not isinstance(kernel, str) or not kernel.isidentifier():
+        if not isinstance(kernel, str) or not Launch(kernel).function.isidentifier():
             raise self.fail(f"{where} needs the name of its kernel, not {kernel!r}")
-        ops = self._words(entry.get("ops", ["mm"]), OPS, f"{where}: ops")
-        geometry = self._word(entry.get("geometry", "element"), GEOMETRIES, f"{where}: geometry")
-        tiles = self._integers(entry.get("tiles", []), f"{where}: tiles")
-        if geometry == "element" and not tiles:
-            raise self.fail(f"{where} needs tiles: the sizes of its groups")
+        ops = self.words(entry.get("ops", ["mm"]), OPS, f"{where}: ops")
+        geometry = self.word(entry.get("geometry", "element"), GEOMETRIES, f"{where}: geometry")
+        tiles = self.integers(entry.get("tiles", []), f"{where}: tiles")
+        if geometry == "element" and not tiles and not entry.get("parameters"):
+            raise self.fail(f"{where} needs tiles, or parameters: the sizes of its groups")
         default = entry.get("default_tile", tiles[0] if tiles else None)
         if default is not None and type(default) is not int:
             raise self.fail(f"{where}: default_tile must be an integer, not {default!r}")
         if tiles and default not in tiles:
             raise self.fail(f"{where}: default_tile {default!r} is not one of tiles {tiles}")
-        constants = self._constants(entry.get("constants", {}), where)
         spec = VariantSpec(
-            name, self._text(entry.get("description", ""), where), kernel, family,
+            name, self.text(entry.get("description", ""), where), kernel, family,
             tuple(tiles), default, geometry,
-            patch=self._patch(entry.get("patch", [1, 1]), constants, where),
-            defines=tuple(self._identifiers(entry.get("switches", []), f"{where}: switches")),
-            build=self._build(entry.get("build", {}), constants, where),
-            constants=constants,
-            requires=self._rules(entry.get("requires", []), constants, where),
-            staged=self._size(entry.get("staged", 0), constants, f"{where}: staged"),
-            arguments=self._arguments(entry.get("arguments", {}), where),
-            dtypes=tuple(self._words(entry.get("dtypes", []), DTYPES, f"{where}: dtypes")),
-            x=self._word(entry.get("x", "columns"), ("columns", "rows"), f"{where}: x"),
-            layout=self._word(entry.get("layout", ""), ("", "block", "warp"), f"{where}: layout"),
+            defines=tuple(self.identifiers(entry.get("switches", []), f"{where}: switches")),
+            dtypes=tuple(self.words(entry.get("dtypes", []), DTYPES, f"{where}: dtypes")),
+            x=self.word(entry.get("x", "columns"), ("columns", "rows"), f"{where}: x"),
+            layout=self.word(entry.get("layout", ""), ("", "block", "warp"), f"{where}: layout"),
             source=f"shipped:{family}" if self.shipped else str(self.path),
+            **self._sizes(entry, where),
         )  # fmt: skip
+        if spec.x == "rows" and (spec.group or spec.grid):
+            raise self.fail(f"{where}: x = 'rows' turns the default launch; with group and grid, "
+                            "write the axes as they are")  # fmt: skip
+        if geometry == "element" and not tiles and not spec.group:
+            raise self.fail(f"{where} has no tiles: write its launch (group and grid)")
+        if bool(spec.group) != bool(spec.grid) or len(spec.group) != len(spec.grid):
+            raise self.fail(f"{where}: group and grid go together, with as many axes each "
+                            f"(group {list(spec.group)}, grid {list(spec.grid)})")  # fmt: skip
         return [(op, spec) for op in ops]
 
-    def _bound(
-        self, op: str, spec: VariantSpec, path: Path, kernels: dict[str, tuple[Parameters, int]]
-    ) -> None:
-        """Every parameter of ``spec``'s kernel in ``path`` takes something xbackend gives,
-        and the kernel takes what ``op`` needs: the operands, and a batch's strides."""
-        if spec.kernel not in kernels:
-            found = ", ".join(kernels) or "none"
-            raise self.fail(
-                f"variant '{spec.name}': {path.name} declares no kernel "
-                f"'{spec.kernel}' (it declares: {found})"
-            )
+    def _sizes(self, entry: dict[str, Any], where: str) -> dict[str, Any]:
+        """The keys that size a variant's launches, each read with the names it may use:
+        the configuration's (the tile, the parameters, the constants) and, where a
+        product decides, its sizes too."""
+        constants = self.constants(entry.get("constants", {}), where)
+        parameters, defaults = self.parameters(
+            entry.get("parameters", {}), entry.get("defaults", {}), constants, where
+        )
+        own = (*constants, *(name for name, _ in parameters))
+        configuration, every = (*CONFIGURATION, *own), (*CONFIGURATION, *own, *SIZES)
+        workspaces = self.workspaces(entry.get("workspaces", {}), every, where)
+        named = tuple(name for name, _ in workspaces)
+        before = tuple(
+            self.launch(launch, every, named, where)
+            for launch in self.listed(entry.get("before", []), f"{where}: before")
+        )
+        return {
+            "patch": self.patch(entry.get("patch", [1, 1]), ("TILE", *own), where),
+            "build": self.build(entry.get("build", {}), every, where),
+            "constants": constants,
+            "requires": self.rules(entry.get("requires", []), every, where),
+            "staged": self.size(entry.get("staged", 0), configuration, f"{where}: staged"),
+            "arguments": self.arguments(entry.get("arguments", {}), every, named, where),
+            "parameters": parameters,
+            "defaults": defaults,
+            "group": self.axes(entry["group"], ("TILE", "TM", "TN", *own), f"{where}: group")
+            if "group" in entry
+            else (),
+            "grid": self.axes(entry["grid"], every, f"{where}: grid") if "grid" in entry else (),
+            "storage": self.storage(entry.get("storage", {}), where),
+            "workspaces": workspaces,
+            "before": before,
+        }
+
+    def _bound(self, op: str, spec: VariantSpec, path: Path, found: Declarations) -> None:
+        """Every parameter of each of ``spec``'s kernels in ``path`` takes something xbackend
+        gives, as its type is passed; and its launches take what ``op`` needs: the
+        operands, and a batch's strides."""
         if spec.geometry != "element":
+            if spec.kernel not in found.kernels:
+                self._missing(spec.name, spec.launch, path, found)
             return  # the planner of block tiles gives its own arguments (plans.py)
-        params, line = kernels[spec.kernel]
+        taken: set[str] = set()
+        for launch in spec.launches:
+            taken |= self._launch_bound(spec, launch, path, found)
+        strides = ("strideA", "strideB", "strideC") if operation(op).batched else ()
+        missing = [name for name in ("A", "B", "C", *strides) if name not in taken]
+        if missing:
+            kernels = " and ".join(launch.function for launch in spec.launches)
+            takes = "take" if len(spec.launches) > 1 else "takes"
+            raise self.fail(
+                f"variant '{spec.name}' ({op}): {kernels} {takes} no parameter "
+                f"bound to {', '.join(missing)}"
+            )
+
+    def _missing(self, variant: str, launch: Launch, path: Path, found: Declarations) -> None:
+        listed = ", ".join(found.kernels) or "none"
+        raise self.fail(
+            f"variant '{variant}': {path.name} declares no kernel '{launch.function}' "
+            f"(it declares: {listed})"
+        )
+
+    def _launch_bound(
+        self, spec: VariantSpec, launch: Launch, path: Path, found: Declarations
+    ) -> set[str]:
+        """What one launch's kernel takes, each parameter checked; the names it takes."""
+        name = launch.function
+        if name not in found.kernels:
+            self._missing(spec.name, launch, path, found)
+        params, line = found.kernels[name]
+        where = f"{name} ({path.name} line {line})"
+        if launch.template and name not in found.templates:
+            raise self.fail(
+                f"variant '{spec.name}': {where} is no template: write its name without "
+                f"<{launch.template}>"
+            )
         names = [p for p, _ in params]
         kept = next((p for p in names if p in STAMP_PARAMETERS), None)
         if kept:  # the clock's hooks pass these (kernels/*/stamp.h): a kernel's own is never bound
             raise self.fail(
-                f"variant '{spec.name}': parameter '{kept}' of {spec.kernel} ({path.name} line "
-                f"{line}) has a name xbackend keeps for the device clock's hooks "
-                f"({', '.join(STAMP_PARAMETERS)}): rename it"
+                f"variant '{spec.name}': parameter '{kept}' of {where} has a name xbackend keeps "
+                f"for the device clock's hooks ({', '.join(STAMP_PARAMETERS)}): rename it"
             )
+        taken = set()
         for param, words in params:
-            self._passable(spec, param, words, path, line)
-        for param in names:
-            if spec.takes(param) not in ARGUMENTS:
+            kind = found.kind(name, words)
+            if kind == "struct":
+                fields = found.structs[words.split()[-1]]
+                taken |= {self._field(spec, launch, param, f, w, where, path) for f, w in fields}
+            else:
+                taken.add(self._passable(spec, launch, param, kind, words, where))
+        for param in launch.arguments:
+            if param.split(".")[0] not in names:
                 raise self.fail(
-                    f"variant '{spec.name}': parameter '{param}' of {spec.kernel} ({path.name} "
-                    f"line {line}) takes nothing xbackend gives: bind it in arguments to one of "
-                    f"{', '.join(ARGUMENTS)}"
+                    f"variant '{spec.name}': arguments names '{param}', which {where} does not take"
                 )
-        for param in spec.arguments:
-            if param not in names:
-                raise self.fail(
-                    f"variant '{spec.name}': arguments names '{param}', which "
-                    f"{spec.kernel} ({path.name} line {line}) does not take"
-                )
-        strides = ("strideA", "strideB", "strideC") if operation(op).batched else ()
-        needed = ("A", "B", "C", *strides)
-        missing = [b for b in needed if b not in {spec.takes(p) for p in names}]
-        if missing:
-            raise self.fail(
-                f"variant '{spec.name}' ({op}): {spec.kernel} takes no parameter "
-                f"bound to {', '.join(missing)}"
-            )
+        return {str(value) for value in taken}
 
-    def _passable(self, spec: VariantSpec, param: str, words: str, path: Path, line: int) -> None:
-        """``param`` is declared as what xbackend passes it: a pointer for an operand, an
-        integer for a size, never a struct nor a float."""
-        kind, takes = passing(words), spec.takes(param)
-        where = (f"variant '{spec.name}': parameter '{param}' of {spec.kernel} ({path.name} "
-                 f"line {line})")  # fmt: skip
-        declared = " ".join(words.split()) or "(no type)"
-        if takes in BUFFERS and kind != "buffer":
+    def _field(
+        self, spec: VariantSpec, launch: Launch, param: str, field: str, words: str,
+        where: str, path: Path,
+    ) -> object:  # fmt: skip
+        """What a struct parameter's field takes (``param.field`` in arguments)."""
+        if path.suffix != SUFFIXES["cuda"]:
             raise self.fail(
-                f"{where} is declared '{declared}', not a pointer: xbackend gives {takes} as a "
-                "pointer to its elements (a struct of sizes and a pointer is not passed)"
+                f"variant '{spec.name}': parameter '{param}' of {where} is a struct: xbackend "
+                "passes structs to CUDA kernels only (OpenCL passes no pointer inside one)"
             )
+        key = f"{param}.{field}"
+        if key not in launch.arguments:
+            raise self.fail(
+                f"variant '{spec.name}': parameter '{param}' of {where} is a struct: bind each "
+                f"of its fields, as arguments.\"{key}\" = ... ('A', 'M', an expression...)"
+            )
+        kind = passing(words)
+        return self._passable(spec, launch, key, kind, words, where)
+
+    def _passable(
+        self, spec: VariantSpec, launch: Launch, param: str, kind: str, words: str, where: str
+    ) -> object:
+        """``param`` is declared as what xbackend passes it: a pointer for an operand or a
+        workspace, a number for a size or a number. What it takes, checked."""
+        takes = launch.takes(param)
+        where = f"variant '{spec.name}': parameter '{param}' of {where}"
+        declared = " ".join(words.split()) or "(no type)"
+        buffers = (*BUFFERS, *(name for name, _ in spec.workspaces))
+        if takes in buffers and kind != "buffer":
+            raise self.fail(f"{where} is declared '{declared}', not a pointer: xbackend gives "
+                            f"{takes} as a pointer to its elements")  # fmt: skip
         if not kind:
             raise self.fail(
-                f"{where} is declared '{declared}': xbackend passes pointers and integers only "
-                "(an operand as a pointer to its elements, a size as an int or a 64-bit int)"
+                f"{where} is declared '{declared}': xbackend passes pointers, integers, floats "
+                "and (to CUDA) structs of them"
             )
-        if takes not in BUFFERS and takes in ARGUMENTS and kind == "buffer":
-            raise self.fail(f"{where} is a pointer: xbackend gives {takes} as an integer")
-
-    # -- values ------------------------------------------------------------------------------
-
-    def _list(self, value: Any, where: str) -> list[Any]:
-        if not isinstance(value, list):
-            raise self.fail(f"{where} must be a list, not {value!r}")
-        return value
-
-    def _text(self, value: Any, where: str) -> str:
-        if not isinstance(value, str):
-            raise self.fail(f"{where}: description must be text, not {value!r}")
-        return value
-
-    def _word(self, value: Any, allowed: tuple[str, ...], where: str) -> str:
-        if value not in allowed:
+        if kind == "buffer" and takes not in buffers:
+            raise self.fail(f"{where} is a pointer: bind it to one of {', '.join(buffers)}")
+        if kind.startswith("int") and type(takes) is float:
+            raise self.fail(f"{where} is an integer ('{declared}'): bind it to no float")
+        known = (*ARGUMENTS, *buffers, *SIZES)
+        if takes == param and takes not in known:  # unbound: it takes its own name
             raise self.fail(
-                f"{where} must be one of {', '.join(map(repr, allowed))}, not {value!r}"
+                f"{where} (declared '{declared}') takes nothing xbackend gives: bind it in "
+                "arguments to one of "
+                f"{', '.join(ARGUMENTS)}, a size ({', '.join(SIZES)}), an expression or a number"
             )
-        return str(value)
-
-    def _words(self, value: Any, allowed: tuple[str, ...], where: str) -> list[str]:
-        return [self._word(word, allowed, where) for word in self._list(value, where)]
-
-    def _identifiers(self, value: Any, where: str) -> list[str]:
-        words = self._list(value, where)
-        for word in words:
-            if not isinstance(word, str) or not word.isidentifier():
-                raise self.fail(f"{where}: {word!r} is not a macro name")
-        return words
-
-    def _integers(self, value: Any, where: str) -> list[int]:
-        numbers = self._list(value, where)
-        if not all(type(n) is int and n > 0 for n in numbers):
-            raise self.fail(f"{where} must be positive integers, not {numbers!r}")
-        return numbers
-
-    def _constants(self, value: Any, where: str) -> dict[str, int]:
-        table = self._table(value, f"{where}: constants")
-        for name, number in table.items():
-            if not name.isidentifier() or name in _SIZE_NAMES or type(number) is not int:
-                raise self.fail(f"{where}: constant {name} = {number!r}: a new name and an integer")
-        return dict(table)
-
-    def _size(
-        self,
-        value: Any,
-        constants: dict[str, int],
-        where: str,
-        sizes: tuple[str, ...] = _SIZE_NAMES,
-    ) -> str | int:
-        """An integer, or an expression of ``sizes`` (the launch's names) and the constants."""
-        if type(value) is int:
-            return value
-        if not isinstance(value, str):
-            raise self.fail(f"{where} must be an integer or an expression, not {value!r}")
-        try:
-            unknown = expressions.names(value) - {*sizes, *constants}
-        except expressions.ExpressionError as error:
-            raise self.fail(f"{where}: {error}") from None
-        if unknown:
-            known = ", ".join((*sizes, *constants))
-            raise self.fail(
-                f"{where}: {value!r} uses {', '.join(sorted(unknown))} (known: {known})"
-            )
-        return value
-
-    def _rules(self, value: Any, constants: dict[str, int], where: str) -> tuple[str, ...]:
-        rules = self._list(value, f"{where}: requires")
-        for rule in rules:
-            if not isinstance(rule, str):
-                raise self.fail(f"{where}: requires holds expressions, not {rule!r}")
-            self._size(rule, constants, f"{where}: requires")
-        return tuple(rules)
-
-    def _patch(
-        self, value: Any, constants: dict[str, int], where: str
-    ) -> tuple[str | int, str | int]:
-        sizes = self._list(value, f"{where}: patch")
-        if len(sizes) != 2:
-            raise self.fail(f"{where}: patch is [rows, columns] per worker, not {sizes!r}")
-        # A patch is what TM and TN are: it may use the tile and the constants alone.
-        rows, columns = (self._size(s, constants, f"{where}: patch", ("TILE",)) for s in sizes)
-        return rows, columns
-
-    def _build(
-        self, value: Any, constants: dict[str, int], where: str
-    ) -> tuple[tuple[str, str | int], ...]:
-        table = self._table(value, f"{where}: build")
-        found = []
-        for name, size in table.items():
-            if not name.isidentifier():
-                raise self.fail(f"{where}: build: {name!r} is not a macro name")
-            found.append(
-                (
-                    name,
-                    size
-                    if size == "REAL"
-                    else self._size(size, constants, f"{where}: build.{name}"),
-                )
-            )
-        return tuple(found)
-
-    def _arguments(self, value: Any, where: str) -> dict[str, str]:
-        table = self._table(value, f"{where}: arguments")
-        for param, takes in table.items():
-            if takes not in ARGUMENTS:
-                raise self.fail(
-                    f"{where}: arguments.{param} = {takes!r}: one of {', '.join(ARGUMENTS)}"
-                )
-        return dict(table)
+        return takes

@@ -9,6 +9,7 @@ declaration orders them.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from pathlib import Path
@@ -112,9 +113,59 @@ def kernels_of(text: str) -> dict[str, tuple[Parameters, int]]:
     return found
 
 
+# A struct's definition (``typedef struct { ... } Name;`` or ``struct Name { ... };``), and a
+# template's parameters just before a kernel (``template <typename T>``).
+_STRUCT = re.compile(
+    r"\btypedef\s+struct\s*\w*\s*\{([^{}]*)\}\s*(\w+)\s*;|\bstruct\s+(\w+)\s*\{([^{}]*)\}\s*;"
+)
+_TEMPLATE = re.compile(r"\btemplate\s*<([^<>]*)>\s*$")
+
+
+@dataclasses.dataclass(frozen=True)
+class Declarations:
+    """What a source declares that a launch depends on: its kernels with their parameters
+    and lines, its structs' fields in order, and the template parameters of each kernel
+    that is a template (``template <typename T>``: ``("T",)``)."""
+
+    kernels: dict[str, tuple[Parameters, int]]
+    structs: dict[str, Parameters]
+    templates: dict[str, tuple[str, ...]]
+
+    def kind(self, kernel: str, words: str) -> str:
+        """How a parameter of ``kernel`` declared with ``words`` is passed (``passing``):
+        a struct of this source is "struct", a template's type parameter "real"."""
+        kept = [word for word in words.split() if word not in _QUALIFIERS]
+        if "*" not in words and len(kept) == 1:
+            if kept[0] in self.structs:
+                return "struct"
+            if kept[0] in self.templates.get(kernel, ()):
+                return "real"
+        return passing(words)
+
+
+def declarations_of(text: str) -> Declarations:
+    """The kernels, structs and kernel templates ``text`` declares."""
+    code = blank_comments(without_stamps(text))
+    structs: dict[str, Parameters] = {}
+    for match in _STRUCT.finditer(code):
+        body, name = (match.group(1), match.group(2)) if match.group(2) else match.group(4, 3)
+        fields = [field.replace("*", "* ").split() for field in body.split(";")]
+        structs[name] = tuple((field[-1], " ".join(field[:-1])) for field in fields if field)
+    templates = {}
+    for match in _DECLARATION.finditer(code):
+        before = code[max(0, match.start() - 400) : match.start()]
+        head = _TEMPLATE.search(before)
+        if head:
+            words = [part.split() for part in head.group(1).split(",")]
+            kinds = ("typename", "class")
+            templates[match.group(1)] = tuple(w[-1] for w in words if w and w[0] in kinds)
+    return Declarations(kernels_of(text), structs, templates)
+
+
 # How a parameter's declared type is passed: a pointer is a buffer; these integer types
 # are passed as 32-bit or 64-bit ints (``INDEX``: xbackend's own, widened by a wide build);
-# anything else (a struct, a float scalar, a vector type) xbackend does not pass.
+# float scalars as floats or doubles (``REAL``: the element type); anything else (a
+# vector type, a struct of another file) xbackend does not pass.
 _QUALIFIERS = frozenset({
     "const", "volatile", "restrict", "__restrict", "__restrict__", "__global", "global",
     "__constant", "constant", "__private", "private",
@@ -126,12 +177,18 @@ _INT64 = frozenset({"size_t", "ssize_t", "ptrdiff_t", "long", "long int", "signe
                     "unsigned long long", "ulong", "int64_t", "uint64_t"})  # fmt: skip
 
 
+_FLOATS = {"float": "float32", "double": "float64", "REAL": "real"}
+
+
 def passing(words: str) -> str:
     """How a parameter declared with ``words`` (the words before its name) is passed:
-    "buffer" (a pointer), "int32", "int64", or "" (a type xbackend does not pass)."""
+    "buffer" (a pointer), "int32", "int64", "float32", "float64", "real" (the element
+    type), or "" (a type xbackend does not pass)."""
     if "*" in words or "[" in words:
         return "buffer"
     kept = " ".join(word for word in words.split() if word not in _QUALIFIERS)
+    if kept in _FLOATS:
+        return _FLOATS[kept]
     return "int32" if kept in _INT32 else "int64" if kept in _INT64 else ""
 
 

@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from xbackend import families
+from xbackend.backends.element import fitted, plan_element
 from xbackend.backends.execution import WroteOutOfBounds
 from xbackend.backends.launch import KernelLaunch
-from xbackend.backends.plans import plan_tiled
 from xbackend.configs import Config
 from xbackend.diagnosis import Launch, diagnose
 from xbackend.errors import KernelCompileError, XBackendError
@@ -83,7 +83,7 @@ def check_variant(
     if problem:
         yield Verdict(label, variant, None, None, problem)
         return
-    for shape in shapes:
+    for shape in _taken(spec, shapes):
         A, B = make_operands(shape, seed, np.dtype(dtype))
         try:
             config = Config(label, backend, MM.name, variant, spec.default_tile, dtype)
@@ -108,6 +108,18 @@ def check_variant(
             yield Verdict(label, variant, shape, None, str(error).splitlines()[0])
             continue
         yield _verdict(label, spec, shape, result, A, B)
+
+
+def _taken(spec: VariantSpec, shapes: Sequence[Shape]) -> list[Shape]:
+    """``shapes``, each as the nearest one the kernel's rules on the sizes take (a square
+    for a kernel of square products only, K a multiple of its tile: ``fitted``), once."""
+    found: list[Shape] = []
+    for shape in shapes:
+        sizes = fitted(spec, shape.M, shape.N, shape.K) if not spec.tuned else None
+        taken = Shape(M=sizes[0], N=sizes[1], K=sizes[2]) if sizes is not None else shape
+        if taken not in found:
+            found.append(taken)
+    return found
 
 
 def _verdict(
@@ -154,10 +166,10 @@ def default_dtype(spec: VariantSpec) -> str:
 def launch_of(spec: VariantSpec, A: np.ndarray, B: np.ndarray) -> Launch | None:
     """The grid and group a variant is launched with at its default tile, in the
     backends' own plan (None where there is no single launch to name)."""
-    if spec.default_tile is None or spec.tuned:
-        return None
+    if spec.default_tile is None or spec.tuned or spec.group or spec.before:
+        return None  # a launch the manifest writes is its own: no default to name
     try:
-        steps = plan_tiled(MM.name, spec, A, B, spec.default_tile, False).launches
+        steps = plan_element(MM.name, spec, A, B, spec.default_tile).launches
     except (XBackendError, ValueError, ArithmeticError):
         return None
     if len(steps) != 1 or not isinstance(steps[0], KernelLaunch):

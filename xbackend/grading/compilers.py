@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from xbackend import families
-from xbackend.backends.kernels import extern_c, include_folders, read_kernel
-from xbackend.backends.plans import build_options
+from xbackend.backends.element import plan_element
+from xbackend.backends.kernels import cuda_text, include_folders, instances, read_kernel
 from xbackend.errors import XBackendError
 from xbackend.grading.checking import default_dtype
 from xbackend.grading.records import COMPILER, Verdict
@@ -59,12 +59,13 @@ def nvcc_verdicts(
         return
     for variant in variants:
         spec = families.find_variant(variant)
-        if "cuda" not in families.family(spec.family).sources or spec.default_tile is None:
+        if "cuda" not in families.family(spec.family).sources or spec.tuned:
             continue
-        element = dtype or default_dtype(spec)
+        element = np.dtype(dtype or default_dtype(spec))
         try:
-            options = build_options(spec.default_tile, np.dtype(element), spec)
-            problem = compile_problem(compiler, spec.family, options)
+            options = _options(spec, element)
+            instanced = instances(spec.family, element.name)
+            problem = compile_problem(compiler, spec.family, options, instanced)
         except XBackendError as error:
             problem = str(error).splitlines()[0]
         if problem:
@@ -74,12 +75,28 @@ def nvcc_verdicts(
             yield Verdict(COMPILER, variant, None, True, said)
 
 
+def _options(spec: families.VariantSpec, dtype: np.dtype) -> tuple[str, ...]:
+    """A variant's build options at its default configuration, for the first of a few
+    small square products its rules take (a build may name the sizes: ``WIDTH = N``)."""
+    for size in (16, 32, 64, 128, 256):
+        A = np.ones((size, size), dtype)
+        try:
+            return plan_element("mm", spec, A, A, spec.default_tile).launches[-1].options
+        except XBackendError:
+            continue
+    raise XBackendError(f"{spec.name} takes none of the square products 16² to 256²")
+
+
 @functools.cache
-def compile_problem(compiler: str, family: str, options: tuple[str, ...]) -> str:
-    """nvcc's first errors building ``family``'s CUDA file with ``options`` ("" where it
-    builds), each as ``file line N: error text``."""
+def compile_problem(
+    compiler: str, family: str, options: tuple[str, ...], instanced: tuple[str, ...] = ()
+) -> str:
+    """nvcc's first errors building ``family``'s CUDA file with ``options`` and the
+    template instances ``instanced`` ("" where it builds), each as ``file line N: error
+    text``."""
     path, source = read_kernel(family, "cuda")
-    text = source if extern_c(source) else f'extern "C" {{\n{source}\n}}\n'
+    built, as_it_is = cuda_text(source, instanced)
+    text = built if as_it_is else f'extern "C" {{\n{source}\n}}\n'
     folders = [f"-I{folder}" for folder in include_folders(family, "cuda")]
     with tempfile.TemporaryDirectory(prefix="xbackend-nvcc-") as work:
         copy = Path(work) / path.name
@@ -94,7 +111,7 @@ def compile_problem(compiler: str, family: str, options: tuple[str, ...]) -> str
             return f"nvcc could not run: {error}"
     if done.returncode == 0:
         return ""
-    shift = 0 if extern_c(source) else 1  # the line extern "C" { added
+    shift = 0 if as_it_is else 1  # the line extern "C" { added
     errors = [_located(line, path.name, shift) for line in done.stderr.splitlines()
               if (" error" in line or line.startswith("error"))
               and "detected in the compilation" not in line]  # fmt: skip

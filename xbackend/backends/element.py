@@ -1,0 +1,251 @@
+"""The "element" geometry: launches as a family's manifest writes them.
+
+A variant of this geometry (kernels/mm, mm_reg, rmm, and every user's family) is one
+kernel launch, or several (``before``, then its own), each with its group and grid as
+expressions of the configuration (the tile, the parameters, the constants) and of the
+product's sizes (``SIZES``); without them, the default: one worker per TM×TN patch of a
+TILE×TILE tile of C, x along C's columns. Its build options, its scalar arguments, its
+workspaces and its rules on the sizes are expressions of the same names; an operand may
+be stored column-major (``storage``); a struct parameter is packed field by field
+(``Record``); a template is launched by its instance's name (``mm<float>``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from xbackend.backends.kernels import (
+    C_TYPES,
+    STAMP_PARAMETERS,
+    index_parameters,
+    kinds,
+    long_parameters,
+    parameters,
+    struct_fields,
+)
+from xbackend.backends.launch import Arg, Buffer, KernelLaunch, Product, Record
+from xbackend.backends.operands import INDEX_MAX
+from xbackend.backends.plans import Layout, index_options, tiled_reach
+from xbackend.backends.specs import VariantSpec
+from xbackend.errors import UnsupportedParameter
+from xbackend.families import expressions
+from xbackend.families.variant import BUFFERS, Launch, broken_rule
+from xbackend.operations import Operation, operation
+
+Array = np.ndarray[Any, Any]
+_FLOATS: dict[str, type[np.floating[Any]]] = {"float32": np.float32, "float64": np.float64}
+
+
+def build_options(
+    names: Mapping[str, int], dtype: np.dtype[Any], spec: VariantSpec
+) -> tuple[str, ...]:
+    """The -D options of a variant, as its family's manifest writes them (``build``:
+    expressions of ``names``, ``REAL`` the element type), and its switches."""
+    options = [
+        f"-D{name}={C_TYPES[dtype.name] if value == 'REAL' else expressions.evaluate(value, names)}"
+        for name, value in spec.build
+    ]
+    return (*options, *(f"-D{name}" for name in spec.defines))
+
+
+def shape_problem(spec: VariantSpec, names: Mapping[str, int]) -> str | None:
+    """Why a kernel does not take a product of these sizes: a rule of its manifest on
+    the sizes that does not hold (``K % TS == 0``), or None."""
+    return broken_rule(spec.size_rules, names)
+
+
+def fitted(spec: VariantSpec, M: int, N: int, K: int) -> tuple[int, int, int] | None:
+    """The product nearest M×K · K×N whose sizes the kernel's rules take (``requires``
+    that name a size): itself; else square at one of its sizes; else with its sizes
+    rounded up to a multiple of 2, 4, ..., 256 (``K % TS == 0``), square or not. None
+    where none of these is taken. ``check`` runs a kernel at the shapes it takes."""
+    if not spec.size_rules:
+        return M, N, K
+    names = spec.names_at(spec.default_tile, None)
+    candidates = [(M, N, K), *((s, s, s) for s in (M, N, K))]
+    for step in (2, 4, 8, 16, 32, 64, 128, 256):
+        up = [-(-size // step) * step for size in (M, N, K)]
+        candidates += [(up[0], up[1], up[2]), *((s, s, s) for s in up)]
+    for m, n, k in candidates:
+        sizes = {"M": m, "N": n, "K": k, "BATCH": 1, "ROWS": m, "COLUMNS": n}
+        if shape_problem(spec, {**names, **sizes}) is None:
+            return m, n, k
+    return None
+
+
+def plan_element(
+    op: str | Operation,
+    spec: VariantSpec,
+    A_: Array,
+    B_: Array,
+    tile: int | None,
+    params: Mapping[str, int] | None = None,
+    wide: bool = False,
+) -> Product:
+    """The launches of one product of an "element" variant at ``tile`` with ``params``
+    (its parameters' defaults where not given), its arguments bound as its manifest says;
+    64-bit offsets where the product needs them, or ``wide`` asks for them. A product
+    whose sizes break one of the kernel's rules is an ``UnsupportedParameter``."""
+    op = operation(op)
+    taken = {str(launch.takes(p)) for launch in spec.launches for p in _declared(spec, launch)}
+    taken |= {str(value) for value in spec.arguments.values()}
+    if "lda" not in taken or spec.storage:  # a kernel without leading dimensions reads compact rows
+        A_ = np.ascontiguousarray(A_)
+    if "ldb" not in taken or spec.storage:
+        B_ = np.ascontiguousarray(B_)
+    layout = _stored(Layout.of(op, A_, B_), spec.storage)
+    rows, columns = layout.output
+    names = {**spec.names_at(tile, params), **layout.sizes, "BATCH": layout.batch,
+             "ROWS": rows, "COLUMNS": columns}  # fmt: skip
+    problem = shape_problem(spec, names)
+    if problem:
+        raise UnsupportedParameter(f"{spec.name} does not take {_shape(layout)}: {problem}")
+    reach = _reach(spec, layout, tile or 1, op.reduced)
+    _check_reach(spec, reach)
+    options = (*build_options(names, A_.dtype, spec), *index_options(reach, wide))
+    given: dict[str, Arg] = {name: Buffer(name) for name in BUFFERS}
+    given |= {name: Buffer(name) for name, _ in spec.workspaces}
+    given |= {**layout.sizes, "BATCH": layout.batch, "ROWS": rows, "COLUMNS": columns}
+    steps = tuple(
+        _launch(spec, launch, names, given, options, A_.dtype) for launch in spec.launches
+    )
+    workspaces = {
+        name: int(expressions.evaluate(size, names)) * A_.itemsize for name, size in spec.workspaces
+    }
+    shape = (*([layout.batch] if op.batched else []), rows, columns)
+    turned = spec.storage.get("C") == "column-major"
+    stored = (*shape[:-2], columns, rows) if turned else shape
+    config = spec.configuration(tile, params) if spec.configurable else None
+    return Product(
+        layout.inputs, stored, A_.dtype, steps, workspaces, tile=tile, params=config,
+        output_turned=turned,
+    )  # fmt: skip
+
+
+def _declared(spec: VariantSpec, launch: Launch) -> list[str]:
+    return [p for p in parameters(spec.family, launch.kernel) if p not in STAMP_PARAMETERS]
+
+
+def _shape(layout: Layout) -> str:
+    s = layout.sizes
+    batch = f"{layout.batch}× " if layout.batch > 1 else ""
+    return f"{batch}{s['M']}×{s['K']} · {s['K']}×{s['N']}"
+
+
+def _stored(layout: Layout, storage: Mapping[str, str]) -> Layout:
+    """``layout`` with each operand ``storage`` names column-major stored so: transposed,
+    its leading dimension its rows (A's M, B's K, C's ROWS)."""
+    if not storage:
+        return layout
+    sizes = dict(layout.sizes)
+    inputs = {}
+    for name, X, shape, rows in (
+        ("A", layout.A, (sizes["M"], sizes["K"]), "M"),
+        ("B", layout.B, (sizes["K"], sizes["N"]), "K"),
+    ):
+        if storage.get(name) == "column-major":
+            matrices = X.reshape(layout.batch, *shape)
+            X = np.ascontiguousarray(np.swapaxes(matrices, -1, -2)).reshape(-1)
+            sizes[f"ld{name.lower()}"] = sizes[rows]
+        inputs[name] = X
+    if storage.get("C") == "column-major":
+        sizes["ldc"] = layout.output[0]
+    return dataclasses.replace(layout, A=inputs["A"], B=inputs["B"], sizes=sizes)
+
+
+def _reach(spec: VariantSpec, layout: Layout, tile: int, reduced: bool) -> int:
+    """The farthest element offset the kernels form: as the fixed-tile kernels do, or,
+    for operands stored otherwise and workspaces, the last element of every buffer."""
+    reach = tiled_reach(layout, tile, reduced)
+    if spec.storage:
+        rows, columns = layout.output
+        reach = max(reach, layout.A.size - 1, layout.B.size - 1, layout.batch * rows * columns - 1)
+    return reach
+
+
+def _check_reach(spec: VariantSpec, reach: int) -> None:
+    if reach <= INDEX_MAX or index_parameters(spec.family, spec.kernel):
+        return
+    for launch in spec.launches:
+        declared = _declared(spec, launch)
+        sizes = [p for p in declared if launch.takes(p) not in BUFFERS]
+        long = long_parameters(spec.family, launch.kernel)
+        if not sizes or not set(sizes) <= long:
+            raise UnsupportedParameter(
+                f"{launch.function} takes 32-bit offsets, and this product reaches offset "
+                f"{reach} (past 2^31 - 1): declare its sizes 64-bit (size_t), or INDEX (see "
+                "kernels/mm/mm.cl), to run it"
+            )
+
+
+def _launch(
+    spec: VariantSpec,
+    launch: Launch,
+    names: Mapping[str, int],
+    given: Mapping[str, Arg],
+    options: tuple[str, ...],
+    dtype: np.dtype[Any],
+) -> KernelLaunch:
+    """One launch bound: its geometry, and each parameter's value as its type takes it."""
+    grid, block, dims = _geometry(spec, launch, names)
+    kernel = _instance(launch.kernel, dtype)
+    passed = kinds(spec.family, kernel)
+    args: dict[str, Arg] = {}
+    for param in _declared(spec, launch):
+        if passed[param] == "struct":
+            fields = struct_fields(spec.family, kernel, param)
+            args[param] = Record(tuple(
+                (field, kind, _value(launch.takes(f"{param}.{field}"), kind, names, given, dtype))
+                for field, kind in fields
+            ))  # fmt: skip
+        else:
+            args[param] = _value(launch.takes(param), passed[param], names, given, dtype)
+    return KernelLaunch.bound(kernel, spec.family, options, grid, block, args, dims)
+
+
+def _instance(kernel: str, dtype: np.dtype[Any]) -> str:
+    """A template's instance for ``dtype``: ``mm<REAL>`` is ``mm<float>`` in float32."""
+    return kernel.replace("REAL", C_TYPES[dtype.name]) if "<" in kernel else kernel
+
+
+def _value(
+    takes: Any, kind: str, names: Mapping[str, int], given: Mapping[str, Arg], dtype: np.dtype[Any]
+) -> Any:
+    """What a parameter of ``kind`` takes: a buffer or size by name, an expression's
+    value, a number; a float of the parameter's type."""
+    if isinstance(takes, str):
+        takes = given[takes] if takes in given else expressions.evaluate(takes, names)
+    if kind in _FLOATS:
+        return _FLOATS[kind](takes)
+    if kind == "real":  # the element type: a float or a double (an int in int32)
+        return dtype.type(takes)
+    return takes
+
+
+def _geometry(
+    spec: VariantSpec, launch: Launch, names: Mapping[str, int]
+) -> tuple[tuple[int, int, int], tuple[int, int, int], int]:
+    """A launch's groups along x, y, z, its workers per group, and the axes an OpenCL
+    launch names: as the manifest writes them (an axis not written: 1 worker, 1 group,
+    but z of a two-axis grid: a group per product of the batch), or the default."""
+    batch = names["BATCH"]
+    if launch.group:
+        block = [int(expressions.evaluate(size, names)) for size in launch.group]
+        grid = [int(expressions.evaluate(size, names)) for size in launch.grid]
+        dims = len(block)
+        if dims == 2 and batch > 1:
+            block, grid, dims = [*block, 1], [*grid, batch], 3
+        block += [1] * (3 - len(block))
+        grid += [1] * (3 - len(grid))
+        return (grid[0], grid[1], grid[2]), (block[0], block[1], block[2]), dims
+    tile, tm, tn = names["TILE"], names["TM"], names["TN"]
+    rows, columns = names["ROWS"], names["COLUMNS"]
+    grid3 = (-(-columns // tile), -(-rows // tile), batch)
+    block3 = (tile // tn, tile // tm, 1)
+    if spec.x == "rows":  # the launch's x axis runs down the rows of C
+        grid3, block3 = (grid3[1], grid3[0], grid3[2]), (block3[1], block3[0], 1)
+    return grid3, block3, 3
