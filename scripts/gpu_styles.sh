@@ -3,7 +3,8 @@
 # OpenCL-only, a template, a struct argument, size_t sizes, a batch count, rectangular
 # groups, outputs per worker, B transposed, column-major, a WIDTH define, two launches,
 # SGEMM's scalars) through the commands, on CUDA and NVIDIA's OpenCL:
-#   STEP=tests   the tests of the styles, the ABI and the families on this device;
+#   STEP=tests   the tests of the styles, the ABI, the families and the tuner (its
+#                geometries: an element family's parameters, mm_warp's block tiles);
 #   STEP=check   xbackend check of the folder (each family a submission, sanitizers on);
 #   STEP=compare compare --kernels examples/styles, every variant, the default schedule's
 #                first steps;
@@ -19,7 +20,8 @@ X="python3 -m xbackend"
 case "${STEP:-tests}" in
 tests)
     python3 -m pytest -q -p no:cacheprovider -n 4 tests/test_styles.py tests/test_abi.py \
-        tests/test_families.py 2>&1 | tail -25 | tee "$out/tests.log" ;;
+        tests/test_families.py tests/test_tune_search.py tests/test_tune_cache.py \
+        tests/test_reliability_tuning.py tests/test_tuning_db.py tests/test_warp_defaults.py 2>&1 | tail -25 | tee "$out/tests.log" ;;
 check)
     $X check examples/styles --backends cuda,opencl --jobs 4 --kernel-timeout 30 \
         --out "$out/check" 2>&1 | tee "$out/check.log" ;;
@@ -29,7 +31,7 @@ compare)
 tune)
     for api in cuda opencl; do
         $X tune --backends $api --kernels examples/styles \
-            --variants outputs_global,outputs_shared,rect_group_tiled \
+            --variants outputs_global,outputs_shared,rect_group_tiled,warp \
             --sizes 2048x2048x2048 --op mm --finalist-time 3 2>&1 \
             | grep -v "^  \[" | tee "$out/tune-$api.log"
     done ;;

@@ -25,6 +25,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import xbackend
+from xbackend.backends.geometries import per_product
 from xbackend.problems import Reference, Shape, check, dtype_named, make_operands
 from xbackend.runner import Target
 from xbackend.sweep import parse_shapes
@@ -102,10 +103,10 @@ def _probe(
     failures = 0
     for variant in backend.runnable_variants(op):
         spec = backend.variant_spec(variant, op)
-        if variant in skip or (tuned_only and not spec.tuned):
+        if variant in skip or (tuned_only and not per_product(spec)):
             continue
         wanted: list[int | None] = [None]
-        chosen = tiles[1] if spec.tuned else tiles[0]
+        chosen = tiles[1] if per_product(spec) else tiles[0]
         if spec.takes_tile:
             wanted = [int(t) for t in chosen.split(",")] if chosen else list(spec.tiles)
         for tile in wanted:

@@ -48,6 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import xbackend
 from xbackend import tune_cache
+from xbackend.backends.geometries import per_product
 from xbackend.diff import ratio_interval
 from xbackend.problems import Reference, check, flops, make_operands
 from xbackend.runner import Target
@@ -144,7 +145,7 @@ def _configurations(backend, op: str, untuned: bool) -> list[tuple[str, int | No
     pairs: list[tuple[str, int | None, str | None]] = []
     for variant in backend.variants(op):
         spec = backend.variant_spec(variant, op)
-        if spec.tuned:
+        if per_product(spec):
             settings = ("untuned", "tuned") if untuned else (None,)
             pairs.extend((variant, None, setting) for setting in settings)
         elif not spec.takes_tile:
@@ -219,7 +220,7 @@ class Ladder:
             name = f"{line.label} {VENDOR_NAMES.get(line.backend.name, 'vendor')}"
             beside.setdefault(name, []).append(vendor.samples_s)
         tflops = flops(self.op, shape) / statistics.median(timed.samples_s) / 1e12
-        tuned = rung.backend.variant_spec(rung.variant, self.op).tuned
+        tuned = per_product(rung.backend.variant_spec(rung.variant, self.op))
         setting = rung.choices or "tuned"
         key = (str(shape), rung.variant, setting if tuned else str(rung.tile or "—"))
         if rung.choices and vendors[0] is not None and vendors[0] in others and timed.equal:

@@ -278,19 +278,16 @@ def test_every_package_ships():
     assert found - listed == set()
 
 
-# The tuned family's configuration is its planner's and the tuner's business alone: the
-# rest of the backends hand it parameters (names and ints), as the records keep them.
+# The tuned family's configuration is its geometry's business alone (backends/geometry.py):
+# the backends, the tuner and the cache hand it parameters (names and ints), as the
+# records keep them, and ask the geometry.
 WARP_CONFIG_KNOWN_BY = {
     "xbackend/backends/warp.py",
     "xbackend/backends/block_tiles.py",
-    "xbackend/tuning.py",
-    "xbackend/tune_search.py",
-    "xbackend/tune_cache.py",
-    "xbackend/tune_entries.py",
 }
 
 
-def test_warp_config_is_known_only_by_its_family_and_the_tuner():
+def test_warp_config_is_known_only_by_its_geometry():
     named = {
         str(path.relative_to(PACKAGE.parent))
         for path in PACKAGE.rglob("*.py")

@@ -50,7 +50,7 @@ def test_mixed_arguments_run_right_on_cuda(monkeypatch):
 def _cases() -> list[tuple[str, str, str, str]]:
     """(folder, op, variant, backend) for every variant of every style, on each backend
     of its family's languages."""
-    found = []
+    found: list[tuple[str, str, str, str]] = []
     for manifest in sorted(STYLES.glob("*/family.toml")):
         family = load(manifest.parent)
         for op, spec in family.variants:
@@ -107,7 +107,9 @@ def test_a_kernel_of_square_products_is_checked_at_squares():
         specs["width_define_kmultiple"].defaults.get("TS")
         or specs["width_define_kmultiple"].default_tile
     )
-    _, _, K = fitted(specs["width_define_kmultiple"], 7, 5, 13)
+    fit = fitted(specs["width_define_kmultiple"], 7, 5, 13)
+    assert fit is not None and tile is not None
+    _, _, K = fit
     assert K % tile == 0 and K >= 13
 
 
@@ -148,7 +150,7 @@ def test_two_launches_share_their_workspace(catalogue):
 # -- CUDA's packing, against nvcc's own word (no GPU needed) ---------------------------------
 
 NVCC = shutil.which("nvcc") or (
-    "/usr/local/cuda/bin/nvcc" if Path("/usr/local/cuda/bin/nvcc").is_file() else None
+    "/usr/local/cuda/bin/nvcc" if Path("/usr/local/cuda/bin/nvcc").is_file() else ""
 )
 
 
@@ -174,7 +176,7 @@ def _ptx_parameters(
     return found
 
 
-@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
+@pytest.mark.skipif(not NVCC, reason="nvcc is not installed")
 @pytest.mark.parametrize(
     ("folder", "variant"),
     [(STYLES / "struct_arg", "struct_arg_tiled"), (ABI / "mixed_args", "mixed_args_naive")],
@@ -215,7 +217,7 @@ def test_a_struct_is_packed_as_nvcc_lays_it_out(folder, variant, monkeypatch, tm
     assert starts == expected
 
 
-@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
+@pytest.mark.skipif(not NVCC, reason="nvcc is not installed")
 def test_a_template_instance_is_found_by_its_name(catalogue, tmp_path):
     from xbackend.backends.cubins import entry
     from xbackend.backends.kernels import cuda_text, instances, read_kernel
@@ -268,6 +270,7 @@ def test_tune_searches_a_familys_space_and_runs_its_choice(catalogue, tmp_path, 
         spec = backend.variant_spec("outputs_global")
         timed = [trial for trial in result.trials if trial.tflops]
         assert len(timed) == len(result.trials) > 1  # every one ran and was equal
+        assert result.chosen is not None
         chosen = result.chosen.config.to_dict()
         assert set(chosen) == {name for name, _ in spec.parameters}
         backend.use_choices(tuning.cached_choices())

@@ -18,7 +18,8 @@ import pytest
 
 from xbackend import tune_cache, tuning
 from xbackend.backends import warp
-from xbackend.backends.choices import ChoiceRequest
+from xbackend.backends.choices import ChoiceRequest, shape_class
+from xbackend.backends.geometries import per_product
 from xbackend.operations import operation
 from xbackend.problems import Reference, Shape, check, make_operands
 
@@ -123,7 +124,7 @@ def test_tune_show_survives_malformed_entries(tmp_path):
 
 
 def _tuned_backend(backend):
-    tuned = [v for v in backend.variants("mm") if backend.variant_spec(v).tuned]
+    tuned = [v for v in backend.variants("mm") if per_product(backend.variant_spec(v))]
     if not tuned:
         pytest.skip(f"{backend.name} has no tuned variants")
     tuning.attach(backend)  # as xbackend.get_backend does
@@ -134,7 +135,7 @@ def _key_for(backend, variant: str, shape: Shape) -> str:
     units = backend.device.compute_units or 0
     return "|".join(
         (backend.name, backend.device.name, variant, "mm", "float32",
-         warp.shape_class(shape.M, shape.N, units))
+         shape_class(shape.M, shape.N, units))
     )  # fmt: skip
 
 
@@ -158,7 +159,7 @@ def test_a_bad_entry_for_this_device_falls_back_to_the_default(
     units = backend.device.compute_units or 0
     key = "|".join(
         (backend.name, backend.device.name, variant, "mm", "float32",
-         warp.shape_class(shape.M, shape.N, units))
+         shape_class(shape.M, shape.N, units))
     )  # fmt: skip
     path = _write(tmp_path / "tuned.json", {key: _entry(**params)})
     monkeypatch.setenv(tuning.CACHE_ENV, str(path))
@@ -235,7 +236,7 @@ def test_finite_random_products_through_a_good_entry(backend, tmp_path, monkeypa
     units = backend.device.compute_units or 0
     key = "|".join(
         (backend.name, backend.device.name, variant, "mm", "float32",
-         warp.shape_class(shape.M, shape.N, units))
+         shape_class(shape.M, shape.N, units))
     )  # fmt: skip
     path = _write(tmp_path / "tuned.json", {key: {"params": config.to_dict(), "blocks": 2}})
     monkeypatch.setenv(tuning.CACHE_ENV, str(path))
@@ -324,7 +325,8 @@ class _Always:
 
 
 def test_a_backend_takes_the_choices_it_is_handed_and_no_others(backend):
-    variant = next((v for v in backend.variants("mm") if backend.variant_spec(v).tuned), None)
+    tuned = [v for v in backend.variants("mm") if per_product(backend.variant_spec(v))]
+    variant = next(iter(tuned), None)
     if variant is None:
         pytest.skip(f"{backend.name} has no tuned variants")
     config = CHOSEN

@@ -16,11 +16,12 @@ import pytest
 
 from xbackend import tune_search
 from xbackend.backends import warp
-from xbackend.tune_search import Trial
+from xbackend.backends.block_tiles import BlockTiles
+from xbackend.backends.choices import Trial
 
 SEED = 20261123
 LOGS = Path(__file__).resolve().parent.parent / "docs" / "results" / "h100"
-SPLITS = (1, 2, 3, 4, 6)  # as tuning.search_space splits a small output
+SPLITS = (1, 2, 3, 4, 6)  # as BlockTiles.space splits a small output
 HEADER = re.compile(r"^\S.* \((?P<cls>small|medium|large)\) \w+ \w+: (?P<n>\d+) candidates")
 CANDIDATE = re.compile(
     r"^\s+\[\d+/\d+\] (\d+)×(\d+)×(\d+) groups (\d+)×(\d+) patches (\d+)×(\d+)"
@@ -89,7 +90,7 @@ def test_coarse_search_replayed_on_the_h100_logs_finds_the_exhaustive_best_cheap
     timed = total = 0
     for logged in _logged():
         timer = Recorder(logged.speeds)
-        trials = tune_search.search(list(logged.speeds), timer, "coarse")
+        trials = tune_search.search(list(logged.speeds), timer, "coarse", BlockTiles())
         assert [trial.config for trial in trials] == timer.timed
         assert len(set(timer.timed)) == len(timer.timed), f"timed twice: {logged.title}"
         assert set(timer.timed) <= set(logged.speeds), logged.title
@@ -147,7 +148,7 @@ def test_coarse_search_finds_the_exact_best_of_a_clearly_best_block_tile(best_ti
     space = _small_space()
     speeds = _landscape(best_tile, space)
     timer = Recorder(speeds)
-    trials = tune_search.search(space, timer, "coarse")
+    trials = tune_search.search(space, timer, "coarse", BlockTiles())
     best = max(trials, key=lambda trial: trial.tflops or 0.0)
     assert best.config == max(speeds, key=speeds.__getitem__)
     assert best.tflops == max(speeds.values())
@@ -161,7 +162,7 @@ def test_each_stage_is_timed_as_one_batch():
     space = _small_space()
     speeds = _landscape((128, 64), space)
     timer = Recorder(speeds)
-    tune_search.search(space, timer, "coarse")
+    tune_search.search(space, timer, "coarse", BlockTiles())
     first, second = timer.batches
     unsplit = {config for config in first if config.slices == 1}
     assert {_tile(config) for config in unsplit} == set(warp.SEARCH) and len(unsplit) == 6

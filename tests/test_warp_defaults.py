@@ -17,6 +17,7 @@ import pytest
 
 import xbackend
 from xbackend.backends import warp
+from xbackend.backends.choices import shape_class
 from xbackend.operations import Shape, make_operands
 
 SEED = 20261124
@@ -122,7 +123,7 @@ def test_a_small_output_takes_the_block_that_keeps_more_threads_at_work():
     assert warp.resident_blocks(halved, 65536, False) == 3
     assert warp.resident_blocks(halved, 65536, True) == 2
     size = (1000, 1000, 3001)
-    assert warp.shape_class(1000, 1000, 132) == "small"
+    assert shape_class(1000, 1000, 132) == "small"
     single = warp.untuned_config("block", 65536, False, size, 132)
     assert single == halved.with_slices(3)
     double = warp.untuned_config("block", 65536, True, size, 132)

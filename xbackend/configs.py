@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from xbackend import families
+from xbackend.backends.geometries import per_product
 from xbackend.operations import Shape, operation
 from xbackend.plan import Plan
 from xbackend.problems import dtype_named
@@ -118,7 +119,7 @@ def configs(plan: Plan, opened: Sequence[tuple[str, Backend]]) -> list[Config]:
                     continue
                 spec = backend.variant_spec(variant, op)
                 tiles: list[int | None] = [None]
-                if spec.takes_tile and (plan.tiles or not spec.tuned):
+                if spec.takes_tile and (plan.tiles or not per_product(spec)):
                     tuned = backend.preferred_tile(variant, op, dtype_named(plan.dtypes[0]))
                     tiles = list(plan.tiles or [tuned or spec.default_tile or spec.tiles[0]])
                 for tile in tiles:

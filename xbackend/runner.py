@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from xbackend import families
+from xbackend.backends.geometries import per_product
 from xbackend.configs import Config, configs
 from xbackend.cost import CostModel
 from xbackend.isolation import Isolation
@@ -239,7 +240,7 @@ def device_record(backend: Backend, dtypes: Sequence[str] = ()) -> dict[str, Any
     ceilings = _ceilings(backend, dtypes)
     if ceilings is not None:
         record["ceilings"] = ceilings
-    tuned = any(backend.variant_spec(variant).tuned for variant in backend.variants())
+    tuned = any(per_product(backend.variant_spec(variant)) for variant in backend.variants())
     if tuned and isinstance(backend.choices, CachedChoices):
         record["tuning"] = backend.choices.describe(backend.name, backend.device.name)
     return record

@@ -50,8 +50,7 @@ from typing import Any
 import numpy as np
 
 from xbackend import tuning_db
-from xbackend.backends import warp
-from xbackend.backends.choices import ChoiceRequest
+from xbackend.backends.choices import Candidate, ChoiceRequest
 from xbackend.backends.interface import Backend
 from xbackend.operations import operation
 from xbackend.resources import user_cache_dir
@@ -65,7 +64,6 @@ from xbackend.safeio import (
 from xbackend.tune_entries import KEY_FIELDS, _shorten, candidate
 from xbackend.tune_entries import entry_problem as entry_problem  # the tuner's name for it
 from xbackend.tune_entries import key_fields as key_fields
-from xbackend.tune_search import Candidate
 
 CACHE_ENV = "XBACKEND_TUNE_CACHE"
 FORMAT = 3  # 2: keys name the operation, entries count their blocks; 3: and their build
@@ -286,7 +284,7 @@ def find(
     with neither takes mm's choice, the product of its pair sums being an mm
     (``Operation.tuned_as``). With a ``size`` (the output's M and N, and K), a split
     choice is refitted to that size: as many K ranges as give the blocks its tuned
-    launch had (see ``warp.refit_slices``), so a small output gets a deeper split
+    launch had (see ``Candidate.refitted``), so a small output gets a deeper split
     than the tuned one. An entry for another build, or one that the request's
     ``check`` refuses, is ignored with a warning, as if not there. A tie entry (the
     tuned best did not beat the default) gives None: the size-aware default.
@@ -309,10 +307,8 @@ def find(
                 return True, None
             config = candidate(entry["params"])  # checked by load_entries
             blocks = entry.get("blocks", 0)
-            split = isinstance(config, warp.WarpConfig) and config.slices > 1
-            if split and request.size is not None and blocks > 0:
-                assert isinstance(config, warp.WarpConfig)
-                config = warp.refit_slices(config, blocks, *request.size)
+            if config.slices > 1 and request.size is not None and blocks > 0:
+                config = config.refitted(blocks, *request.size)
             problem = request.check(config.to_dict()) if request.check else None
             if problem:
                 _warn_once(path, key, f"{path}: ignoring the entry {key!r}: {_shorten(problem)}")

@@ -1,6 +1,6 @@
-"""What a tune cache entry may hold, checked: its key's fields, its parameters (a
-fixed-tile variant's tile, or block tiles the planner accepts), its counts and its race;
-and its parameters as the tuner's candidate (``candidate``)."""
+"""What a tune cache entry may hold, checked: its key's fields, its parameters (as the
+geometry they belong to says: ``geometries.of_entry``), its counts and its race; and its
+parameters as the tuner's candidate (``candidate``)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from xbackend.backends import warp
-from xbackend.tune_search import Candidate, ParameterChoice, TileChoice
+from xbackend.backends import geometries
+from xbackend.backends.choices import Candidate
 
 MAX_COUNT = 2**53  # blocks and samples: counts a float holds exactly
 KEY_FIELDS = ("backend", "device", "variant", "operation", "dtype", "shape class")
@@ -21,25 +21,14 @@ def _shorten(text: object, limit: int = 120) -> str:
 
 
 def _params_problem(params: dict[str, Any]) -> str | None:
-    """Why a choice's parameters are no configuration: a fixed-tile variant's tile (and
-    its family's parameters), or block tiles the planner accepts on any device."""
-    if set(params) == {"TILE"} or "BM" not in params:  # a tile, or a family's parameters
-        for name, value in params.items():  # (the variant's manifest checks them at lookup)
-            if not (_is_count(value) and value > 0):
-                return f"{_shorten(name, 40)} must be a count, not {_shorten(value)!r}"
-        return None
-    try:
-        config = warp.WarpConfig.from_dict(params)
-    except (TypeError, ValueError) as error:
-        return str(error)
-    if config.slices > warp.MAX_SLICES:
-        return f"{config.slices} K ranges; at most {warp.MAX_SLICES}"
-    return config.problem()
+    """Why a choice's parameters are no configuration of the geometry they belong to
+    (block tiles the planner accepts on any device; a tile, or a family's parameters)."""
+    return geometries.of_entry(params).entry_problem(params)
 
 
 def entry_problem(entry: Any) -> str | None:
     """Why a cache entry cannot be used, or None: its ``params`` must be a configuration
-    the launch planner accepts on any device (``WarpConfig.problem``; the device's own
+    its geometry accepts on any device (``Geometry.entry_problem``; the device's own
     limits are checked at lookup), ``blocks`` a count, ``tflops`` and ``shape`` what
     ``tune`` writes (``tune --show`` prints them)."""
     if not isinstance(entry, dict):
@@ -111,11 +100,6 @@ def _race_problem(entry: dict[str, Any]) -> str | None:
     return None
 
 
-# The shape class whose choice serves a class that was not tuned (see lookup).
 def candidate(params: Mapping[str, int]) -> Candidate:
     """A cache entry's parameters as the tuner's candidate."""
-    if set(params) == {"TILE"}:
-        return TileChoice(int(params["TILE"]))
-    if "BM" not in params:
-        return ParameterChoice(tuple((name, int(value)) for name, value in params.items()))
-    return warp.WarpConfig.from_dict(params)
+    return geometries.of_entry(params).candidate(params)

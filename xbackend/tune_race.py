@@ -10,8 +10,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from xbackend.backends.choices import Candidate
 from xbackend.timing import bootstrap_median_interval
-from xbackend.tune_search import Candidate
 
 # The race of the finalists (see ``race``). The finalists: the search's best two, and
 # the others within FINALIST_WITHIN of the best, FINALISTS in all at most; the default

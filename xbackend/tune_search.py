@@ -12,7 +12,8 @@ search took 37.6 s, the 110 of a 1000×3001×1000 search (22 builds) 23.4 s.
 
 1. one configuration per block tile (BM×BN): its largest patch per thread, at the
    shallowest slab;
-2. every other configuration of the best COARSE_KEEP block tiles.
+2. every other configuration of the best COARSE_KEEP block tiles
+   (``block_tiles.BlockTiles.search``: a geometry searches its own space).
 
 Each configuration built is timed at every K split of the space: a split is an
 argument of the launch, so it costs a timing and no build. The block tile decides most
@@ -29,152 +30,32 @@ configurations at once, in parallel (``Backend.prebuild``).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
-from xbackend.backends import warp
+from xbackend.backends.choices import Candidate, Timer, Trial, shape_class
+from xbackend.backends.geometries import per_product
+from xbackend.backends.geometry import Geometry
 from xbackend.operations import Shape, operation
 
 if TYPE_CHECKING:
     from xbackend.backends.interface import Backend
 
 SEARCHES = ("coarse", "exhaustive")
-COARSE_KEEP = 2  # block tiles whose every configuration the second stage times
-FINE_KEEP = 2  # configurations whose every K split the third stage times
-Key = TypeVar("Key")
 FINALIST_TIME_S = 3.0  # the finalists' race's time cap (tuning.race), per search
 
 
-@dataclasses.dataclass(frozen=True)
-class TileChoice:
-    """A candidate of a fixed-tile variant (a family of the "element" geometry, a user's
-    too): its tile, the one parameter it takes (``-D...=TILE`` in its manifest)."""
-
-    TILE: int
-    slices: int = 1  # no split along K: what a cache entry of a split reads
-
-    @property
-    def label(self) -> str:
-        return f"T={self.TILE}"
-
-    def to_dict(self) -> dict[str, int]:
-        return {"TILE": self.TILE}
-
-    def output_tiles(self, M: int, N: int) -> int:
-        """The groups of a launch over an M×N output."""
-        return -(-M // self.TILE) * -(-N // self.TILE) if self.TILE > 0 else 0
-
-
-@dataclasses.dataclass(frozen=True)
-class ParameterChoice:
-    """A candidate of a variant whose family declares parameters (``parameters`` in its
-    manifest, as Kernel Tuner's ``tune_params``): its tile where it takes one, and a value
-    of each parameter."""
-
-    values: tuple[tuple[str, int], ...]
-    slices: int = 1  # no split along K
-
-    @property
-    def label(self) -> str:
-        return " ".join(f"{name}={value}" for name, value in self.values)
-
-    def to_dict(self) -> dict[str, int]:
-        return dict(self.values)
-
-
-class Candidate(Protocol):
-    """What the search and the race time: a configuration with a label, its parameters by
-    name (``to_dict``), and its K ranges (``slices``; 1 for a tile)."""
-
-    @property
-    def slices(self) -> int: ...
-
-    @property
-    def label(self) -> str: ...
-
-    def to_dict(self) -> dict[str, int]: ...
-
-
-@dataclasses.dataclass
-class Trial:
-    config: Candidate
-    tflops: float | None  # None: not timed (wrong result or error)
-    status: str  # "ok", "wrong", or the error
-
-
-# Times a batch of configurations, one trial each, in their order.
-Timer = Callable[[Sequence[Any]], list[Trial]]
-
-
-def search(space: Sequence[Candidate], time: Timer, how: str = "coarse") -> list[Trial]:
-    """The trials of a search of ``space``: all of it (``exhaustive``) or coarse to
-    fine (``coarse``, for block tiles; the few tiles of a fixed-tile variant are all
-    timed)."""
+def search(
+    space: Sequence[Candidate], time: Timer, how: str = "coarse", geometry: Geometry | None = None
+) -> list[Trial]:
+    """The trials of a search of ``space``: all of it (``exhaustive``), or as its
+    ``geometry`` searches coarsely (``coarse``: block tiles coarse to fine; the tiles or
+    parameters of any other variant are all timed)."""
     if how not in SEARCHES:
         raise ValueError(f"search {how!r}: expected one of {', '.join(SEARCHES)}")
-    configs = [c for c in space if isinstance(c, warp.WarpConfig)]
-    if how == "exhaustive" or len(configs) < len(space):
+    if how == "exhaustive" or geometry is None:
         return time(list(space))
-    return _coarse_to_fine(configs, time)
-
-
-def _unsplit(config: warp.WarpConfig) -> warp.WarpConfig:
-    return config.with_slices(1)
-
-
-def _speed(trial: Trial) -> float:
-    return trial.tflops or 0.0
-
-
-def _coarse_to_fine(space: Sequence[warp.WarpConfig], time: Timer) -> list[Trial]:
-    """The two stages of the module's docstring, on a space of block tiles."""
-    splits: dict[warp.WarpConfig, list[int]] = {}
-    for config in space:
-        splits.setdefault(_unsplit(config), []).append(config.slices)
-    tiles: dict[tuple[int, int], list[warp.WarpConfig]] = {}
-    for config in splits:
-        tiles.setdefault((config.BM, config.BN), []).append(config)
-    trials: list[Trial] = []
-
-    def run(batch: list[warp.WarpConfig]) -> None:
-        """Time each configuration of ``batch`` not yet timed, at every K split: a split
-        is an argument of the launch, so it costs no build of its own."""
-        timed: set[Candidate] = {trial.config for trial in trials}
-        fresh = [c.with_slices(s) for c in dict.fromkeys(batch) for s in splits[c]]
-        trials.extend(time([config for config in fresh if config not in timed]))
-
-    # 1. coarse: one per block tile, its largest patch at the shallowest slab.
-    run([min(group, key=_coarse_rank) for group in tiles.values()])
-    # 2. fine: the rest of the best block tiles.
-    best_tiles = _best(trials, _block_tile, COARSE_KEEP)
-    run([config for tile in best_tiles for config in tiles[tile]])
-    return trials
-
-
-def _block_tile(trial: Trial) -> tuple[int, int]:
-    """The block tile (BM, BN) of a trial of the coarse search."""
-    config = trial.config
-    assert isinstance(config, warp.WarpConfig)
-    return config.BM, config.BN
-
-
-def _coarse_rank(config: warp.WarpConfig) -> tuple[int, int, int, int]:
-    """The first stage's pick of a block tile: the most outputs per thread (the most
-    reuse of each value read from the slabs), then the shallowest slab, then the
-    taller patch; of an asynchronous variant's, the default stage count."""
-    stages = abs(config.stages - warp.DEFAULT_STAGES) if config.stages else 0
-    return -(config.TM * config.TN), config.BK, -config.TM, stages
-
-
-def _best(trials: list[Trial], key: Callable[[Trial], Key], count: int) -> list[Key]:
-    """The ``count`` best distinct keys of the timed trials, fastest first."""
-    chosen: list[Key] = []
-    for trial in sorted((t for t in trials if t.tflops), key=_speed, reverse=True):
-        if key(trial) not in chosen:
-            chosen.append(key(trial))
-        if len(chosen) == count:
-            break
-    return chosen
+    return geometry.search(space, time)
 
 
 def tuned_variants(backend: Backend, op: str) -> list[str]:
@@ -185,7 +66,7 @@ def tuned_variants(backend: Backend, op: str) -> list[str]:
     found = []
     for variant in backend.variants(op):
         spec = backend.variant_spec(variant, op)
-        if spec.tuned or (spec.user and searchable(backend, variant, op)):
+        if per_product(spec) or (spec.user and searchable(backend, variant, op)):
             found.append(variant)
     return found
 
@@ -194,7 +75,7 @@ def searchable(backend: Backend, variant: str, op: str) -> bool:
     """Whether ``tune`` can search ``variant``: its block tiles, or the several tiles its
     family declares."""
     spec = backend.variant_spec(variant, op)
-    return spec.tuned or (bool(spec.kernel) and len(list(spec.space())) > 1)
+    return per_product(spec) or (bool(spec.kernel) and len(list(spec.space())) > 1)
 
 
 def _names(variants: Sequence[str]) -> str:
@@ -238,7 +119,7 @@ class TuneItem:
     variant: str
     op: str
     shape: Shape
-    shape_class: str = ""  # warp.shape_class on the device
+    shape_class: str = ""  # choices.shape_class on the device
 
     @property
     def entry(self) -> tuple[str, str, str]:
@@ -269,6 +150,6 @@ def items(
                 notes.append(f"{shape}: {op} skipped ({problem})")
                 continue
             output = operation(op).output_size(shape)
-            shape_class = warp.shape_class(*output, backend.device.compute_units or 0)
-            found += [TuneItem(variant, op, shape, shape_class) for variant in plan[op]]
+            key = shape_class(*output, backend.device.compute_units or 0)
+            found += [TuneItem(variant, op, shape, key) for variant in plan[op]]
     return found, notes

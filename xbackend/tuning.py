@@ -26,7 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from xbackend.backends import warp
+from xbackend.backends.choices import Candidate, ParameterChoice, Trial, shape_class
+from xbackend.backends.compiled import CompiledBackend
+from xbackend.backends.geometries import geometry_of
 from xbackend.backends.interface import Backend
 from xbackend.operations import OPERATIONS
 from xbackend.problems import Reference, Shape, check, flops, make_operands, output_size
@@ -62,17 +64,7 @@ from xbackend.tune_race import (
     race,
     verdict,
 )
-from xbackend.tune_search import (
-    FINALIST_TIME_S,
-    SEARCHES,
-    Candidate,
-    ParameterChoice,
-    TileChoice,
-    Trial,
-    TuneItem,
-    items,
-    search,
-)
+from xbackend.tune_search import FINALIST_TIME_S, SEARCHES, TuneItem, items, search
 
 __all__ = [
     "CACHE_ENV",
@@ -84,7 +76,6 @@ __all__ = [
     "NEIGHBOUR",
     "OPS",
     "SEARCHES",
-    "SPLITS",
     "TURN_SAMPLES",
     "CachedChoices",
     "Finalist",
@@ -115,7 +106,6 @@ __all__ = [
     "verdict",
 ]
 
-SPLITS = (1, 2, 3, 4, 6)  # K ranges tried where the output is small
 # The operations tuned: those that take a cached choice of their own (bmm takes none).
 OPS = tuple(name for name, op in OPERATIONS.items() if name in op.tuned_as)
 
@@ -183,27 +173,14 @@ def finalists(result: TuneResult) -> list[Finalist]:
 def search_space(
     backend: Backend, variant: str, shape: Shape, itemsize: int, op: str = "mm"
 ) -> list[Candidate]:
-    """The candidates of ``variant`` that this device can run: a fixed-tile variant's
-    tiles; block tiles with K splits for outputs too small to fill it."""
+    """The candidates of ``variant`` that this device can run, as its geometry gives
+    them: a fixed-tile variant's tiles, each combination of a family's parameters, block
+    tiles with K splits for outputs too small to fill it."""
     spec = backend.variant_spec(variant, op)
-    if spec.configurable:  # its family's parameters: each configuration this device runs
-        return [
-            ParameterChoice(tuple(config.items()))
-            for config in spec.space()
-            if not backend.tile_problem(variant, config.get("TILE"), itemsize, op, config)
-        ]
-    if not spec.tuned:
-        return [TileChoice(tile) for tile in backend.tiles(variant, op, itemsize)]
-    units = backend.device.compute_units or 0
-    small = warp.shape_class(*output_size(op, shape), units) == "small"
-    configs: list[Candidate] = []
-    for config in warp.candidates(spec.layout, spec.asynchronous):
-        if backend.tile_problem(variant, config.BM, itemsize, op, config.to_dict()):
-            continue
-        for slices in SPLITS if small else (1,):
-            if slices == 1 or shape.K // slices >= warp.MIN_K_SLICE:
-                configs.append(config.with_slices(slices))
-    return configs
+    geometry = geometry_of(spec)
+    if geometry is None or not isinstance(backend, CompiledBackend):
+        return []
+    return geometry.space(backend, spec, shape, itemsize, op)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -277,18 +254,20 @@ def _search(
     of one variant for one product. The untuned choice comes after the search, on a
     device its kernels have woken: first, it would meet the clocks the host's float64
     reference let fall (16.9 TFLOP/s, against 21.0 in the race after, on an H200)."""
-    shape_class = warp.shape_class(*product.output, backend.device.compute_units or 0)
+    key = shape_class(*product.output, backend.device.compute_units or 0)
     space = search_space(backend, variant, product.shape, product.A.itemsize, product.op)
-    spec = backend.variant_spec(variant, product.op)
-    progress(f"{product.shape} ({shape_class}) {product.op} {variant}: {len(space)} candidates"
-             f"{' (coarse to fine)' if how == 'coarse' and spec.tuned else ''}")  # fmt: skip
+    geometry = geometry_of(backend.variant_spec(variant, product.op))
+    chosen_per_product = geometry is not None and geometry.per_product
+    coarse = " (coarse to fine)" if how == "coarse" and chosen_per_product else ""
+    progress(f"{product.shape} ({key}) {product.op} {variant}: {len(space)} candidates{coarse}")
     count = 0
 
     def time_batch(batch: Sequence[Candidate]) -> list[Trial]:
         nonlocal count
-        # Build the batch's block tiles together first, in parallel where the backend can.
-        configurations = [c.to_dict() for c in batch if isinstance(c, warp.WarpConfig)]
-        backend.prebuild(variant, product.op, product.A, product.B, configurations)
+        # Build a batch of block tiles together first, in parallel where the backend can.
+        if chosen_per_product:
+            configurations = [config.to_dict() for config in batch]
+            backend.prebuild(variant, product.op, product.A, product.B, configurations)
         timed = []
         for config in batch:
             count += 1
@@ -299,13 +278,11 @@ def _search(
         return timed
 
     started = time.perf_counter()
-    trials = search(space, time_batch, how)
+    trials = search(space, time_batch, how, geometry)
     seconds = round(time.perf_counter() - started, 1)
     untuned = _time(backend, product, variant, None, samples)
     default = _default(backend, product, variant, samples, untuned)
-    return TuneResult(
-        variant, product.op, product.shape, shape_class, trials, untuned, seconds, default
-    )
+    return TuneResult(variant, product.op, product.shape, key, trials, untuned, seconds, default)
 
 
 def _default(
@@ -359,16 +336,10 @@ def cache_entry(result: TuneResult, build: dict[str, str]) -> dict[str, Any]:
     verdict where it ran."""
     chosen = result.chosen
     assert chosen is not None and chosen.tflops is not None
-    output, config = output_size(result.op, result.shape), chosen.config
-    if isinstance(config, warp.WarpConfig):
-        blocks = warp.output_tiles(config, *output) * config.slices
-    elif isinstance(config, TileChoice):
-        blocks = config.output_tiles(*output)
-    else:  # its family's launch: no split along K to refit
-        blocks = 0
+    config = chosen.config
     entry: dict[str, Any] = {
         "params": config.to_dict(),
-        "blocks": blocks,
+        "blocks": config.blocks(*output_size(result.op, result.shape)),
         "tflops": _digits(chosen.tflops),  # 4 significant digits, however small
         "shape": str(result.shape),
         "tuned_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -423,8 +394,7 @@ def _time(
     samples: int,
 ) -> Trial:
     params = None if config is None else config.to_dict()
-    spec = backend.variant_spec(variant, product.op)
-    fixed = not spec.tuned
+    geometry = geometry_of(backend.variant_spec(variant, product.op))
     try:
         measured = backend.measure(
             product.A,
@@ -438,16 +408,14 @@ def _time(
             min_samples=samples,
         )
     except Exception as error:  # a candidate that fails to build or launch is skipped
-        blank: Candidate = TileChoice(0) if fixed else warp.WarpConfig(0, 0, 0, 0, 0, 0, 0)
-        return Trial(config or blank, None, str(error)[:200])
+        return Trial(config or ParameterChoice(()), None, str(error)[:200])
     if config is not None:
         chosen = config
-    elif spec.configurable:  # what it ran: its tile and its parameters (measured.params)
-        chosen = ParameterChoice(tuple((measured.params or {}).items()))
-    elif fixed:
-        chosen = TileChoice(measured.tile or 0)
+    elif geometry is not None:  # what it ran: its parameters, or its tile
+        ran = measured.params or ({"TILE": measured.tile} if measured.tile else {})
+        chosen = geometry.candidate(ran) if ran else ParameterChoice(())
     else:
-        chosen = warp.WarpConfig.from_dict(measured.params or {})
+        chosen = ParameterChoice(())
     if not all(
         check(out, product.reference).equal for out in (measured.result, measured.last_result)
     ):

@@ -9,24 +9,135 @@ parameters as names and ints, as the records keep them (tests/test_structure.py)
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import numpy as np
 
 from xbackend.backends import warp
+from xbackend.backends.choices import Candidate, Timer, Trial, shape_class
+from xbackend.backends.geometry import Geometry
 from xbackend.backends.kernels import C_TYPES, SUM_BLOCK
 from xbackend.backends.launch import Buffer, KernelLaunch, Product
 from xbackend.backends.plans import C, Layout, _blocks, _last, index_options
 from xbackend.backends.specs import DeviceInfo, VariantSpec
 from xbackend.errors import UnsupportedParameter
-from xbackend.operations import Operation, operation
+from xbackend.operations import Operation, Shape, operation
 
 if TYPE_CHECKING:
     from xbackend.backends.compiled import CompiledBackend
 
 Array = np.ndarray[Any, Any]
 A, B = Buffer("A"), Buffer("B")
+Key = TypeVar("Key")
+SPLITS = (1, 2, 3, 4, 6)  # K ranges tried where the output is small
+COARSE_KEEP = 2  # block tiles whose every configuration the second stage times
+
+
+class BlockTiles(Geometry):
+    """kernels/mm_warp's block tiles: a configuration chosen per product (the module's
+    docstring), a space of block tiles with K splits, searched coarse to fine."""
+
+    per_product: ClassVar[bool] = True
+
+    def plan(
+        self, backend: CompiledBackend, op: str, spec: VariantSpec, tile: int | None,
+        A: Array, B: Array, params: Mapping[str, int] | None, wide: bool,
+    ) -> Product:  # fmt: skip
+        return plan(backend, op, spec, tile, A, B, params, wide)
+
+    def problem(
+        self, device: DeviceInfo, spec: VariantSpec, tile: int | None, itemsize: int,
+        words: tuple[str, str], params: Mapping[str, int] | None,
+    ) -> str | None:  # fmt: skip
+        if tile is None and params is None:
+            return "block tiles need a tile or a configuration"
+        return group_problem(device, spec, tile or 0, itemsize, *words, params)
+
+    def space(
+        self, backend: CompiledBackend, spec: VariantSpec, shape: Shape, itemsize: int, op: str
+    ) -> list[Candidate]:
+        """Every block tile of its layout the device runs, with K splits where the
+        output is too small to fill the device (22 to 26 configurations for a large
+        output, 110 to 130 for a small one)."""
+        units = backend.device.compute_units or 0
+        small = shape_class(*operation(op).output_size(shape), units) == "small"
+        configs: list[Candidate] = []
+        for config in warp.candidates(spec.layout, spec.asynchronous):
+            if backend.tile_problem(spec.name, config.BM, itemsize, op, config.to_dict()):
+                continue
+            for slices in SPLITS if small else (1,):
+                if slices == 1 or shape.K // slices >= warp.MIN_K_SLICE:
+                    configs.append(config.with_slices(slices))
+        return configs
+
+    def candidate(self, params: Mapping[str, int]) -> Candidate:
+        return warp.WarpConfig.from_dict(params)
+
+    def search(self, space: Sequence[Candidate], time: Timer) -> list[Trial]:
+        """Coarse to fine (tune_search's docstring): one configuration per block tile,
+        then every other of the best COARSE_KEEP, each at every K split of the space."""
+        splits: dict[warp.WarpConfig, list[int]] = {}
+        for config in space:
+            assert isinstance(config, warp.WarpConfig)
+            splits.setdefault(config.with_slices(1), []).append(config.slices)
+        tiles: dict[tuple[int, int], list[warp.WarpConfig]] = {}
+        for config in splits:
+            tiles.setdefault((config.BM, config.BN), []).append(config)
+        trials: list[Trial] = []
+
+        def run(batch: list[warp.WarpConfig]) -> None:
+            """Time each configuration of ``batch`` not yet timed, at every K split: a
+            split is an argument of the launch, so it costs no build of its own."""
+            timed: set[Candidate] = {trial.config for trial in trials}
+            fresh = [c.with_slices(s) for c in dict.fromkeys(batch) for s in splits[c]]
+            trials.extend(time([config for config in fresh if config not in timed]))
+
+        # 1. coarse: one per block tile, its largest patch at the shallowest slab.
+        run([min(group, key=_coarse_rank) for group in tiles.values()])
+        # 2. fine: the rest of the best block tiles.
+        run([config for tile in _best(trials, _block_tile, COARSE_KEEP) for config in tiles[tile]])
+        return trials
+
+    def claims(self, params: Mapping[str, Any]) -> bool:
+        return "BM" in params
+
+    def entry_problem(self, params: Mapping[str, Any]) -> str | None:
+        try:
+            config = warp.WarpConfig.from_dict(params)
+        except (TypeError, ValueError) as error:
+            return str(error)
+        if config.slices > warp.MAX_SLICES:
+            return f"{config.slices} K ranges; at most {warp.MAX_SLICES}"
+        return config.problem()
+
+
+def _block_tile(trial: Trial) -> tuple[int, int]:
+    """The block tile (BM, BN) of a trial of the coarse search."""
+    config = trial.config
+    assert isinstance(config, warp.WarpConfig)
+    return config.BM, config.BN
+
+
+def _coarse_rank(config: warp.WarpConfig) -> tuple[int, int, int, int]:
+    """The first stage's pick of a block tile: the most outputs per thread (the most
+    reuse of each value read from the slabs), then the shallowest slab, then the
+    taller patch; of an asynchronous variant's, the default stage count."""
+    stages = abs(config.stages - warp.DEFAULT_STAGES) if config.stages else 0
+    return -(config.TM * config.TN), config.BK, -config.TM, stages
+
+
+def _best(trials: list[Trial], key: Callable[[Trial], Key], count: int) -> list[Key]:
+    """The ``count`` best distinct keys of the timed trials, fastest first."""
+    chosen: list[Key] = []
+    for trial in sorted(
+        (t for t in trials if t.tflops), key=lambda t: t.tflops or 0.0, reverse=True
+    ):
+        if key(trial) not in chosen:
+            chosen.append(key(trial))
+        if len(chosen) == count:
+            break
+    return chosen
 
 
 def plan(
@@ -152,8 +263,8 @@ def _tuned_config(
     if not op.tuned_as:
         return None
     M, N, _ = size
-    shape_class = warp.shape_class(M, N, backend.device.compute_units or 0)
-    chosen = backend.choice(spec.name, op.name, dtype, shape_class, size)
+    found = shape_class(M, N, backend.device.compute_units or 0)
+    chosen = backend.choice(spec.name, op.name, dtype, found, size)
     return None if chosen is None else warp.WarpConfig.from_dict(chosen)
 
 

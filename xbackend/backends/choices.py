@@ -1,17 +1,18 @@
-"""How a backend is handed the tuner's choices, without knowing the tuner.
+"""How a backend is handed the tuner's choices, without knowing the tuner; and what the
+tuner times: a configuration of a variant's geometry (``Candidate``), and its trial.
 
-A tuned variant (kernels/mm_warp) asks its backend's ``Choices``, if it holds
-any, for the configuration to use on a product; ``xbackend.tuning`` provides the
-one that reads ``xbackend tune``'s cache (``tuning.cached_choices``), and
-``Backend.use_choices`` hands it over. Without choices a tuned variant runs the
-size-aware default of ``warp.py``.
+A tuned variant asks its backend's ``Choices``, if it holds any, for the configuration
+to use on a product; ``xbackend.tuning`` provides the one that reads ``xbackend tune``'s
+cache (``tuning.cached_choices``), and ``Backend.use_choices`` hands it over. Without
+choices a variant runs its geometry's default (``geometries.py``).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
-from typing import Protocol
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
 
 from xbackend.operations import Operation
 
@@ -25,7 +26,7 @@ class ChoiceRequest:
     variant: str
     op: Operation
     dtype: str  # the dtype's name, "float32"
-    shape_class: str  # see warp.shape_class: small, medium, large
+    shape_class: str  # see shape_class: small, medium, large
     size: tuple[int, int, int] | None  # the output's M and N, and K: a split is refitted
     # What the kernel is built from: driver version and a digest of the kernel file and
     # its fixed options (Backend.kernel_build); a choice made for another is stale.
@@ -40,3 +41,94 @@ class Choices(Protocol):
     def choice(self, request: ChoiceRequest) -> Mapping[str, int] | None:
         """The parameters to use for ``request``'s product, or None for the default."""
         ...
+
+
+class Candidate(Protocol):
+    """What the search and the race time: a configuration with a label, its parameters by
+    name (``to_dict``), its K ranges (``slices``; 1 where it splits none), and the groups
+    its launch has over an M×N output (``blocks``; 0 where it does not say)."""
+
+    @property
+    def slices(self) -> int: ...
+
+    @property
+    def label(self) -> str: ...
+
+    def to_dict(self) -> dict[str, int]: ...
+
+    def blocks(self, M: int, N: int) -> int: ...
+
+    def refitted(self, blocks: int, M: int, N: int, K: int) -> Candidate:
+        """Itself, its K ranges refitted to a product of another size so that its launch
+        has about ``blocks`` groups (where it splits K)."""
+        ...
+
+
+@dataclasses.dataclass(frozen=True)
+class TileChoice:
+    """A candidate of a fixed-tile variant: its tile, the one parameter it takes."""
+
+    TILE: int
+    slices: int = 1  # no split along K: what a cache entry of a split reads
+
+    @property
+    def label(self) -> str:
+        return f"T={self.TILE}"
+
+    def to_dict(self) -> dict[str, int]:
+        return {"TILE": self.TILE}
+
+    def blocks(self, M: int, N: int) -> int:
+        """The groups of a launch over an M×N output."""
+        return -(-M // self.TILE) * -(-N // self.TILE) if self.TILE > 0 else 0
+
+    def refitted(self, blocks: int, M: int, N: int, K: int) -> TileChoice:
+        return self  # no split along K
+
+
+@dataclasses.dataclass(frozen=True)
+class ParameterChoice:
+    """A candidate of a variant whose family declares parameters (``parameters`` in its
+    manifest, as Kernel Tuner's ``tune_params``): its tile where it takes one, and a value
+    of each parameter."""
+
+    values: tuple[tuple[str, int], ...]
+    slices: int = 1  # no split along K
+
+    @property
+    def label(self) -> str:
+        return " ".join(f"{name}={value}" for name, value in self.values) or "default"
+
+    def to_dict(self) -> dict[str, int]:
+        return dict(self.values)
+
+    def blocks(self, M: int, N: int) -> int:
+        return 0  # its launch is its family's: nothing to refit
+
+    def refitted(self, blocks: int, M: int, N: int, K: int) -> ParameterChoice:
+        return self
+
+
+@dataclasses.dataclass
+class Trial:
+    config: Candidate
+    tflops: float | None  # None: not timed (wrong result or error)
+    status: str  # "ok", "wrong", or the error
+
+
+# Times a batch of configurations, one trial each, in their order.
+Timer = Callable[[Sequence[Any]], list[Trial]]
+
+
+def shape_class(M: int, N: int, compute_units: int) -> str:
+    """How a product's output fills a device: the key ``tune`` caches a choice under.
+
+    "small": fewer 128×128 tiles than multiprocessors (a split along K pays);
+    "medium": up to 4 per multiprocessor; "large": more.
+    """
+    tiles = math.ceil(M / 128) * math.ceil(N / 128)
+    if tiles < compute_units:
+        return "small"
+    if tiles <= 4 * compute_units:
+        return "medium"
+    return "large"

@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from xbackend import families
-from xbackend.backends import block_tiles, element, warp
+from xbackend.backends import element, warp
 from xbackend.backends.ceilings import (
     FLOAT_DTYPES,
     Ceilings,
@@ -34,9 +34,8 @@ from xbackend.backends.ceilings import (
     fma_ceiling,
 )
 from xbackend.backends.choices import ChoiceRequest
-from xbackend.backends.element import plan_element
 from xbackend.backends.execution import Device, LaunchExecution
-from xbackend.backends.groups import group_problem
+from xbackend.backends.geometries import geometry_of
 from xbackend.backends.interface import Backend, Execution
 from xbackend.backends.kernels import SUM_BLOCK, WIDE_INDEX, has_stamps, source_digest
 from xbackend.backends.launch import KernelLaunch, Product
@@ -119,9 +118,11 @@ class CompiledBackend(Backend):
         problem = super().tile_problem(variant, tile, itemsize, op, params)
         if problem is not None:
             return problem
-        workers, memory = self.GROUP_WORDS
         spec = self.variant_spec(variant, op)
-        return group_problem(self.device, spec, tile, itemsize, workers, memory, params)
+        geometry = geometry_of(spec)
+        if geometry is None:
+            return None if not spec.kernel else f"its geometry '{spec.geometry}' is not known"
+        return geometry.problem(self.device, spec, tile, itemsize, self.GROUP_WORDS, params)
 
     def variant_problem(self, variant: str, dtype: np.dtype[Any], op: str = "mm") -> str | None:
         """Why ``variant`` cannot compute in ``dtype``: its family says which types its
@@ -135,7 +136,7 @@ class CompiledBackend(Backend):
         self, variant: str, op: str, shape: Shape, batch: int = 1, tile: int | None = None
     ) -> str | None:
         spec = self.variant_spec(variant, op)
-        if spec.tuned or not spec.kernel or not spec.size_rules:
+        if not spec.kernel or not spec.size_rules:
             return None
         rows, columns = operation(op).output_size(shape)
         sizes = {"M": shape.M, "N": shape.N, "K": shape.K, "BATCH": batch, "ROWS": rows,
@@ -147,7 +148,7 @@ class CompiledBackend(Backend):
         """The tile ``xbackend tune`` chose for a fixed-tile variant on this device (the
         largest shape class it tuned), or None: its family's default is used."""
         spec = self.variant_spec(variant, op)
-        if spec.tuned or not spec.kernel:
+        if not spec.kernel:
             return None
         for shape_class in ("large", "medium", "small"):
             chosen = self.choice(variant, op, dtype, shape_class)
@@ -179,14 +180,14 @@ class CompiledBackend(Backend):
         )  # fmt: skip
         return self.choices.choice(request)
 
-    def _chosen_parameters(
-        self, spec: VariantSpec, op: str, tile: int | None, A: Array
+    def chosen_parameters(
+        self, spec: VariantSpec, op: str, tile: int | None, dtype: np.dtype[Any]
     ) -> dict[str, int] | None:
         """The parameters ``xbackend tune`` chose for a variant whose family declares them
         (the largest shape class it tuned), where they go with ``tile``; else None (the
         family's defaults)."""
         for shape_class in ("large", "medium", "small"):
-            chosen = self.choice(spec.name, op, A.dtype, shape_class)
+            chosen = self.choice(spec.name, op, dtype, shape_class)
             if chosen is None or chosen.get("TILE", tile) != tile:
                 continue
             try:
@@ -394,8 +395,8 @@ class CompiledBackend(Backend):
         wide = self.index_mode == "wide"
         if not spec.kernel:  # the vendor's library
             return plan_vendor(op, A, B, wide)
-        if not spec.tuned:
-            if params is None and spec.configurable:  # as ``xbackend tune`` chose, if it did
-                params = self._chosen_parameters(spec, op, tile, A)
-            return plan_element(op, spec, A, B, tile, params, wide)
-        return block_tiles.plan(self, op, spec, tile, A, B, params, wide)
+        geometry = geometry_of(spec)
+        if geometry is None:
+            raise UnsupportedParameter(f"{self.name} {variant}: its geometry '{spec.geometry}' "
+                                       "is not known")  # fmt: skip
+        return geometry.plan(self, op, spec, tile, A, B, params, wide)

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 import re
 import subprocess
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from xbackend.backends.kernels import cuda_text, include_folders
 from xbackend.errors import XBackendError
 from xbackend.resources import user_cache_dir
 from xbackend.safeio import atomic_write
@@ -28,6 +30,25 @@ from xbackend.safeio import atomic_write
 HEADER_SUFFIXES = (".h", ".cuh", ".hpp", ".inc", ".cu")
 
 Compiler = Callable[..., bytes]  # pycuda.compiler.compile's signature
+
+
+# Set (to anything) to build every kernel with -lineinfo: compute-sanitizer then names the
+# line of the kernel's file of each report (``grading/sanitizers.py``).
+LINEINFO_ENV = "XBACKEND_CUDA_LINEINFO"
+
+
+def family_cubin(
+    family: str, source: str, options: Sequence[str], arch: str,
+    instanced: Sequence[str] = (), fresh: bool = False,
+) -> bytes:  # fmt: skip
+    """The cubin of a family's CUDA file (its ``source``, as read) built with ``options``
+    for ``arch``: its template instances ``instanced`` taken (``kernels.cuda_text``), its
+    own folder's headers and stamp.h found, with -lineinfo where ``LINEINFO_ENV`` is set."""
+    folders = [str(folder) for folder in include_folders(family, "cuda")]
+    if os.environ.get(LINEINFO_ENV):  # a sanitizer's reports name the kernel's lines
+        options = (*options, "-lineinfo")
+    text, as_it_is = cuda_text(source, instanced)
+    return cubin(text, options, arch, folders, as_it_is, fresh=fresh)
 
 
 def cache_folder() -> Path:

@@ -12,7 +12,6 @@ each compiled module is kept in xbackend's cache of cubins (``cubins.py``).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from types import TracebackType
@@ -21,10 +20,10 @@ from typing import Any
 import numpy as np
 
 from xbackend.backends.compiled import CompiledBackend, index_environment
-from xbackend.backends.cubins import cubin, entry
+from xbackend.backends.cubins import entry, family_cubin
 from xbackend.backends.cublas import cublas_math_environment, cublas_math_note
 from xbackend.backends.execution import Device, Queued, Timer
-from xbackend.backends.kernels import STAMP, cuda_text, include_folders, instances, read_kernel
+from xbackend.backends.kernels import STAMP, instances, read_kernel
 from xbackend.backends.launch import (
     Buffer,
     KernelLaunch,
@@ -52,16 +51,6 @@ _MAX_GRID_Y = 65535
 # The smallest cache flush: a GPU whose L2 attribute reads 0 still gets this many bytes.
 FLUSH_FLOOR_BYTES = 64 * 2**20
 
-
-# Where nvcc finds what a family's file includes: its own folder's headers, and stamp.h
-# (PyCUDA compiles a copy of the source in a folder of its own).
-def _include_dirs(family: str) -> list[str]:
-    return [str(folder) for folder in include_folders(family, "cuda")]
-
-
-# Set (to anything) to build every kernel with -lineinfo: compute-sanitizer then names the
-# line of the kernel's file of each report (``grading/sanitizers.py``).
-LINEINFO_ENV = "XBACKEND_CUDA_LINEINFO"
 
 # The poison of an output, for cuMemsetD32: a float32 quiet NaN, and a 32-bit pattern that
 # is a NaN both as one float32 and, twice over, as one float64 (0x7FF87FF87FF87FF8: its
@@ -420,21 +409,12 @@ class CudaBackend(CompiledBackend):
         self._cubin(family, source, options, instanced=instanced)
 
     def _cubin(
-        self,
-        family: str,
-        source: str,
-        options: tuple[str, ...],
-        fresh: bool = False,
+        self, family: str, source: str, options: tuple[str, ...], fresh: bool = False,
         instanced: tuple[str, ...] = (),
-    ) -> bytes:
-        """A kernel file's cubin for this device (cached: ``cubins.py``; ``fresh``: built
-        again); for the architecture named, since a thread of ``prebuild`` has no
-        current context."""
-        folders = _include_dirs(family)
-        if os.environ.get(LINEINFO_ENV):  # a sanitizer's reports name the kernel's lines
-            options = (*options, "-lineinfo")
-        text, as_it_is = cuda_text(source, instanced)
-        return cubin(text, options, self._arch, folders, as_it_is, fresh=fresh)
+    ) -> bytes:  # fmt: skip
+        """A kernel file's cubin for this device (``cubins.family_cubin``), for the
+        architecture named, since a thread of ``prebuild`` has no current context."""
+        return family_cubin(family, source, options, self._arch, instanced, fresh)
 
     def _gate(self) -> _Gate:
         """The stream's gate for timed launches, made once per context."""

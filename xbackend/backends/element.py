@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from xbackend.backends.choices import Candidate, ParameterChoice, TileChoice
+from xbackend.backends.geometry import Geometry
 from xbackend.backends.kernels import (
     C_TYPES,
     STAMP_PARAMETERS,
@@ -30,14 +32,99 @@ from xbackend.backends.kernels import (
 from xbackend.backends.launch import Arg, Buffer, KernelLaunch, Product, Record
 from xbackend.backends.operands import INDEX_MAX
 from xbackend.backends.plans import Layout, index_options, tiled_reach
-from xbackend.backends.specs import VariantSpec
+from xbackend.backends.specs import DeviceInfo, VariantSpec
 from xbackend.errors import UnsupportedParameter
 from xbackend.families import expressions
 from xbackend.families.variant import BUFFERS, Launch, broken_rule
-from xbackend.operations import Operation, operation
+from xbackend.operations import Operation, Shape, operation
+
+if TYPE_CHECKING:
+    from xbackend.backends.compiled import CompiledBackend
 
 Array = np.ndarray[Any, Any]
 _FLOATS: dict[str, type[np.floating[Any]]] = {"float32": np.float32, "float64": np.float64}
+
+
+class Element(Geometry):
+    """Launches as the manifest writes them (the module's docstring)."""
+
+    def plan(
+        self, backend: CompiledBackend, op: str, spec: VariantSpec, tile: int | None,
+        A: Array, B: Array, params: Mapping[str, int] | None, wide: bool,
+    ) -> Product:  # fmt: skip
+        if params is None and spec.configurable:  # as ``xbackend tune`` chose, if it did
+            params = backend.chosen_parameters(spec, op, tile, A.dtype)
+        return plan_element(op, spec, A, B, tile, params, wide)
+
+    def problem(
+        self, device: DeviceInfo, spec: VariantSpec, tile: int | None, itemsize: int,
+        words: tuple[str, str], params: Mapping[str, int] | None,
+    ) -> str | None:  # fmt: skip
+        return group_problem(device, spec, tile, itemsize, words, params)
+
+    def space(
+        self, backend: CompiledBackend, spec: VariantSpec, shape: Shape, itemsize: int, op: str
+    ) -> list[Candidate]:
+        """Its tiles, or each combination of its family's parameters, that the device
+        runs."""
+        if not spec.configurable:
+            return [TileChoice(tile) for tile in backend.tiles(spec.name, op, itemsize)]
+        return [
+            ParameterChoice(tuple(config.items()))
+            for config in spec.space()
+            if not backend.tile_problem(spec.name, config.get("TILE"), itemsize, op, config)
+        ]
+
+    def candidate(self, params: Mapping[str, int]) -> Candidate:
+        if set(params) == {"TILE"}:
+            return TileChoice(int(params["TILE"]))
+        return ParameterChoice(tuple((name, int(value)) for name, value in params.items()))
+
+    def entry_problem(self, params: Mapping[str, Any]) -> str | None:
+        for name, value in params.items():  # the variant's manifest checks them at lookup
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= 2**53:
+                return f"{str(name)[:40]} must be a count, not {str(value)[:40]!r}"
+        return None
+
+
+def group_problem(
+    device: DeviceInfo,
+    spec: VariantSpec,
+    tile: int | None,
+    itemsize: int,
+    words: tuple[str, str],
+    params: Mapping[str, int] | None = None,
+) -> str | None:
+    """Why a group of ``spec`` at ``tile`` with ``params`` cannot run on ``device``: the
+    patch, the family's rules of a configuration, the workers, the staged memory. The
+    kernels' own rules (how a tile splits into patches, how the slab loads share out) are
+    checked here, before any compiler sees the options."""
+    workers, memory = words
+    where = f"tile {tile}" if tile is not None else "its parameters"
+    try:
+        rows, columns = spec.per_thread(tile, params)
+        names = spec.names_at(tile, params)
+    except expressions.ExpressionError as error:
+        return f"{where}: {error}"
+    if not spec.group and (rows < 1 or columns < 1 or (tile or 0) % rows or (tile or 0) % columns):
+        return f"tile {tile} does not split into {rows}×{columns} patches per {workers[:-1]}"
+    broken = broken_rule(spec.configuration_rules, names)  # the family's own rules
+    if broken:
+        return broken if "does not hold" in broken else f"{where}: {broken}"
+    threads = names["THREADS"]
+    limit = device.max_work_group_size or 0
+    if threads < 1:
+        return f"{where}: a group of {threads} {workers}"
+    if threads > limit:
+        return f"{threads} {workers} exceed the limit of {limit} per group"
+    local = device.local_mem_bytes or 0
+    staged = expressions.evaluate(spec.staged, names)  # elements one group stages
+    if staged * itemsize > local:
+        return (
+            f"the tiles of {staged} {itemsize}-byte elements exceed "
+            f"{local} bytes of {memory} memory"
+        )
+    return None
 
 
 def build_options(

@@ -27,6 +27,7 @@ import numpy as np
 
 from xbackend.backends.ceilings import Ceilings
 from xbackend.backends.choices import Choices
+from xbackend.backends.geometries import per_product
 from xbackend.backends.operands import check_operands, uploaded_nbytes
 from xbackend.backends.sampler import NO_MONITOR, Monitor, sample
 from xbackend.backends.specs import DeviceInfo, Measurement, VariantSpec, VariantTable
@@ -242,7 +243,7 @@ class Backend(abc.ABC):
                 )
             tile = int(tile)
         if tile is None:
-            if spec.tuned:
+            if per_product(spec):
                 return None  # chosen per product: see block_tiles.configure
             tile = spec.default_tile or spec.tiles[0]
         problem = self.tile_problem(variant, tile, itemsize, op)
@@ -372,7 +373,7 @@ class Backend(abc.ABC):
             raise XBackendError(f"the {self.name} backend is closed")
         A, B = check_operands(A, B, op)
         spec = self.variant_spec(variant, op)
-        if params is not None and not spec.tuned:  # a tile, and the family's parameters
+        if params is not None and not per_product(spec):  # a tile, and the family's parameters
             tile = spec.configured_tile(tile, params, self.name)
         problem = self.dtype_problem(A.dtype)
         if problem:

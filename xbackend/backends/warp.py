@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from xbackend.backends.choices import shape_class
 from xbackend.backends.kernels import SUM_BLOCK
 
 FAMILY = "mm_warp"
@@ -123,6 +124,14 @@ class WarpConfig:
             if isinstance(value, bool) or not isinstance(value, numbers.Integral):
                 raise ValueError(f"mm_warp parameter {name} must be an integer, not {value!r}")
         return cls(**{name: int(values[name]) for name in names if name in values})
+
+    def blocks(self, M: int, N: int) -> int:
+        """The groups of its launch over an M×N output: block tiles times K ranges."""
+        return output_tiles(self, M, N) * self.slices
+
+    def refitted(self, blocks: int, M: int, N: int, K: int) -> WarpConfig:
+        """Its K split refitted to an M×N×K product (``refit_slices``)."""
+        return refit_slices(self, blocks, M, N, K)
 
     def with_slices(self, slices: int) -> WarpConfig:
         return dataclasses.replace(self, slices=slices)
@@ -355,20 +364,6 @@ def refit_slices(config: WarpConfig, blocks: int, M: int, N: int, K: int) -> War
 def _bounded_slices(slices: int, K: int) -> int:
     """``slices`` K ranges, but none shorter than MIN_K_SLICE, at most MAX_SLICES, at least 1."""
     return max(1, min(slices, K // MIN_K_SLICE, MAX_SLICES))
-
-
-def shape_class(M: int, N: int, compute_units: int) -> str:
-    """How a product's output fills a device: the key ``tune`` caches a choice under.
-
-    "small": fewer 128×128 tiles than multiprocessors (a split along K pays);
-    "medium": up to 4 per multiprocessor; "large": more.
-    """
-    tiles = math.ceil(M / 128) * math.ceil(N / 128)
-    if tiles < compute_units:
-        return "small"
-    if tiles <= 4 * compute_units:
-        return "medium"
-    return "large"
 
 
 def k_slice(config: WarpConfig, K: int) -> int:

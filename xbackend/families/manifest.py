@@ -14,6 +14,7 @@ known, a kernel a source does not declare, a parameter bound to nothing. Each is
 from __future__ import annotations
 
 import dataclasses
+import re
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,7 @@ from xbackend.families.sources import (
     read_source,
 )
 from xbackend.families.values import CONFIGURATION, ManifestError, Values
-from xbackend.families.variant import ARGUMENTS, BUFFERS, GEOMETRIES, SIZES, Launch, VariantSpec
+from xbackend.families.variant import ARGUMENTS, BUFFERS, ELEMENT, SIZES, Launch, VariantSpec
 from xbackend.operations import OPS, operation
 from xbackend.resources import kernel_file
 
@@ -202,9 +203,11 @@ class _Reader(Values):
         if not isinstance(kernel, str) or not Launch(kernel).function.isidentifier():
             raise self.fail(f"{where} needs the name of its kernel, not {kernel!r}")
         ops = self.words(entry.get("ops", ["mm"]), OPS, f"{where}: ops")
-        geometry = self.word(entry.get("geometry", "element"), GEOMETRIES, f"{where}: geometry")
+        geometry = entry.get("geometry", ELEMENT)
+        if not isinstance(geometry, str) or not re.fullmatch(r"[a-z][a-z0-9_-]*", geometry):
+            raise self.fail(f"{where}: geometry is a registered geometry's name, not {geometry!r}")
         tiles = self.integers(entry.get("tiles", []), f"{where}: tiles")
-        if geometry == "element" and not tiles and not entry.get("parameters"):
+        if geometry == ELEMENT and not tiles and not entry.get("parameters"):
             raise self.fail(f"{where} needs tiles, or parameters: the sizes of its groups")
         default = entry.get("default_tile", tiles[0] if tiles else None)
         if default is not None and type(default) is not int:
@@ -224,7 +227,7 @@ class _Reader(Values):
         if spec.x == "rows" and (spec.group or spec.grid):
             raise self.fail(f"{where}: x = 'rows' turns the default launch; with group and grid, "
                             "write the axes as they are")  # fmt: skip
-        if geometry == "element" and not tiles and not spec.group:
+        if geometry == ELEMENT and not tiles and not spec.group:
             raise self.fail(f"{where} has no tiles: write its launch (group and grid)")
         if bool(spec.group) != bool(spec.grid) or len(spec.group) != len(spec.grid):
             raise self.fail(f"{where}: group and grid go together, with as many axes each "
@@ -269,7 +272,7 @@ class _Reader(Values):
         """Every parameter of each of ``spec``'s kernels in ``path`` takes something xbackend
         gives, as its type is passed; and its launches take what ``op`` needs: the
         operands, and a batch's strides."""
-        if spec.geometry != "element":
+        if spec.geometry != ELEMENT:
             if spec.kernel not in found.kernels:
                 self._missing(spec.name, spec.launch, path, found)
             return  # the planner of block tiles gives its own arguments (plans.py)

@@ -17,10 +17,10 @@ from typing import Any
 import xbackend.families.expressions as expressions
 from xbackend.errors import UnsupportedParameter
 
-# How a variant's kernels are launched (plans.py plans each):
-# "element": one worker per element of C, or per TM×TN patch, in TILE×TILE-element groups;
-# "block-tiles": kernels/mm_warp's block tiles with a split along K, tuned per product.
-GEOMETRIES = ("element", "block-tiles")
+# How a variant's kernels are launched, by name (backends/geometries.py registers them):
+# "element", the default, launches them as the manifest writes; "block-tiles" is
+# kernels/mm_warp's, its block tiles and split along K chosen per product.
+ELEMENT = "element"
 # The names a kernel parameter can be bound to: the operands, the output and their sizes
 # (leading dimensions and batch strides in elements).
 ARGUMENTS = (
@@ -78,7 +78,7 @@ class VariantSpec:
     family: str = ""  # the family whose sources hold the kernel
     tiles: tuple[int, ...] = ()  # tile sizes to consider; empty: takes no tile
     default_tile: int | None = None
-    geometry: str = ""  # GEOMETRIES; "" for a library line
+    geometry: str = ""  # a registered geometry's name; "" for a library line
     # Outputs per worker along rows (TM) and columns (TN), as expressions of TILE.
     patch: tuple[str | int, str | int] = (1, 1)
     defines: tuple[str, ...] = ()  # switches: -DNAME, selecting the variant in its file
@@ -211,12 +211,6 @@ class VariantSpec:
     def configurable(self) -> bool:
         """Whether a run names its configuration by parameters beyond a tile."""
         return bool(self.parameters)
-
-    @property
-    def tuned(self) -> bool:
-        """Whether the launch parameters follow the shape (and ``xbackend tune``):
-        asked for no tile, the variant picks its own per product."""
-        return self.geometry == "block-tiles"
 
     @property
     def double_buffered(self) -> bool:

@@ -21,6 +21,7 @@ import numpy as np
 from xbackend import families
 from xbackend.backends.element import fitted, plan_element
 from xbackend.backends.execution import WroteOutOfBounds
+from xbackend.backends.geometries import per_product
 from xbackend.backends.launch import KernelLaunch
 from xbackend.configs import Config
 from xbackend.diagnosis import Launch, diagnose
@@ -115,7 +116,7 @@ def _taken(spec: VariantSpec, shapes: Sequence[Shape]) -> list[Shape]:
     for a kernel of square products only, K a multiple of its tile: ``fitted``), once."""
     found: list[Shape] = []
     for shape in shapes:
-        sizes = fitted(spec, shape.M, shape.N, shape.K) if not spec.tuned else None
+        sizes = fitted(spec, shape.M, shape.N, shape.K)
         taken = Shape(M=sizes[0], N=sizes[1], K=sizes[2]) if sizes is not None else shape
         if taken not in found:
             found.append(taken)
@@ -166,7 +167,7 @@ def default_dtype(spec: VariantSpec) -> str:
 def launch_of(spec: VariantSpec, A: np.ndarray, B: np.ndarray) -> Launch | None:
     """The grid and group a variant is launched with at its default tile, in the
     backends' own plan (None where there is no single launch to name)."""
-    if spec.default_tile is None or spec.tuned or spec.group or spec.before:
+    if spec.default_tile is None or per_product(spec) or spec.group or spec.before:
         return None  # a launch the manifest writes is its own: no default to name
     try:
         steps = plan_element(MM.name, spec, A, B, spec.default_tile).launches

@@ -24,6 +24,7 @@ import numpy as np
 
 from xbackend import families
 from xbackend.backends.element import plan_element
+from xbackend.backends.geometries import per_product
 from xbackend.backends.kernels import cuda_text, include_folders, instances, read_kernel
 from xbackend.errors import XBackendError
 from xbackend.grading.checking import default_dtype
@@ -59,7 +60,7 @@ def nvcc_verdicts(
         return
     for variant in variants:
         spec = families.find_variant(variant)
-        if "cuda" not in families.family(spec.family).sources or spec.tuned:
+        if "cuda" not in families.family(spec.family).sources or per_product(spec):
             continue
         element = np.dtype(dtype or default_dtype(spec))
         try:

@@ -20,7 +20,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from xbackend.backends.cuda import LINEINFO_ENV
+from xbackend.backends.cubins import LINEINFO_ENV
 from xbackend.backends.execution import RED_ZONE_ENV
 from xbackend.grading import records
 from xbackend.isolation import child_environment
