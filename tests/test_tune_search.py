@@ -14,10 +14,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from xbackend import tune_search
+from xbackend import families, tune_search
 from xbackend.backends import warp
-from xbackend.backends.block_tiles import BlockTiles
+from xbackend.backends.block_tiles import BlockTiles, candidates
 from xbackend.backends.choices import Trial
+from xbackend.families.variant import VariantSpec
 
 SEED = 20261123
 LOGS = Path(__file__).resolve().parent.parent / "docs" / "results" / "h100"
@@ -103,9 +104,17 @@ def test_coarse_search_replayed_on_the_h100_logs_finds_the_exhaustive_best_cheap
     assert timed <= 0.6 * total, f"the coarse search timed {timed} of {total}"
 
 
+def _shipped(variant: str) -> VariantSpec:
+    return next(s for _, s in families.family("mm_warp").variants if s.name == variant)
+
+
 def _small_space() -> list[warp.WarpConfig]:
-    """The search space of a small output, as tuning.search_space builds it."""
-    return [c.with_slices(s) for c in warp.candidates("block") for s in SPLITS]
+    """The search space of a small output, as BlockTiles.space builds it from the
+    shipped manifest (kernels/mm_warp/family.toml)."""
+    return [c.with_slices(s) for c in candidates(_shipped("vec4")) for s in SPLITS]
+
+
+BLOCK_TILES = sorted({(c.BM, c.BN) for c in candidates(_shipped("vec4"))})
 
 
 def test_exhaustive_search_times_every_candidate_once_in_order():
@@ -140,7 +149,7 @@ def _landscape(best_tile: tuple[int, int], space: list[warp.WarpConfig]):
     return {config: float(rng.uniform(0, 10)) + low[_tile(config) == best_tile] for config in space}
 
 
-@pytest.mark.parametrize("best_tile", list(warp.SEARCH), ids=lambda tile: "×".join(map(str, tile)))
+@pytest.mark.parametrize("best_tile", BLOCK_TILES, ids=lambda tile: "×".join(map(str, tile)))
 def test_coarse_search_finds_the_exact_best_of_a_clearly_best_block_tile(best_tile):
     """Guards the two stages: where one block tile's every configuration beats all
     others, its representative wins stage 1, and stage 2 times all of its configurations
@@ -165,7 +174,7 @@ def test_each_stage_is_timed_as_one_batch():
     tune_search.search(space, timer, "coarse", BlockTiles())
     first, second = timer.batches
     unsplit = {config for config in first if config.slices == 1}
-    assert {_tile(config) for config in unsplit} == set(warp.SEARCH) and len(unsplit) == 6
+    assert {_tile(config) for config in unsplit} == set(BLOCK_TILES) and len(unsplit) == 6
     assert set(first) == {c.with_slices(s) for c in unsplit for s in SPLITS}
     for chosen in unsplit:
         for other in (c for c in space if _tile(c) == _tile(chosen)):

@@ -139,7 +139,8 @@ def _problem(
     problem = backend.variant_problem(variant, dtype, op)
     if problem:
         return problem
-    if tile is not None or backend.variant_spec(variant, op).configurable:
+    spec = backend.variant_spec(variant, op)
+    if tile is not None or (spec.configurable and not per_product(spec)):
         problem = backend.tile_problem(variant, tile, dtype.itemsize, op)
         if problem:
             what = f"tile {tile}" if tile is not None else "its default configuration"

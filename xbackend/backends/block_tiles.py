@@ -9,7 +9,8 @@ parameters as names and ints, as the records keep them (tests/test_structure.py)
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import itertools
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import numpy as np
@@ -22,6 +23,7 @@ from xbackend.backends.launch import Buffer, KernelLaunch, Product
 from xbackend.backends.plans import C, Layout, _blocks, _last, index_options
 from xbackend.backends.specs import DeviceInfo, VariantSpec
 from xbackend.errors import UnsupportedParameter
+from xbackend.families.variant import broken_rule
 from xbackend.operations import Operation, Shape, operation
 
 if TYPE_CHECKING:
@@ -57,13 +59,13 @@ class BlockTiles(Geometry):
     def space(
         self, backend: CompiledBackend, spec: VariantSpec, shape: Shape, itemsize: int, op: str
     ) -> list[Candidate]:
-        """Every block tile of its layout the device runs, with K splits where the
-        output is too small to fill the device (22 to 26 configurations for a large
-        output, 110 to 130 for a small one)."""
+        """Every configuration of its manifest's space (``candidates``) the device runs,
+        with K splits where the output is too small to fill the device (22 to 26
+        configurations for a large output, 110 to 130 for a small one)."""
         units = backend.device.compute_units or 0
         small = shape_class(*operation(op).output_size(shape), units) == "small"
         configs: list[Candidate] = []
-        for config in warp.candidates(spec.layout, spec.asynchronous):
+        for config in candidates(spec):
             if backend.tile_problem(spec.name, config.BM, itemsize, op, config.to_dict()):
                 continue
             for slices in SPLITS if small else (1,):
@@ -110,6 +112,23 @@ class BlockTiles(Geometry):
         if config.slices > warp.MAX_SLICES:
             return f"{config.slices} K ranges; at most {warp.MAX_SLICES}"
         return config.problem()
+
+
+def candidates(spec: VariantSpec) -> Iterator[warp.WarpConfig]:
+    """The configurations of a block-tiles variant's space, before the K splits: each
+    combination of its manifest's ``parameters`` (BM, BN, BK, TM, TN; STAGES for an
+    asynchronous one) that its rules (``requires``) keep, with the group tiles of its
+    layout, that the kernel takes (``WarpConfig.problem``) with 64 to 256 threads."""
+    names = [name for name, _ in spec.parameters]
+    for values in itertools.product(*(values for _, values in spec.parameters)):
+        chosen = dict(zip(names, values, strict=True))
+        if broken_rule(spec.configuration_rules, {**spec.constants, **chosen}):
+            continue
+        bm, bn, bk, tm, tn = (chosen[name] for name in ("BM", "BN", "BK", "TM", "TN"))
+        for wm, wn in warp.group_tiles(spec.layout, bm, bn, tm, tn):
+            config = warp.WarpConfig(bm, bn, bk, wm, wn, tm, tn, stages=chosen.get("STAGES", 0))
+            if config.problem() is None and 64 <= config.threads <= 256:
+                yield config
 
 
 def _block_tile(trial: Trial) -> tuple[int, int]:

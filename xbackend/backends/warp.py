@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -31,7 +31,7 @@ FAMILY = "mm_warp"
 SUM_KERNEL = "mm_sum_slices"
 TILE_NAMES = ("BM", "BN", "BK", "WM", "WN", "TM", "TN")
 WARP = 32  # threads per warp, and per group of a warp-tiled configuration
-WARP_ROWS, WARP_COLUMNS = 4, 8  # the threads of a warp-tiled group (see _warp_tiles)
+WARP_ROWS, WARP_COLUMNS = 4, 8  # the threads of a warp-tiled group (see group_tiles)
 PAD = 4  # the kernels' padding of the transposed A slab
 A_SKEW = 8  # the asynchronous kernels' skew of A's slab, every 4 rows (A_SKEW)
 # An asynchronous variant's slabs in flight (kernels/mm_warp: ASYNC): the untuned default,
@@ -185,7 +185,7 @@ def resident_blocks(config: WarpConfig, registers: int | None, double_buffered: 
 
 def _block(layout: str, bm: int, bn: int, bk: int, patch: tuple[int, int]) -> WarpConfig:
     """A bm×bn×bk block of ``patch``es: one group ("block"), or groups of one warp each,
-    4×8 threads (see ``_warp_tiles``; a block they do not tile is what ``problem`` and
+    4×8 threads (see ``group_tiles``; a block they do not tile is what ``problem`` and
     the device's checks then refuse, by name)."""
     tm, tn = patch
     if layout == "block":
@@ -208,7 +208,7 @@ def default_patch(
         for tm, tn in PATCHES:
             if bm % tm or bn % tn or (bm // tm) * (bn // tn) < 2 * WARP:
                 continue
-            if layout == "warp" and not _warp_tiles(bm, bn, tm, tn):
+            if layout == "warp" and not group_tiles(layout, bm, bn, tm, tn):
                 continue
             config = _block(layout, bm, bn, bk, (tm, tn))
             need = thread_registers(config, double_buffered)
@@ -235,7 +235,7 @@ def default_config(
     with the patch derived again (8×8 at 64×128) and slabs twice as deep (BK 16), so
     that each thread still loads whole 16-byte pieces. Without the registers: 8×8 patches
     at 128 and 8×4 at 64, which any device takes. ``layout`` "block": the whole block is
-    one group; "warp": groups of one warp each, 4×8 threads of it (see ``_warp_tiles``).
+    one group; "warp": groups of one warp each, 4×8 threads of it (see ``group_tiles``).
     """
     if registers:
         bm, bk = (tile // 2, 16) if small else (tile, 8)
@@ -374,34 +374,12 @@ def k_slice(config: WarpConfig, K: int) -> int:
     return max(config.BK, math.ceil(per_range / config.BK) * config.BK)
 
 
-# The tuner's block tiles, each with the patches per thread worth trying there: small
-# patches for small tiles (enough threads), 8×8 and up for large ones (reuse in registers).
-SEARCH = {
-    (64, 64): [(8, 4), (4, 8)],
-    (128, 64): [(8, 4), (4, 8), (8, 8)],
-    (64, 128): [(8, 4), (4, 8), (8, 8)],
-    (128, 128): [(8, 8), (16, 8), (8, 16)],
-    (128, 256): [(16, 8), (8, 16)],
-    (256, 128): [(16, 8), (8, 16)],
-}
-
-
-def candidates(layout: str, asynchronous: bool = False) -> Iterator[WarpConfig]:
-    """The tuner's search space for one layout, before the K splits are added; for an
-    asynchronous variant, each configuration at every stage count."""
-    stage_counts = range(MIN_STAGES, MAX_STAGES + 1) if asynchronous else (0,)
-    for (bm, bn), patches in SEARCH.items():
-        for (tm, tn), bk in ((patch, bk) for patch in patches for bk in (8, 16)):
-            groups = [(bm, bn)] if layout == "block" else _warp_tiles(bm, bn, tm, tn)
-            for (wm, wn), stages in ((group, n) for group in groups for n in stage_counts):
-                config = WarpConfig(bm, bn, bk, wm, wn, tm, tn, stages=stages)
-                if config.problem() is None and 64 <= config.threads <= 256:
-                    yield config
-
-
-def _warp_tiles(bm: int, bn: int, tm: int, tn: int) -> list[tuple[int, int]]:
-    """(WM, WN) with exactly one warp per group: 4×8 threads, so that the 8 threads of
-    a quarter warp read 8 different 16-byte pieces of a B slab row."""
+def group_tiles(layout: str, bm: int, bn: int, tm: int, tn: int) -> list[tuple[int, int]]:
+    """The group tiles (WM, WN) of a BM×BN block with TM×TN patches: the block itself for
+    the "block" layout; for "warp", exactly one warp per group: 4×8 threads, so that the
+    8 threads of a quarter warp read 8 different 16-byte pieces of a B slab row."""
+    if layout == "block":
+        return [(bm, bn)]
     wm, wn = WARP_ROWS * tm, WARP_COLUMNS * tn
     return [(wm, wn)] if bm % wm == 0 and bn % wn == 0 else []
 

@@ -239,9 +239,13 @@ class _Reader(Values):
         the configuration's (the tile, the parameters, the constants) and, where a
         product decides, its sizes too."""
         constants = self.constants(entry.get("constants", {}), where)
+        # Another geometry's parameters may take the element geometry's patch names: block
+        # tiles' TM×TN patch is a parameter of its space (kernels/mm_warp).
+        element = entry.get("geometry", ELEMENT) == ELEMENT
         parameters, defaults = self.parameters(
-            entry.get("parameters", {}), entry.get("defaults", {}), constants, where
-        )
+            entry.get("parameters", {}), entry.get("defaults", {}), constants, where,
+            CONFIGURATION if element else ("TILE", "THREADS"),
+        )  # fmt: skip
         own = (*constants, *(name for name, _ in parameters))
         configuration, every = (*CONFIGURATION, *own), (*CONFIGURATION, *own, *SIZES)
         workspaces = self.workspaces(entry.get("workspaces", {}), every, where)

@@ -86,14 +86,16 @@ class Values:
         return dict(table)
 
     def parameters(
-        self, value: Any, defaults: Any, constants: Mapping[str, int], where: str
-    ) -> tuple[tuple[tuple[str, tuple[int, ...]], ...], dict[str, int]]:
+        self, value: Any, defaults: Any, constants: Mapping[str, int], where: str,
+        reserved: tuple[str, ...] = CONFIGURATION,
+    ) -> tuple[tuple[tuple[str, tuple[int, ...]], ...], dict[str, int]]:  # fmt: skip
         """The parameters and their values (``tune``'s space), and each one's default:
-        ``defaults``' value, or the first listed."""
+        ``defaults``' value, or the first listed. ``reserved``: the names the geometry
+        keeps (the element geometry's TILE, TM, TN, THREADS)."""
         table = self.table(value, f"{where}: parameters")
         found = []
         for name, values in table.items():
-            taken = (*CONFIGURATION, *SIZES, *constants)
+            taken = (*reserved, *SIZES, *constants)
             if not name.isidentifier() or name in taken:
                 raise self.fail(f"{where}: parameter {name!r}: a new name (not {', '.join(taken)})")
             numbers = self.integers(values, f"{where}: parameters.{name}")
