@@ -21,7 +21,7 @@ case "${STEP:-tests}" in
 tests)
     python3 -m pytest -q -p no:cacheprovider -n 4 tests/test_styles.py tests/test_abi.py \
         tests/test_families.py tests/test_tune_search.py tests/test_tune_cache.py \
-        tests/test_reliability_tuning.py tests/test_tuning_db.py tests/test_warp_defaults.py 2>&1 | tail -25 | tee "$out/tests.log" ;;
+        tests/test_tune_hostile.py tests/test_tuning_db.py tests/test_warp_defaults.py 2>&1 | tail -25 | tee "$out/tests.log" ;;
 check)
     $X check examples/styles --backends cuda,opencl --jobs 4 --kernel-timeout 30 \
         --out "$out/check" 2>&1 | tee "$out/check.log" ;;

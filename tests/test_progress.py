@@ -16,8 +16,7 @@ from xbackend.cost import CostModel
 from xbackend.problems import Shape
 from xbackend.progress import SweepDisplay, choose_mode, equality_line, format_eta
 from xbackend.results import PointRecord
-from xbackend.runner import Plan, configs, point_time_s, run
-from xbackend.runner import _Sweep as Sweep
+from xbackend.runner import Plan, Sweep, configs, point_time_s, run
 from xbackend.timing import Stats, interval_share
 
 SHAPES = [Shape(8 * i, 7 * i, 8 * i) for i in range(1, 6)]

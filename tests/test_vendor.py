@@ -20,18 +20,19 @@ import numpy as np
 import pytest
 
 from xbackend.backends import cublas as vendor
-from xbackend.backends.cublas import CUBLAS_OP_N, _colmajor_args, _decode_version
+from xbackend.backends.clblast import Clblast
+from xbackend.backends.cublas import (
+    CUBLAS_OP_N,
+    Cublas,
+    _colmajor_args,
+    _decode_version,
+    cublas_status_name,
+)
+from xbackend.backends.numpy_blas import numpy_blas_name
+from xbackend.backends.vendor import VendorError, VendorUnavailable
 from xbackend.plan import Target
 from xbackend.problems import Reference, check
 from xbackend.pytest_plugin import open_backend, skip_or_fail
-from xbackend.vendor import (
-    Clblast,
-    Cublas,
-    VendorError,
-    VendorUnavailable,
-    cublas_status_name,
-    numpy_blas_name,
-)
 
 # -- cuBLAS: loading and status names ------------------------------------------
 

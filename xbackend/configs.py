@@ -121,7 +121,7 @@ def configs(plan: Plan, opened: Sequence[tuple[str, Backend]]) -> list[Config]:
                 tiles: list[int | None] = [None]
                 if spec.takes_tile and (plan.tiles or not per_product(spec)):
                     tuned = backend.preferred_tile(variant, op, dtype_named(plan.dtypes[0]))
-                    tiles = list(plan.tiles or [tuned or spec.default_tile or spec.tiles[0]])
+                    tiles = [*plan.tiles] if plan.tiles else [tuned or spec.tile]
                 for tile in tiles:
                     for dtype in plan.dtypes:
                         problem = _problem(backend, op, variant, tile, dtype_named(dtype))

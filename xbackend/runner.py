@@ -204,9 +204,6 @@ class Sweep(Generic[LineT]):
         return total
 
 
-_Sweep = Sweep  # the name tests/test_progress.py knows
-
-
 def _measure_size(
     sweep: Sweep[Config], step: int, writer: ResultsWriter, isolation: Isolation
 ) -> None:

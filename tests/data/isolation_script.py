@@ -1,5 +1,5 @@
 """A user's script without ``if __name__ == "__main__"``, measuring a user's kernel in a
-process of its own (tests/test_round4_isolation.py): it must run once, not once more for
+process of its own (tests/test_isolation.py): it must run once, not once more for
 the child (multiprocessing's 'spawn' would run it again there)."""
 
 import numpy as np

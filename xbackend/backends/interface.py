@@ -245,7 +245,7 @@ class Backend(abc.ABC):
         if tile is None:
             if per_product(spec):
                 return None  # chosen per product: see block_tiles.configure
-            tile = spec.default_tile or spec.tiles[0]
+            tile = spec.tile
         problem = self.tile_problem(variant, tile, itemsize, op)
         if problem is not None:
             runnable = ", ".join(map(str, self.tiles(variant, op, itemsize))) or "none"

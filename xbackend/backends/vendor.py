@@ -2,8 +2,7 @@
 
 The bindings themselves: ``cublas.py`` (cuBLAS through ctypes, for the CUDA backend),
 ``clblast.py`` (CLBlast through pyclblast, for the OpenCL backend) and
-``numpy_blas.py`` (the name of NumPy's BLAS, for the CPU backend's label);
-``xbackend.vendor`` gathers their public names.
+``numpy_blas.py`` (the name of NumPy's BLAS, for the CPU backend's label).
 """
 
 from __future__ import annotations

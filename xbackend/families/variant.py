@@ -208,6 +208,14 @@ class VariantSpec:
         return bool(self.tiles)
 
     @property
+    def tile(self) -> int | None:
+        """The tile a run takes where none is asked for nor tuned: ``default_tile``, else
+        the first of ``tiles``; None for a variant that takes none."""
+        if self.default_tile is not None:
+            return self.default_tile
+        return self.tiles[0] if self.tiles else None
+
+    @property
     def configurable(self) -> bool:
         """Whether a run names its configuration by parameters beyond a tile."""
         return bool(self.parameters)

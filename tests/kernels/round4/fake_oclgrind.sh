@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Stands in for oclgrind in tests/test_round4_check.py, failing as FAKE_OCLGRIND says:
+# Stands in for oclgrind in tests/test_check_faults.py, failing as FAKE_OCLGRIND says:
 # "sleep" never ends, "crash" dies of a signal before any verdict, "cap" runs the
 # program (without checking anything) and then says oclgrind's cap on reports was reached.
 while [ $# -gt 0 ] && [ "${1#--}" != "$1" ]; do  # oclgrind's own options
