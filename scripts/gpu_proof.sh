@@ -35,7 +35,7 @@ fi
     python3 -m xbackend devices || true
 } 2>&1 | tee "$out/devices.txt"
 
-python3 scripts/cublas_reference.py --sizes "${LARGE_REFERENCE:-4096x4096}" 2>&1 | tee "$out/cublas.txt"
+python3 studies/cublas_reference.py --sizes "${LARGE_REFERENCE:-4096x4096}" 2>&1 | tee "$out/cublas.txt"
 
 tests_rc=0
 if [ -z "${SKIP_TESTS:-}" ]; then

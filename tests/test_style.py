@@ -18,13 +18,13 @@ def _run(*command: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.skipif(shutil.which("ruff") is None, reason="ruff is not installed ([test] extra)")
 def test_ruff_lint():
-    done = _run("ruff", "check", "xbackend", "tests", "scripts")
+    done = _run("ruff", "check", "xbackend", "tests", "scripts", "studies")
     assert done.returncode == 0, done.stdout
 
 
 @pytest.mark.skipif(shutil.which("ruff") is None, reason="ruff is not installed ([test] extra)")
 def test_ruff_format():
-    done = _run("ruff", "format", "--check", "xbackend", "tests", "scripts")
+    done = _run("ruff", "format", "--check", "xbackend", "tests", "scripts", "studies")
     assert done.returncode == 0, done.stdout
 
 
@@ -40,5 +40,5 @@ def test_mypy_tests_and_scripts():
     # Strict, less the three checks that untyped pytest fixtures and helpers would fail.
     pytest.importorskip("mypy", reason="mypy is not installed ([test] extra)")
     relaxed = ("--allow-untyped-defs", "--allow-incomplete-defs", "--allow-untyped-calls")
-    done = _run(sys.executable, "-m", "mypy", *relaxed, "tests", "scripts")
+    done = _run(sys.executable, "-m", "mypy", *relaxed, "tests", "scripts", "studies")
     assert done.returncode == 0, done.stdout

@@ -64,7 +64,7 @@ def test_every_shipped_entry_matches_the_kernel_file_of_today():
         assert backend in ("cuda", "opencl"), f"{key}: no mm_warp kernel for {backend}"
         assert entry["build"]["kernel"] == _kernel_digest(backend), (
             f"{key}: measured with another {backend} mm_warp kernel or its options. After "
-            "editing a kernel, measure the database again (scripts/gpu_fair.sh on the "
+            "editing a kernel, measure the database again (studies/gpu_fair.sh on the "
             "devices, then scripts/tuning_db.py on their tune caches)."
         )
 

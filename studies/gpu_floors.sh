@@ -3,9 +3,9 @@
 # compare twice, diff between them by the threshold alone (writing the floors that pair
 # shows, keyed by device) and through the shipped floors; then the CPU's lines alone, for
 # their noisy share and time.
-# usage: scripts/gpu_floors.sh OUT   (from the repository root, xbackend importable)
+# usage: studies/gpu_floors.sh OUT   (from the repository root, xbackend importable)
 set -uo pipefail
-OUT=${1:?usage: scripts/gpu_floors.sh OUT}
+OUT=${1:?usage: studies/gpu_floors.sh OUT}
 mkdir -p "$OUT"
 X="python3 -m xbackend"
 for run in a1 a2; do
@@ -19,4 +19,4 @@ $X diff "$OUT/a1" "$OUT/a2" --out "$OUT/d-shipped" | tail -3
 start=$(date +%s)
 $X compare --backends cpu --out "$OUT/cpu" -q --no-plots | tail -6
 echo "cpu: $(( $(date +%s) - start )) s"
-python3 scripts/sampling_report.py "$OUT/a1" "$OUT/a2" "$OUT/cpu" > "$OUT/sampling.txt"
+python3 studies/sampling_report.py "$OUT/a1" "$OUT/a2" "$OUT/cpu" > "$OUT/sampling.txt"

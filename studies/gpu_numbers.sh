@@ -4,10 +4,10 @@
 #     from the tree before the fix (BEFORE=path holding xbackend/ and kernels/) and now, and
 #     now with one launch a sample (--short-kernel 0), side by side;
 #  2. the default compare of cuda,opencl,cpu (its report's findings are quoted in the docs);
-#  3. with STUDY=1, the CPU lines' study (scripts/cpu_settle.py) on this idle host.
-# usage: BEFORE=.old scripts/gpu_numbers.sh OUT   (from the repository root, xbackend importable)
+#  3. with STUDY=1, the CPU lines' study (studies/cpu_settle.py) on this idle host.
+# usage: BEFORE=.old studies/gpu_numbers.sh OUT   (from the repository root, xbackend importable)
 set -uo pipefail
-OUT=${1:?usage: scripts/gpu_numbers.sh OUT}
+OUT=${1:?usage: studies/gpu_numbers.sh OUT}
 mkdir -p "$OUT"
 X="python3 -m xbackend"
 sizes=16x14,64x56,256x224,608x532
@@ -20,9 +20,9 @@ e2e() {  # NAME TREE [options]
 if [ -n "${BEFORE:-}" ]; then e2e before "$BEFORE"; fi
 e2e after .
 e2e single . --short-kernel 0
-python3 scripts/end_to_end_table.py ${BEFORE:+before="$OUT/e2e-before"} after="$OUT/e2e-after" \
+python3 studies/end_to_end_table.py ${BEFORE:+before="$OUT/e2e-before"} after="$OUT/e2e-after" \
     single="$OUT/e2e-single" | tee "$OUT/e2e.md"
 uptime
 $X compare --backends cuda,opencl,cpu --out "$OUT/default" -q | tail -14
-python3 scripts/sampling_report.py "$OUT/default" | tee "$OUT/default-sampling.txt"
-if [ -n "${STUDY:-}" ]; then python3 scripts/cpu_settle.py "$OUT/settle" | tee "$OUT/settle.txt"; fi
+python3 studies/sampling_report.py "$OUT/default" | tee "$OUT/default-sampling.txt"
+if [ -n "${STUDY:-}" ]; then python3 studies/cpu_settle.py "$OUT/settle" | tee "$OUT/settle.txt"; fi

@@ -1,6 +1,6 @@
 """The coarse tuner's choices against a reference tune's (an exhaustive one), raced.
 
-    python scripts/tuner_check.py --backend cuda COARSE.json EXHAUSTIVE.json
+    python studies/tuner_check.py --backend cuda COARSE.json EXHAUSTIVE.json
 
 For every key the two tune caches share on this backend's device: where both chose
 the same configuration, it says so; where they differ, both configurations race at the

@@ -1,7 +1,7 @@
 """Kernel and end-to-end medians per line and size, from results folders side by side:
 the table of docs/measurement.md's "End-to-end time, one product" (issue 37).
 
-    python scripts/end_to_end_table.py NAME=RUN [NAME=RUN ...]
+    python studies/end_to_end_table.py NAME=RUN [NAME=RUN ...]
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The ladder of two source trees, measured side by side: did a change keep the speed?
 #
-#   scripts/ladder_parity.sh REFERENCE_TREE OUT_DIR [ROUNDS]
+#   studies/ladder_parity.sh REFERENCE_TREE OUT_DIR [ROUNDS]
 #
 # REFERENCE_TREE is another checkout of xbackend (e.g. `git archive COMMIT | tar -x -C DIR`).
 # Each round runs scripts/ladder_benchmark.py from the reference tree, then from this one,
@@ -12,8 +12,8 @@
 # cache format may differ between the two).
 set -euo pipefail
 
-reference=$(cd "${1:?usage: scripts/ladder_parity.sh REFERENCE_TREE OUT_DIR [ROUNDS]}" && pwd)
-out=${2:?usage: scripts/ladder_parity.sh REFERENCE_TREE OUT_DIR [ROUNDS]}
+reference=$(cd "${1:?usage: studies/ladder_parity.sh REFERENCE_TREE OUT_DIR [ROUNDS]}" && pwd)
+out=${2:?usage: studies/ladder_parity.sh REFERENCE_TREE OUT_DIR [ROUNDS]}
 rounds=${3:-2}
 args=${LADDER_ARGS:---variants vec4,vec4_db,warp,warp_db --sizes 4096x4096x4096,1000x3001x1000}
 current=$(cd "$(dirname "$0")/.." && pwd)

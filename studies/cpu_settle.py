@@ -5,7 +5,7 @@ same sizes, and prints per variant how many points were flagged noisy, the media
 relative noise (standard deviation over mean) and, for NumPy's vendor line, the median
 noise from 256² up; with the host's load over the run beside it (host_load.py).
 
-    python scripts/cpu_settle.py OUT [--policies as-is,gc,pin,spin,threads] [--steps 38]
+    python studies/cpu_settle.py OUT [--policies as-is,gc,pin,spin,threads] [--steps 38]
 
 Policies (each applied in its own process, on top of xbackend as it is):
   as-is    nothing changed

@@ -6,8 +6,8 @@
 # the warps' stalls, shared memory). Clocks are not locked (--clock-control none), so the
 # durations compare with the event times of the ladder.
 #
-#   OUT=/tmp/out bash scripts/parity_profile.sh        (on a GPU machine, PyCUDA installed)
-#   VARIANTS="warp_db warp_async vendor" OUT=/tmp/out bash scripts/parity_profile.sh
+#   OUT=/tmp/out bash studies/parity_profile.sh        (on a GPU machine, PyCUDA installed)
+#   VARIANTS="warp_db warp_async vendor" OUT=/tmp/out bash studies/parity_profile.sh
 set -u
 out=${OUT:?set OUT}/parity
 mkdir -p "$out"

@@ -1,6 +1,6 @@
 """cuBLAS SGEMM through PyTorch (TF32 off): the vendor reference beside the classic kernels.
 
-    python scripts/cublas_reference.py --sizes 4096x4096
+    python studies/cublas_reference.py --sizes 4096x4096
 
 Times ``torch.matmul`` on float32 CUDA tensors with CUDA events (median of the timed
 repeats after warm-up), checks a block of rows against a float64 reference with

@@ -2,8 +2,8 @@
 how noisy, at which clocks; with ``--cache``, the kernel times of runs made in different
 cache modes side by side.
 
-    python scripts/sampling_report.py RUN...            # stop reasons, samples, noise, clocks
-    python scripts/sampling_report.py --cache WARM COLD HOT
+    python studies/sampling_report.py RUN...            # stop reasons, samples, noise, clocks
+    python studies/sampling_report.py --cache WARM COLD HOT
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 two markers on its queue, as xbackend times it, against the host clock around a finished
 queue, as it was timed before; cuBLAS (CUDA events behind the hold) beside it.
 
-    python scripts/vendor_clock.py        (needs CUDA, NVIDIA's OpenCL and pyclblast)
+    python studies/vendor_clock.py        (needs CUDA, NVIDIA's OpenCL and pyclblast)
 """
 
 from __future__ import annotations

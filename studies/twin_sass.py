@@ -3,7 +3,7 @@
 disassembled (cuobjdump -sass), with the instruction mix of every loop and the registers
 of each: the measured difference between two spans starts here (docs/measurement.md).
 
-    python3 scripts/twin_sass.py mm mm_tiled OUT [-DTILE=16 -DREAL=float ...]
+    python3 studies/twin_sass.py mm mm_tiled OUT [-DTILE=16 -DREAL=float ...]
 
 Needs nvcc, ptxas and cuobjdump, and NVIDIA's OpenCL (a GPU machine).
 """

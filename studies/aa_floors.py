@@ -2,7 +2,7 @@
 planted slowdown found through them (docs/measurement.md, "Verdicts that hold between
 runs").
 
-    python scripts/aa_floors.py RUN1 RUN2 RUN3 ... [--plant LABEL:VARIANT] [--write FILE]
+    python studies/aa_floors.py RUN1 RUN2 RUN3 ... [--plant LABEL:VARIANT] [--write FILE]
                                 [--first N]
 
 Every pair of runs is an A/A pair. Leaving one run out at a time, the floors of the pairs

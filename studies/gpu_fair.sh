@@ -5,11 +5,11 @@
 #      each into a cache of its own;
 #   3. the tuning database made from those caches (scripts/tuning_db.py);
 #   4. where a reference tune cache is named (REFERENCE=file: an exhaustive tune of this
-#      machine), each coarse choice raced against its choice (scripts/tuner_check.py);
+#      machine), each coarse choice raced against its choice (studies/tuner_check.py);
 #   5. the ladder's tuned variants untuned (no cache, no database: the derived default)
 #      and tuned (the new database), side by side in one run, against cuBLAS.
 #
-#   OUT=/tmp/out bash scripts/gpu_fair.sh MACHINE     (MACHINE: "H100", "H200", ...)
+#   OUT=/tmp/out bash studies/gpu_fair.sh MACHINE     (MACHINE: "H100", "H200", ...)
 #   STEPS=tune ...      only steps 1-4;   STEPS=ladder ...   only step 5, with the
 #                       database named by DB (default: the shipped one)
 #   BACKENDS=cuda ...   tune only these (default "cuda opencl:nvidia"; one call each
@@ -56,7 +56,7 @@ if [[ $steps == *tune* ]]; then
     if [ -n "${REFERENCE:-}" ]; then
         for backend in cuda opencl:nvidia; do
             tag=${backend%%:*}
-            run 120 "$out/check_$tag.txt" python3 scripts/tuner_check.py --backend "$backend" \
+            run 120 "$out/check_$tag.txt" python3 studies/tuner_check.py --backend "$backend" \
                 "$out/tune_$tag.json" "$REFERENCE"
         done
     fi

@@ -6,9 +6,9 @@
 #     kernel slower), `diff --fail-on slower` against the first run;
 #  3. the cache modes: warm, cold and hot at 256-4096 for naive, tiled, warp_db, vendor;
 #  4. how the points stopped (noise, stable, timeout, max-samples) in every run above.
-# usage: scripts/gpu_trust.sh OUT   (from the repository root, xbackend importable)
+# usage: studies/gpu_trust.sh OUT   (from the repository root, xbackend importable)
 set -uo pipefail
-OUT=${1:?usage: scripts/gpu_trust.sh OUT}
+OUT=${1:?usage: studies/gpu_trust.sh OUT}
 mkdir -p "$OUT"
 X="python3 -m xbackend"
 run() { echo "+ $*" >&2; "$@"; }
@@ -37,6 +37,6 @@ for cache in warm cold hot warm-1 hot-1; do
     run $X compare --backends cuda,opencl --sizes $sizes --variants naive,tiled,warp_db,vendor \
         --cache "${cache%-1}" "${single[@]}" --out "$OUT/cache-$cache" -q --no-plots | tail -2
 done
-python3 scripts/sampling_report.py "$OUT"/a1 "$OUT"/a2 "$OUT"/b "$OUT"/cache-*
-python3 scripts/sampling_report.py --cache "$OUT"/cache-warm-1 "$OUT"/cache-cold "$OUT"/cache-hot-1
-python3 scripts/sampling_report.py --cache "$OUT"/cache-warm "$OUT"/cache-warm-1 "$OUT"/cache-hot
+python3 studies/sampling_report.py "$OUT"/a1 "$OUT"/a2 "$OUT"/b "$OUT"/cache-*
+python3 studies/sampling_report.py --cache "$OUT"/cache-warm-1 "$OUT"/cache-cold "$OUT"/cache-hot-1
+python3 studies/sampling_report.py --cache "$OUT"/cache-warm "$OUT"/cache-warm-1 "$OUT"/cache-hot

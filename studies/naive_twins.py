@@ -1,6 +1,6 @@
 """Why CUDA's and NVIDIA OpenCL's naive kernels differ on the device (docs/measurement.md).
 
-Their PTX is the same loop (scripts/clock_study.py --ptx; nvcc -ptx): so is it how the
+Their PTX is the same loop (studies/clock_study.py --ptx; nvcc -ptx): so is it how the
 multiprocessor's memory is split between L1 and shared memory? CUDA lets a kernel say
 which split it prefers; NVIDIA's OpenCL does not. This times CUDA's naive kernel by its
 span with the driver's own choice, then preferring L1 (carveout 0) and shared memory
@@ -8,7 +8,7 @@ span with the driver's own choice, then preferring L1 (carveout 0) and shared me
 (Loading OpenCL's PTX into CUDA to time it there does not work: NVIDIA's OpenCL reads a
 group's offsets from %envreg0-2, which CUDA does not set.)
 
-    python scripts/naive_twins.py [--variant naive|tiled] [--sizes 128x112,608x532] [--rounds 5]
+    python studies/naive_twins.py [--variant naive|tiled] [--sizes 128x112,608x532] [--rounds 5]
 """
 
 from __future__ import annotations

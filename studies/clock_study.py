@@ -10,11 +10,11 @@ round (so that drift enters every line alike):
   point was timed before the stamps; against the stamped build's API time, what
   stamping costs.
 
-    python scripts/clock_study.py --backends cuda,opencl:nvidia --out DIR
+    python studies/clock_study.py --backends cuda,opencl:nvidia --out DIR
 
 ``--ncu`` instead runs each CUDA product a few times, printing every launch's span,
 for ``ncu --clock-control none --metrics gpu__time_duration.sum`` to time the same
-launches (scripts/gpu_clock.sh pairs them).
+launches (studies/gpu_clock.sh pairs them).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 # The whole test suite RUNS times in a row (default 20) from a fresh clone of HEAD, with a
 # busy loop loading one core beside it, as issue 27's flake check asks (2-core machine):
 #
-#   scripts/flake_check.sh OUT_DIR [RUNS]
+#   studies/flake_check.sh OUT_DIR [RUNS]
 #
 # Each run's log is OUT_DIR/runN.log, and one line a run goes to OUT_DIR/summary.txt
 # (exit status, seconds, pytest's last line). Both the suite and the loop run at nice 5,
@@ -12,7 +12,7 @@
 # installs it: an editable install of another checkout in the shell's Python would
 # otherwise answer the tests' subprocesses (its import hook comes before PYTHONPATH).
 set -u
-out=${1:?usage: scripts/flake_check.sh OUT_DIR [RUNS]}
+out=${1:?usage: studies/flake_check.sh OUT_DIR [RUNS]}
 runs=${2:-20}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)

@@ -2,7 +2,7 @@
 (docs/measurement.md, issue 23: the tiled twins' spans differ by 1.22x at 608x532 on
 an H200 with the same SASS loop).
 
-The kernels (scripts/block_timeline/tiled_trace.{cu,cl}: the shipped tiled kernel with a
+The kernels (studies/block_timeline/tiled_trace.{cu,cl}: the shipped tiled kernel with a
 trace) write, for every block, its multiprocessor, the GPU's %globaltimer at entry and
 exit and its multiprocessor's cycles (%clock64) between. From one launch's trace: the
 span (first entry to last exit), a block's median time and cycles, the clock they give
@@ -19,7 +19,7 @@ bounds) made CUDA's (``ENVREG``). Where OpenCL's PTX runs as slowly in CUDA as i
 OpenCL, the difference is in the code; where it runs as fast as CUDA's, it is in how
 NVIDIA's OpenCL launches it.
 
-    python scripts/block_timeline.py [--sizes 128x112,608x532,2048] [--launches 30]
+    python studies/block_timeline.py [--sizes 128x112,608x532,2048] [--launches 30]
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The PTX NVIDIA's OpenCL compiler makes of two probes' hot loops, side by side
-(scripts/gpu_naive_probe.sh): ``python3 scripts/naive_probe/ptx.py OUT``."""
+(studies/gpu_naive_probe.sh): ``python3 studies/naive_probe/ptx.py OUT``."""
 
 import sys
 from pathlib import Path

@@ -2,17 +2,17 @@
 # Why NVIDIA's OpenCL ran the shipped naive kernel 1.2x slower than CUDA's while a
 # student's naive kernel ran as fast (docs/measurement.md, "One device clock"): the
 # shipped kernel, the student's, and copies of the shipped one that each drop one thing
-# (scripts/naive_probe/), timed on the device clock at the assignment's largest size and
+# (studies/naive_probe/), timed on the device clock at the assignment's largest size and
 # at 2048³, three runs one after the other.
 #
-#   OUT=/tmp/out bash scripts/gpu_naive_probe.sh
+#   OUT=/tmp/out bash studies/gpu_naive_probe.sh
 set -u
 out=${OUT:?set OUT}
 cd "$(dirname "$0")/.."
 probes=probe_same,probe_no_reqd,probe_no_restrict,probe_no_batch,probe_global_id,probe_batch_int,probe_batch_after
 for run in 1 2 3; do
     timeout 150 python3 -m xbackend compare --backends cuda,opencl:nvidia \
-        --kernels scripts/naive_probe --kernels examples/assignment/student \
+        --kernels studies/naive_probe --kernels examples/assignment/student \
         --variants naive,student_naive,$probes --sizes 608x532,2048x2048x2048 \
         --out "$out/probe$run" -q --no-plots > "$out/probe$run.txt" 2>&1
     echo "run $run: exit $?"

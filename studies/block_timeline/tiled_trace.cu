@@ -2,7 +2,7 @@
 // trace: the first thread of each block writes its multiprocessor (%smid), the GPU's
 // %globaltimer at the block's entry and, after a last barrier, at its exit, and the
 // multiprocessor's cycles (%clock64) between the two.
-// scripts/block_timeline.py reads the traces: how many blocks each multiprocessor held at
+// studies/block_timeline.py reads the traces: how many blocks each multiprocessor held at
 // once, how long a block took, when the waves began. The OpenCL twin is tiled_trace.cl.
 #ifndef TILE
 #define TILE 16

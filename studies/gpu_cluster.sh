@@ -20,7 +20,7 @@
 # Each run's wall time (the command, start to exit) is printed; the records' timestamps
 # give first point to last.
 #
-#   OUT=/tmp/out [STEP=compare|host|big|ms|tune] bash scripts/gpu_cluster.sh
+#   OUT=/tmp/out [STEP=compare|host|big|ms|tune] bash studies/gpu_cluster.sh
 #
 # Needs CUDA (PyCUDA), NVIDIA's OpenCL registered and Dask (scripts/gpu_proof.sh says how).
 set -u

@@ -8,7 +8,7 @@
 #   3. the default compare (cuda, opencl) three times, then once with CUDA's tiled kernel
 #      slowed (it loops over 10% more tiles of K, of zeros), and diff of each pair.
 #
-#   OUT=/tmp/out bash scripts/gpu_families.sh
+#   OUT=/tmp/out bash studies/gpu_families.sh
 #
 # Needs CUDA (PyCUDA) and NVIDIA's OpenCL registered (scripts/gpu_proof.sh says how).
 set -u

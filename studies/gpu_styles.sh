@@ -10,7 +10,7 @@
 #                first steps;
 #   STEP=tune    tune of the families that declare a space, on each API.
 #
-#   OUT=/tmp/out STEP=tests|check|compare|tune bash scripts/gpu_styles.sh
+#   OUT=/tmp/out STEP=tests|check|compare|tune bash studies/gpu_styles.sh
 #
 # Needs CUDA (PyCUDA) and NVIDIA's OpenCL registered (scripts/gpu_proof.sh says how).
 set -u

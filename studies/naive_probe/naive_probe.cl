@@ -1,7 +1,7 @@
 // The shipped OpenCL naive kernel (kernels/mm/mm.cl's mm_naive) and copies of it that each
 // differ in one thing from a student's naive kernel (examples/assignment/student), which
 // NVIDIA's OpenCL ran as fast as CUDA's naive kernel while the shipped one ran 1.2x slower
-// (H200, 2026-11-25): which difference costs the time? Run by scripts/gpu_naive_probe.sh.
+// (H200, 2026-11-25): which difference costs the time? Run by studies/gpu_naive_probe.sh.
 
 #include "stamp.h"
 #ifdef XB_FP64
