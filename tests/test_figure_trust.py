@@ -19,6 +19,7 @@ from matplotlib.lines import Line2D
 
 from xbackend import plots
 from xbackend.figures.roofline import roofline
+from xbackend.figures.series import Line
 from xbackend.results import PointRecord, RunHeader
 from xbackend.roofs import ABOVE_CEILING, intensity, roofs
 
@@ -222,7 +223,7 @@ def test_hollow_markers_are_hollow_in_the_saved_png(tmp_path):
     style = plots.Panels(True, lambda p: (p.kernel_s or {})["median"], "s", "t")
     palette = Palette([("cpu", "naive", 16), ("cpu", "tiled", 16)])
     for point in (steady, noisy):
-        plots._draw_line(axes, plots.Line(point.line_key, 1, False), [point], style, palette)
+        plots._draw_line(axes, Line(point.line_key, 1, False), [point], style, palette)
     axes.set_xscale("log")
     axes.set_yscale("log")
     axes.set_xlim(plots.x_of(steady) / 2, plots.x_of(noisy) * 2)

@@ -10,11 +10,11 @@ Importing xbackend starts no driver; a backend's driver starts when
 ``get_backend`` builds it and stops at ``close()``.
 """
 
-__version__ = "0.1.0"
-
 import os as _os
 import signal as _signal
 import sys as _sys
+
+from xbackend.version import VERSION as __version__
 
 
 def _interrupted_while_starting(signum: int, frame: object) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from xbackend import host_load
+from xbackend.version import VERSION
 
 
 def cpu_name() -> str:
@@ -59,11 +60,9 @@ def _version_of(package: str) -> str | None:
 
 def environment() -> dict[str, Any]:
     """The machine and software a run happened on."""
-    from xbackend import __version__
-
     packages = ("numpy", "pyopencl", "pycuda", "matplotlib", "intel-opencl-rt")
     return {
-        "xbackend": __version__,
+        "xbackend": VERSION,
         **_git_commit(),
         "host": platform.node(),
         "os": platform.platform(),

@@ -43,7 +43,6 @@ import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import NamedTuple
 
 from matplotlib.artist import Artist
 from matplotlib.axes import Axes
@@ -56,6 +55,7 @@ from xbackend.figures import bars
 from xbackend.figures.overhead import NAME as OVERHEAD
 from xbackend.figures.overhead import overhead_figure
 from xbackend.figures.roofline import roofline
+from xbackend.figures.series import Line, Lines
 from xbackend.figures.speedup import NAME as SPEEDUP
 from xbackend.figures.speedup import speedup_figure
 from xbackend.figures.style import (
@@ -83,7 +83,7 @@ from xbackend.figures.style import (
     without_controls,
 )
 from xbackend.operations import OPS, operation
-from xbackend.results import LineKey, PointRecord
+from xbackend.results import PointRecord
 from xbackend.roofs import Roofs, checked, profiled
 from xbackend.safeio import atomic_write, output_folder, safe_name
 
@@ -92,15 +92,6 @@ __all__ = ["FIGURES", "Drawn", "draw", "draw_figures", "figures", "literal", "sa
 FIGURES = ("runtime_by_backend", "runtime_all", "gflops")  # "ladder", "roofline" where they are
 
 
-class Line(NamedTuple):
-    """A line of a figure: one configuration at one batch (the batch changes the product)."""
-
-    key: LineKey
-    batch: int
-    batched: bool
-
-
-Lines = dict[Line, list[PointRecord]]
 Value = Callable[[PointRecord], float]
 
 

@@ -64,6 +64,7 @@ from xbackend.safeio import (
 from xbackend.tune_entries import KEY_FIELDS, _shorten, candidate
 from xbackend.tune_entries import entry_problem as entry_problem  # the tuner's name for it
 from xbackend.tune_entries import key_fields as key_fields
+from xbackend.version import VERSION
 
 CACHE_ENV = "XBACKEND_TUNE_CACHE"
 FORMAT = 3  # 2: keys name the operation, entries count their blocks; 3: and their build
@@ -247,9 +248,7 @@ def update_entries(changes: Mapping[str, dict[str, Any]], path: Path | None = No
 def current_build(backend: Backend, variant: str, op: str = "mm") -> dict[str, str]:
     """What a choice for ``variant`` on ``backend`` is tuned for: the backend's
     ``kernel_build`` (driver, kernel digest) and xbackend's version."""
-    import xbackend
-
-    return {**backend.kernel_build(variant, op), "xbackend": xbackend.__version__}
+    return {**backend.kernel_build(variant, op), "xbackend": VERSION}
 
 
 def _stale(entry: Mapping[str, Any], request: ChoiceRequest, shipped: bool) -> str | None:
@@ -258,9 +257,7 @@ def _stale(entry: Mapping[str, Any], request: ChoiceRequest, shipped: bool) -> s
     recorded = entry.get("build")
     if recorded is None:
         return None  # written by hand: it holds wherever its key matches
-    import xbackend
-
-    wanted = {**request.build, "xbackend": xbackend.__version__}
+    wanted = {**request.build, "xbackend": VERSION}
     if shipped:
         return ", ".join(tuning_db.stale_fields(recorded, wanted)) or None
     names = {*recorded, *wanted}

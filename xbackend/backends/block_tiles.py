@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
 from xbackend.backends import warp
 from xbackend.backends.choices import Candidate, Timer, Trial, shape_class
-from xbackend.backends.geometry import Geometry
+from xbackend.backends.geometry import Geometry, Planner
 from xbackend.backends.kernels import C_TYPES, SUM_BLOCK
 from xbackend.backends.launch import Buffer, KernelLaunch, Product
 from xbackend.backends.plans import C, Layout, _blocks, _last, index_options
@@ -25,9 +25,6 @@ from xbackend.backends.specs import DeviceInfo, VariantSpec
 from xbackend.errors import UnsupportedParameter
 from xbackend.families.variant import broken_rule
 from xbackend.operations import Operation, Shape, operation
-
-if TYPE_CHECKING:
-    from xbackend.backends.compiled import CompiledBackend
 
 Array = np.ndarray[Any, Any]
 A, B = Buffer("A"), Buffer("B")
@@ -43,7 +40,7 @@ class BlockTiles(Geometry):
     per_product: ClassVar[bool] = True
 
     def plan(
-        self, backend: CompiledBackend, op: str, spec: VariantSpec, tile: int | None,
+        self, backend: Planner, op: str, spec: VariantSpec, tile: int | None,
         A: Array, B: Array, params: Mapping[str, int] | None, wide: bool,
     ) -> Product:  # fmt: skip
         return plan(backend, op, spec, tile, A, B, params, wide)
@@ -57,7 +54,7 @@ class BlockTiles(Geometry):
         return group_problem(device, spec, tile or 0, itemsize, *words, params)
 
     def space(
-        self, backend: CompiledBackend, spec: VariantSpec, shape: Shape, itemsize: int, op: str
+        self, backend: Planner, spec: VariantSpec, shape: Shape, itemsize: int, op: str
     ) -> list[Candidate]:
         """Every configuration of its manifest's space (``candidates``) the device runs,
         with K splits where the output is too small to fill the device (22 to 26
@@ -160,7 +157,7 @@ def _best(trials: list[Trial], key: Callable[[Trial], Key], count: int) -> list[
 
 
 def plan(
-    backend: CompiledBackend,
+    backend: Planner,
     op: str,
     spec: VariantSpec,
     tile: int | None,
@@ -227,7 +224,7 @@ def stages_problem(spec: VariantSpec, config: warp.WarpConfig) -> str | None:
 
 
 def configure(
-    backend: CompiledBackend,
+    backend: Planner,
     op: Operation,
     spec: VariantSpec,
     tile: int | None,
@@ -264,7 +261,7 @@ def configure(
     return config
 
 
-def _default_config(backend: CompiledBackend, spec: VariantSpec, tile: int) -> warp.WarpConfig:
+def _default_config(backend: Planner, spec: VariantSpec, tile: int) -> warp.WarpConfig:
     """A tuned variant's configuration at ``tile`` before any tuning: derived from
     this device's registers where it says them (see warp.default_config)."""
     registers, double = backend.device.registers, spec.double_buffered
@@ -272,7 +269,7 @@ def _default_config(backend: CompiledBackend, spec: VariantSpec, tile: int) -> w
 
 
 def _tuned_config(
-    backend: CompiledBackend,
+    backend: Planner,
     op: Operation,
     spec: VariantSpec,
     dtype: np.dtype[Any],

@@ -22,7 +22,8 @@ import numpy as np
 from xbackend.backends.compiled import CompiledBackend, index_environment
 from xbackend.backends.cubins import entry, family_cubin
 from xbackend.backends.cublas import cublas_math_environment, cublas_math_note
-from xbackend.backends.execution import Device, Queued, Timer
+from xbackend.backends.execution import Device
+from xbackend.backends.handles import Queued, Timer
 from xbackend.backends.kernels import STAMP, instances, read_kernel
 from xbackend.backends.launch import (
     Buffer,

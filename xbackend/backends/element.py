@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from xbackend.backends.choices import Candidate, ParameterChoice, TileChoice
-from xbackend.backends.geometry import Geometry
+from xbackend.backends.geometry import Geometry, Planner
 from xbackend.backends.kernels import (
     C_TYPES,
     STAMP_PARAMETERS,
@@ -38,9 +38,6 @@ from xbackend.families import expressions
 from xbackend.families.variant import BUFFERS, Launch, broken_rule
 from xbackend.operations import Operation, Shape, operation
 
-if TYPE_CHECKING:
-    from xbackend.backends.compiled import CompiledBackend
-
 Array = np.ndarray[Any, Any]
 _FLOATS: dict[str, type[np.floating[Any]]] = {"float32": np.float32, "float64": np.float64}
 
@@ -49,7 +46,7 @@ class Element(Geometry):
     """Launches as the manifest writes them (the module's docstring)."""
 
     def plan(
-        self, backend: CompiledBackend, op: str, spec: VariantSpec, tile: int | None,
+        self, backend: Planner, op: str, spec: VariantSpec, tile: int | None,
         A: Array, B: Array, params: Mapping[str, int] | None, wide: bool,
     ) -> Product:  # fmt: skip
         if params is None and spec.configurable:  # as ``xbackend tune`` chose, if it did
@@ -63,7 +60,7 @@ class Element(Geometry):
         return group_problem(device, spec, tile, itemsize, words, params)
 
     def space(
-        self, backend: CompiledBackend, spec: VariantSpec, shape: Shape, itemsize: int, op: str
+        self, backend: Planner, spec: VariantSpec, shape: Shape, itemsize: int, op: str
     ) -> list[Candidate]:
         """Its tiles, or each combination of its family's parameters, that the device
         runs."""

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import abc
 import os
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
+from xbackend.backends.handles import Queued, Timer
 from xbackend.backends.interface import Execution
 from xbackend.backends.launch import OUTPUT, Product, Step
 from xbackend.backends.operands import poison_value
@@ -22,18 +23,6 @@ from xbackend.backends.stamps import StampSlots, StampTimer
 from xbackend.errors import UnsupportedParameter, XBackendError
 
 Array = np.ndarray[Any, Any]
-Queued = Callable[[], Any]  # queues one step; returns its event, if the device has them
-
-
-class Timer(Protocol):
-    """The clock of one execution: queues the steps ``launches`` times back to back,
-    waits, and gives the seconds from the first step's start to the last one's end."""
-
-    # "globaltimer" (stamps.py), "cuda-events", "opencl-profiling", "opencl-markers", "host"
-    clock: str
-    gave_up: bool  # the last call could not hold the device until its work was queued
-
-    def __call__(self, steps: Sequence[Queued], launches: int = 1) -> float: ...
 
 
 class Device(abc.ABC):

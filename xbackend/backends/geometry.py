@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
@@ -24,10 +24,33 @@ from xbackend.backends.launch import Product
 from xbackend.backends.specs import DeviceInfo, VariantSpec
 from xbackend.operations import Shape
 
-if TYPE_CHECKING:
-    from xbackend.backends.compiled import CompiledBackend
-
 Array = np.ndarray[Any, Any]
+
+
+class Planner(Protocol):
+    """What a geometry asks of the backend it plans for (a compiled backend is one): its
+    device, the configurations the device runs, and the choices it holds."""
+
+    name: ClassVar[str]
+
+    @property
+    def device(self) -> DeviceInfo: ...
+
+    def tiles(self, variant: str, op: str = "mm", itemsize: int = 4) -> tuple[int, ...]: ...
+
+    def tile_problem(
+        self, variant: str, tile: int | None, itemsize: int = 4, op: str = "mm",
+        params: Mapping[str, int] | None = None,
+    ) -> str | None: ...  # fmt: skip
+
+    def choice(
+        self, variant: str, op: str, dtype: np.dtype[Any], shape_class: str,
+        size: tuple[int, int, int] | None = None,
+    ) -> Mapping[str, int] | None: ...  # fmt: skip
+
+    def chosen_parameters(
+        self, spec: VariantSpec, op: str, tile: int | None, dtype: np.dtype[Any]
+    ) -> dict[str, int] | None: ...
 
 
 class Geometry(abc.ABC):
@@ -37,7 +60,7 @@ class Geometry(abc.ABC):
 
     @abc.abstractmethod
     def plan(
-        self, backend: CompiledBackend, op: str, spec: VariantSpec, tile: int | None,
+        self, backend: Planner, op: str, spec: VariantSpec, tile: int | None,
         A: Array, B: Array, params: Mapping[str, int] | None, wide: bool,
     ) -> Product:  # fmt: skip
         """The launches of one product, at ``tile`` with ``params`` (None: as the
@@ -53,7 +76,7 @@ class Geometry(abc.ABC):
 
     @abc.abstractmethod
     def space(
-        self, backend: CompiledBackend, spec: VariantSpec, shape: Shape, itemsize: int, op: str
+        self, backend: Planner, spec: VariantSpec, shape: Shape, itemsize: int, op: str
     ) -> list[Candidate]:
         """The configurations ``tune`` tries for a product of ``shape`` on ``backend``."""
 

@@ -18,14 +18,12 @@ and the next one's first entry.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
+from xbackend.backends.handles import Memory, Timer
 from xbackend.errors import XBackendError
-
-if TYPE_CHECKING:  # execution.py makes these; it imports this module
-    from xbackend.backends.execution import Device, Timer
 
 CLOCK = "globaltimer"  # the clock name records give a stamped point's kernel time
 _EMPTY_ENTRY = np.iinfo(np.uint64).max  # a slot before any group stamped it
@@ -34,7 +32,7 @@ _EMPTY_ENTRY = np.iinfo(np.uint64).max  # a slot before any group stamped it
 class StampSlots:
     """The stamps buffer of one execution, and the slot its next launch writes."""
 
-    def __init__(self, device: Device):
+    def __init__(self, device: Memory):
         self._device = device
         self.buffer: Any = None
         self._capacity = 0

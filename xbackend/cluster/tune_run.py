@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from xbackend.cluster.devices import Offer, WorkerReport
 from xbackend.cluster.driver import POLL_S, WorkerGone
@@ -19,9 +19,28 @@ from xbackend.cluster.worker import tune_items
 from xbackend.errors import XBackendError
 
 if TYPE_CHECKING:
-    from xbackend.cluster.session import Cluster
     from xbackend.tune_search import TuneItem
     from xbackend.tuning import TuneResult
+
+
+class Spec(Protocol):
+    @property
+    def alone(self) -> str: ...  # schedule.ALONE: which points run alone on their host
+
+
+class Cluster(Protocol):
+    """What a tune asks of the cluster it runs on (``session.Cluster`` is it): its spec
+    (what runs alone on a host), its client, its workers grouped by label, and a task on
+    one worker."""
+
+    client: Any
+
+    @property
+    def spec(self) -> Spec: ...
+
+    def groups(self) -> dict[str, list[tuple[WorkerReport, Offer]]]: ...
+
+    def submit_to(self, function: Callable[..., Any], address: str, *args: Any) -> Any: ...
 
 
 def tune(

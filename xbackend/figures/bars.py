@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from matplotlib.artist import Artist
 from matplotlib.axes import Axes
@@ -22,6 +22,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
+from xbackend.figures.series import Lines
 from xbackend.figures.style import (
     WRONG_COLOUR,
     Palette,
@@ -37,9 +38,6 @@ from xbackend.figures.style import (
 )
 from xbackend.operations import OPS, operation
 from xbackend.results import PointRecord
-
-if TYPE_CHECKING:
-    from xbackend.plots import Lines
 
 HATCHES = ("", "//", "..", "\\\\", "oo", "--", "++")
 Series = tuple[str, str, str, int | None]  # label, device, variant, tile
