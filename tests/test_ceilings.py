@@ -24,6 +24,7 @@ from xbackend.results import PointRecord, RunHeader
 from xbackend.roofs import intensity, roof_of, roof_share, roofs
 from xbackend.runner import NO_CEILINGS_ENV, Plan, run
 from xbackend.tables import size_rows, size_table, write_size_csv
+from xbackend.timing import Sampling
 
 COMPILED = ("opencl", "cuda")
 
@@ -157,7 +158,7 @@ class _NoCeilings(CpuBackend):
 
 
 def _header(tmp_path, opened):
-    plan = Plan(shapes=SHAPES, samples=1, min_samples=1, variants=["vendor"])
+    plan = Plan(shapes=SHAPES, variants=["vendor"], sampling=Sampling(max_samples=1, min_samples=1))
     records = run(plan, opened, tmp_path, log=lambda line: None)
     header = json.loads((tmp_path / "results.jsonl").read_text().splitlines()[0])
     return header, records

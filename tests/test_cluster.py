@@ -31,6 +31,7 @@ from xbackend.plan import Plan, Target
 from xbackend.progress import SweepDisplay
 from xbackend.results import WORKER_LOST, PointRecord, ResultsWriter, RunHeader, load
 from xbackend.runner import Sweep, configs
+from xbackend.timing import Sampling
 
 distributed = pytest.importorskip("distributed", reason="Dask is not installed ([dask] extra)")
 
@@ -99,7 +100,9 @@ def test_a_killed_worker_loses_no_point_and_duplicates_none(tmp_path):
     # From the third size on, a CPU point takes a quarter of a second: the kill lands
     # in the middle of one.
     shapes = [Shape(16 * i, 14 * i, 16 * i) for i in (1, 2, 16, 18, 20)]
-    plan = Plan(shapes=shapes, variants=["naive"], samples=3, min_samples=1, seed=7)
+    plan = Plan(
+        shapes=shapes, variants=["naive"], seed=7, sampling=Sampling(max_samples=3, min_samples=1)
+    )
     said: list[str] = []
     cluster = Cluster.start(ClusterSpec(workers=2, grace_s=30.0), "opencl,cpu", say=said.append)
     try:
@@ -590,8 +593,11 @@ def test_an_error_escaping_a_point_on_a_worker_is_that_point_s_record(tmp_path, 
     size) is the third point's record: the first two keep theirs, the rest are skipped
     as after any failure, all in one batch."""
     monkeypatch.setattr(schedule_module, "BATCH_S", 1e9)
-    plan = Plan(shapes=[Shape(8 * i, 7 * i, 8 * i) for i in range(1, 6)], variants=["naive"],
-                samples=3, min_samples=1)  # fmt: skip
+    plan = Plan(
+        shapes=[Shape(8 * i, 7 * i, 8 * i) for i in range(1, 6)],
+        variants=["naive"],
+        sampling=Sampling(max_samples=3, min_samples=1),
+    )
 
     def failing_at_24() -> None:  # run in the worker's process
         from xbackend.cluster import worker

@@ -32,6 +32,7 @@ from xbackend.problems import (
 )
 from xbackend.results import PointRecord
 from xbackend.runner import Plan, run
+from xbackend.timing import Sampling
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -268,7 +269,9 @@ SHAPES = [Shape(8, 7, 8), Shape(40, 300, 24)]
 
 
 def _sweep(tmp_path, opened, **plan):
-    plan_ = Plan(shapes=SHAPES, samples=2, min_samples=1, variants=["vendor"], **plan)
+    plan_ = Plan(
+        shapes=SHAPES, variants=["vendor"], **plan, sampling=Sampling(max_samples=2, min_samples=1)
+    )
     return run(plan_, opened, tmp_path, log=lambda line: None)
 
 

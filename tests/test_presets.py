@@ -14,6 +14,7 @@ from xbackend.backends.cpu import CpuBackend
 from xbackend.problems import Shape
 from xbackend.runner import PILOT_ABOVE_FLOPS, Plan, run
 from xbackend.sweep import PRESETS
+from xbackend.timing import Sampling
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -95,6 +96,11 @@ def test_a_pilot_run_keeps_a_first_huge_point_within_budget(tmp_path):
     """The serial loop at 1024³ would take minutes; its first point is predicted and skipped."""
     big = Shape(1024, 1024, 1024)
     assert big.flops > PILOT_ABOVE_FLOPS
-    plan = Plan(shapes=[big], variants=["naive"], budget_s=5.0, samples=1, min_samples=1)
+    plan = Plan(
+        shapes=[big],
+        variants=["naive"],
+        budget_s=5.0,
+        sampling=Sampling(max_samples=1, min_samples=1),
+    )
     [record] = run(plan, [("cpu", CpuBackend())], tmp_path, log=lambda line: None)
     assert record.status == "skipped" and "budget" in record.reason

@@ -36,6 +36,7 @@ from xbackend.profiling.ncu import ProfileError, Settings, parse_csv, scale, to_
 from xbackend.profiling.table import CSV_NAME, table
 from xbackend.results import PointRecord, RecordError, load
 from xbackend.results.records import PROFILER_CLOCK
+from xbackend.timing import Sampling
 
 DATA = Path(__file__).resolve().parent / "data"
 FAKE_NCU = Path(__file__).resolve().parent / "fake_ncu.sh"
@@ -283,7 +284,13 @@ def test_no_cuda_is_one_line(monkeypatch, capsys):
 
 
 def _spec(tmp_path: Path, words: list[str], shape: Shape, ops=("mm",)) -> Path:
-    plan = Plan(shapes=[shape], ops=list(ops), tiles=[8, 16], warmup=0, samples=1, seed=4)
+    plan = Plan(
+        shapes=[shape],
+        ops=list(ops),
+        tiles=[8, 16],
+        seed=4,
+        sampling=Sampling(warmup=0, max_samples=1),
+    )
     spec = Spec("r1", ["cpu"], plan, words, tmp_path / "manifest.json")
     path = tmp_path / "spec.json"
     path.write_text(json.dumps(spec.to_dict()))

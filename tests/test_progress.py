@@ -17,7 +17,7 @@ from xbackend.problems import Shape
 from xbackend.progress import SweepDisplay, choose_mode, equality_line, format_eta
 from xbackend.results import PointRecord
 from xbackend.runner import Plan, Sweep, configs, point_time_s, run
-from xbackend.timing import Stats, interval_share
+from xbackend.timing import Sampling, Stats, interval_share
 
 SHAPES = [Shape(8 * i, 7 * i, 8 * i) for i in range(1, 6)]
 _CONTROL = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -36,7 +36,11 @@ def _visible_lines(screen: io.StringIO) -> list[str]:
 def test_every_line_of_a_live_sweep_fits_the_terminal(tmp_path):
     console, screen = _terminal(60)
     display = SweepDisplay("live", console=console)
-    plan = Plan(shapes=SHAPES, variants=["naive", "tiled", "vendor"], samples=2, min_samples=1)
+    plan = Plan(
+        shapes=SHAPES,
+        variants=["naive", "tiled", "vendor"],
+        sampling=Sampling(max_samples=2, min_samples=1),
+    )
     run(plan, [("a-long-backend-label", CpuBackend())], tmp_path, display=display)
     lines = _visible_lines(screen)
     assert any(line.startswith("[ 1/15] a-long-backend-label") for line in lines)
@@ -46,7 +50,12 @@ def test_every_line_of_a_live_sweep_fits_the_terminal(tmp_path):
 
 def test_a_skip_reason_is_said_once_per_configuration(tmp_path):
     said: list[str] = []
-    plan = Plan(shapes=SHAPES, variants=["naive"], samples=1, min_samples=1, budget_s=1e-9)
+    plan = Plan(
+        shapes=SHAPES,
+        variants=["naive"],
+        budget_s=1e-9,
+        sampling=Sampling(max_samples=1, min_samples=1),
+    )
     records = run(plan, [("cpu", CpuBackend())], tmp_path, log=said.append)
     skipped = [r for r in records if r.status == "skipped"]
     assert len(skipped) >= 2  # the budget skips every size after the first two
@@ -59,7 +68,9 @@ def test_quiet_shows_no_point_lines(tmp_path):
     console, screen = _terminal(80)
     said: list[str] = []
     display = SweepDisplay("quiet", console=console, log=said.append)
-    plan = Plan(shapes=SHAPES[:2], variants=["vendor"], samples=1, min_samples=1)
+    plan = Plan(
+        shapes=SHAPES[:2], variants=["vendor"], sampling=Sampling(max_samples=1, min_samples=1)
+    )
     run(plan, [("cpu", CpuBackend())], tmp_path, display=display)
     assert said == [] and screen.getvalue() == ""
 
@@ -73,8 +84,11 @@ def test_the_mode_follows_the_terminal():
 
 
 def test_the_eta_counts_each_point_by_its_predicted_cost(tmp_path):
-    plan = Plan(shapes=[Shape(100, 100, 100), Shape(200, 200, 200)], variants=["naive"],
-                samples=3, min_samples=3, warmup=1, timeout_s=100.0)  # fmt: skip
+    plan = Plan(
+        shapes=[Shape(100, 100, 100), Shape(200, 200, 200)],
+        variants=["naive"],
+        sampling=Sampling(max_samples=3, min_samples=3, warmup=1, timeout_s=100.0),
+    )
     todo = configs(plan, [("cpu", CpuBackend())])
     sweep = Sweep(plan, "run", todo, {}, SweepDisplay("plain", log=lambda line: None))
     assert sweep.remaining_s(1) is None  # nothing to go by yet
@@ -90,7 +104,7 @@ def test_the_eta_counts_each_point_by_its_predicted_cost(tmp_path):
 
 
 def test_a_point_over_the_budget_costs_nothing_in_the_eta():
-    plan = Plan(shapes=[Shape(8, 8, 8)], budget_s=1.0, min_samples=3, warmup=1)
+    plan = Plan(shapes=[Shape(8, 8, 8)], budget_s=1.0, sampling=Sampling(min_samples=3, warmup=1))
     assert point_time_s(plan, 1.0) == 0.0
     assert point_time_s(plan, None) is None
     assert CostModel().predict("line", 10) is None

@@ -13,6 +13,7 @@ from xbackend.backends.cpu import CpuBackend, _HostExecution
 from xbackend.cost import CostModel
 from xbackend.problems import Shape
 from xbackend.runner import Plan, Target, configs, run
+from xbackend.timing import Sampling
 
 SHAPES = [Shape(8, 7, 8), Shape(16, 14, 16), Shape(24, 21, 24)]
 
@@ -38,7 +39,7 @@ class _FailingBackend(CpuBackend):
 
 
 def _run(tmp_path, opened, **plan):
-    plan_ = Plan(shapes=SHAPES, samples=2, min_samples=1, **plan)
+    plan_ = Plan(shapes=SHAPES, **plan, sampling=Sampling(max_samples=2, min_samples=1))
     return run(plan_, opened, tmp_path, log=lambda line: None)
 
 

@@ -330,7 +330,9 @@ class _SometimesThrottled(CpuBackend):
 
 
 def test_throttled_samples_are_left_out_of_the_statistics(tmp_path):
-    plan = Plan(shapes=SHAPES[:1], variants=["vendor"], samples=6, min_samples=6)
+    plan = Plan(
+        shapes=SHAPES[:1], variants=["vendor"], sampling=Sampling(max_samples=6, min_samples=6)
+    )
     (record,) = run(plan, [("cpu", _SometimesThrottled())], tmp_path, log=lambda line: None)
     assert record.sample_marks == ["", "throttled", "throttled", "", "", ""]
     assert record.kernel_s is not None and record.kernel_s["n"] == 4
@@ -340,7 +342,9 @@ def test_throttled_samples_are_left_out_of_the_statistics(tmp_path):
 
 
 def test_a_point_throttled_throughout_keeps_its_marks_and_is_flagged(tmp_path):
-    plan = Plan(shapes=SHAPES[:1], variants=["vendor"], samples=4, min_samples=4)
+    plan = Plan(
+        shapes=SHAPES[:1], variants=["vendor"], sampling=Sampling(max_samples=4, min_samples=4)
+    )
     (record,) = run(plan, [("cpu", _AlwaysThrottled())], tmp_path, log=lambda line: None)
     assert record.sample_marks == ["throttled"] * 4 and "throttled" in record.flags
     assert record.kernel_s is not None and record.kernel_s["n"] == 4
@@ -412,7 +416,11 @@ SHAPES = [Shape(16, 14, 16), Shape(32, 28, 32)]
 
 
 def test_records_keep_how_they_were_sampled(tmp_path):
-    plan = Plan(shapes=SHAPES, variants=["vendor"], samples=12, min_samples=3, cache="hot")
+    plan = Plan(
+        shapes=SHAPES,
+        variants=["vendor"],
+        sampling=Sampling(max_samples=12, min_samples=3, cache="hot"),
+    )
     records = run(plan, [("cpu", CpuBackend())], tmp_path, log=lambda line: None)
     for record in records:
         assert record.kernel_s is not None
@@ -428,7 +436,8 @@ def test_records_keep_how_they_were_sampled(tmp_path):
         if record.stop == "interval":
             assert share <= plan.max_noise
     header = json.loads((tmp_path / "results.jsonl").read_text().splitlines()[0])
-    assert header["plan"]["cache"] == "hot" and header["plan"]["min_samples"] == 3
+    assert header["plan"]["sampling"]["cache"] == "hot"
+    assert header["plan"]["sampling"]["min_samples"] == 3
     assert "blas_threads" in header["devices"]["cpu"]["extra"]
     again = PointRecord.from_dict(json.loads(json.dumps(records[0].to_dict())))
     assert again == records[0]
@@ -437,14 +446,20 @@ def test_records_keep_how_they_were_sampled(tmp_path):
 def test_a_point_above_the_peak_is_flagged_and_not_trusted(tmp_path, monkeypatch):
     impossible = Peaks(flops_per_s=1.0, bytes_per_s=None, how="a test's 1 FLOP/s device")
     monkeypatch.setattr(measure_module, "peaks", lambda device, dtype: impossible)
-    plan = Plan(shapes=SHAPES[:1], variants=["vendor"], samples=2, min_samples=1)
+    plan = Plan(
+        shapes=SHAPES[:1], variants=["vendor"], sampling=Sampling(max_samples=2, min_samples=1)
+    )
     (record,) = run(plan, [("cpu", CpuBackend())], tmp_path, log=lambda line: None)
     assert "above-peak-compute" in record.flags
     assert record.measured and not record.trusted
 
 
 def test_noisy_points_are_flagged_against_the_plans_target(tmp_path):
-    plan = Plan(shapes=SHAPES[:1], variants=["naive"], samples=6, min_samples=6, max_noise=1e-9)
+    plan = Plan(
+        shapes=SHAPES[:1],
+        variants=["naive"],
+        sampling=Sampling(max_samples=6, min_samples=6, max_noise=1e-9),
+    )
     (record,) = run(plan, [("cpu", CpuBackend())], tmp_path, log=lambda line: None)
     assert record.kernel_s is not None
     assert record.kernel_s["noise"] > 1e-9 and record.flags == ["noisy"]
@@ -479,9 +494,9 @@ def test_sampling_options_reach_the_plan(tmp_path):
                  "--max-noise", "5%", "--min-samples", "3", "--samples", "7", "--cache", "cold",
                  "--timeout", "30", "--out", str(out), "--no-plots", "-q"])  # fmt: skip
     assert code == 0
-    plan = json.loads((out / "results.jsonl").read_text().splitlines()[0])["plan"]
-    assert plan["max_noise"] == pytest.approx(0.05) and plan["cache"] == "cold"
-    assert (plan["min_samples"], plan["samples"], plan["timeout_s"]) == (3, 7, 30.0)
+    sampling = json.loads((out / "results.jsonl").read_text().splitlines()[0])["plan"]["sampling"]
+    assert sampling["max_noise"] == pytest.approx(0.05) and sampling["cache"] == "cold"
+    assert (sampling["min_samples"], sampling["max_samples"], sampling["timeout_s"]) == (3, 7, 30.0)
     # A resume cannot mix cache modes under one key.
     again = ["compare", "--backends", "cpu", "--variants", "vendor", "--sizes", "16x14,32x28",
              "--out", str(out), "--resume", "--no-plots", "-q"]  # fmt: skip

@@ -34,6 +34,7 @@ from xbackend.operations import DEFAULT, Shape, operation
 from xbackend.plan import Plan
 from xbackend.problems import AUTO, dtype_named
 from xbackend.results import PointRecord, ResultsWriter, RunHeader, now_iso
+from xbackend.timing import Sampling
 
 if TYPE_CHECKING:
     from xbackend import Backend
@@ -141,10 +142,15 @@ class _Line:
         if reason:
             return dataclasses.replace(blank, reason=reason), reason
         plan = Plan(
-            shapes=[shape], ops=[config.op], dtypes=[config.dtype], variants=[config.variant],
-            seed=self.seed, warmup=0, samples=1, min_samples=1, short_kernel_s=0.0,
-            budget_s=0.0, check=self.check,
-        )  # fmt: skip
+            shapes=[shape],
+            ops=[config.op],
+            dtypes=[config.dtype],
+            variants=[config.variant],
+            seed=self.seed,
+            budget_s=0.0,
+            check=self.check,
+            sampling=Sampling(warmup=0, max_samples=1, min_samples=1, short_kernel_s=0.0),
+        )
         inputs = Inputs(shape, self.seed, 1)
         point = measure_point(plan, config, blank, inputs, CostModel(), {}, _REFUSALS)
         if point.status == "skipped":  # refused: the size does not fit
@@ -248,12 +254,18 @@ def limits(
         run_id=run_id,
         timestamp=now_iso(),
         environment=environment(),
-        plan=Plan(shapes=[Shape(first, first, first)], ops=list(ops), dtypes=list(dtypes),
-                  variants=list(variants) if variants else None, tiles=list(tiles or []) or None,
-                  seed=seed, warmup=0, samples=1,
-                  min_samples=1, budget_s=budget_s),
+        plan=Plan(
+            shapes=[Shape(first, first, first)],
+            ops=list(ops),
+            dtypes=list(dtypes),
+            variants=list(variants) if variants else None,
+            tiles=list(tiles or []) or None,
+            seed=seed,
+            budget_s=budget_s,
+            sampling=Sampling(warmup=0, max_samples=1, min_samples=1),
+        ),
         devices={label: backend.device.to_dict() for label, backend in opened},
-    )  # fmt: skip
+    )
     found = []
     with ResultsWriter(out, header) as writer:
 

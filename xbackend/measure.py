@@ -67,7 +67,7 @@ def in_process(config: Config, A: Array, B: Array, **options: Any) -> Measuremen
 
 
 def fewest_samples(plan: Plan) -> int:
-    return min(plan.min_samples, FEWEST_SAMPLES)
+    return min(plan.sampling.min_samples, FEWEST_SAMPLES)
 
 
 class SharedReferences(Protocol):
@@ -156,14 +156,14 @@ def measure_point(
     try:
         A, B = inputs.operands(op, config.dtype)
         reference = inputs.reference(op, config.dtype, method)
-        measurement = measurer(config, A, B, sampling=plan.sampling())
+        measurement = measurer(config, A, B, sampling=plan.sampling)
     except (KeyboardInterrupt, SystemExit):
         raise
     except refusals as refused:
         return dataclasses.replace(record, reason=str(refused) or type(refused).__name__)
     except Exception as error:
         return _failed(record, config, failed, error)
-    measured = _verified(record, measurement, reference, plan.max_noise)
+    measured = _verified(record, measurement, reference, plan.sampling.max_noise)
     measured = _peak_checked(measured, config)
     assert measured.end_to_end_s is not None
     cost.add(config, record.flops, measured.end_to_end_s["median"])
@@ -201,7 +201,7 @@ def _skip_reason(
     if plan.budget_s > 0 and per_run_s is None and record.flops > PILOT_ABOVE_FLOPS:
         per_run_s = _pilot(config, shape, record.batch, cost, record.flops, measurer)
     if plan.budget_s > 0 and per_run_s is not None:
-        point_s = per_run_s * (1 + plan.warmup + fewest_samples(plan))
+        point_s = per_run_s * (1 + plan.sampling.warmup + fewest_samples(plan))
         if point_s > plan.budget_s:
             return (
                 f"estimated {point_s:.3g} s for this point exceeds the budget of "

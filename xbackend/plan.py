@@ -47,33 +47,11 @@ class Plan:
     tiles: list[int] | None = None  # None: each variant's default tile
     preset: str | None = None  # the experiment this plan comes from, for the report
     seed: int = 0
-    # How each point is sampled: see timing.Sampling, which sampling() makes of these.
-    warmup: int = 1
-    samples: int = 100  # the most
-    min_samples: int = 10
-    max_noise: float = 0.01
-    min_time_s: float = 0.0
-    timeout_s: float = 10.0
-    noise_of: str = "kernel"
-    cache: str = "warm"
-    host_memory: str = "pageable"
-    short_kernel_s: float = 20e-6  # under this, a sample is a batch of launches; 0: never
+    # How each point is sampled, carried whole to the sampler (timing.Sampling; a
+    # preset's: timing.PRESETS).
+    sampling: Sampling = dataclasses.field(default_factory=Sampling)
     budget_s: float = 20.0  # per point; 0 turns the estimate off
     check: str = AUTO  # problems.CHECKS: how results are verified (--check)
-
-    def sampling(self) -> Sampling:
-        return Sampling(
-            warmup=self.warmup,
-            min_samples=self.min_samples,
-            max_samples=self.samples,
-            max_noise=self.max_noise,
-            min_time_s=self.min_time_s,
-            timeout_s=self.timeout_s,
-            noise_of=self.noise_of,
-            cache=self.cache,
-            host_memory=self.host_memory,
-            short_kernel_s=self.short_kernel_s,
-        )
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
@@ -102,22 +80,37 @@ class Plan:
             tiles=_counts(data.get("tiles")),
             preset=None if preset in (None, "") else str(preset),
             seed=_count(data.get("seed"), defaults.seed),
-            warmup=_count(data.get("warmup"), defaults.warmup),
-            samples=_count(data.get("samples"), defaults.samples),
-            min_samples=_count(data.get("min_samples"), defaults.min_samples),
-            max_noise=_real(data.get("max_noise"), defaults.max_noise),
-            min_time_s=_real(data.get("min_time_s"), defaults.min_time_s),
-            timeout_s=_real(data.get("timeout_s"), defaults.timeout_s),
-            noise_of=_choice(data.get("noise_of"), ("kernel", "both"), defaults.noise_of),
-            # A header from before the modes ran what is now called "warm".
-            cache=_choice(data.get("cache"), tuple(CACHE_MODES), defaults.cache),
-            host_memory=_choice(data.get("host_memory"), tuple(HOST_MEMORY), "pageable"),
-            # Older headers: every sample was one launch.
-            short_kernel_s=_real(data.get("short_kernel_s"), 0.0),
+            sampling=_sampling(data),
             budget_s=_real(data.get("budget_s"), defaults.budget_s),
             # Older headers: every point was checked against the full reference.
             check=_choice(data.get("check"), CHECKS, FULL),
         )
+
+
+def _sampling(data: dict[str, Any]) -> Sampling:
+    """The sampling a header recorded: its ``sampling`` object, or (older headers) the
+    plan's own fields of the same meaning; read loosely, as the plan is."""
+    given = data.get("sampling")
+    kept = given if isinstance(given, dict) else {**data, "max_samples": data.get("samples")}
+    base = Sampling()
+    values: dict[str, Any] = {
+        name: _count(kept.get(name), getattr(base, name))
+        for name in ("warmup", "min_samples", "max_samples", "max_launches")
+    }
+    values |= {
+        name: _real(kept.get(name), getattr(base, name))
+        for name in ("max_noise", "min_time_s", "timeout_s", "batch_target_s",
+                     "cpu_short_kernel_s", "cpu_batch_target_s")
+    }  # fmt: skip
+    return Sampling(
+        **values,
+        noise_of=_choice(kept.get("noise_of"), ("kernel", "both"), base.noise_of),
+        # A header from before the modes ran what is now called "warm".
+        cache=_choice(kept.get("cache"), tuple(CACHE_MODES), base.cache),
+        host_memory=_choice(kept.get("host_memory"), tuple(HOST_MEMORY), "pageable"),
+        # Older headers: every sample was one launch.
+        short_kernel_s=_real(kept.get("short_kernel_s"), 0.0),
+    )
 
 
 def _is_count(value: Any) -> bool:

@@ -261,13 +261,17 @@ def point_time_s(plan: Plan, per_run_s: float | None) -> float | None:
     samples (0 if the budget will skip it; None if there is no prediction)."""
     if per_run_s is None:
         return None
-    runs = 1 + plan.warmup + fewest_samples(plan)
+    runs = 1 + plan.sampling.warmup + fewest_samples(plan)
     if plan.budget_s > 0 and per_run_s * runs > plan.budget_s:
         return 0.0
-    by_time = math.ceil(plan.timeout_s / per_run_s) if per_run_s > 0 else plan.samples
+    by_time = (
+        math.ceil(plan.sampling.timeout_s / per_run_s)
+        if per_run_s > 0
+        else plan.sampling.max_samples
+    )
     # Sampling usually stops on noise between min_samples and twice as many.
-    samples = max(1, min(plan.samples, 2 * plan.min_samples, by_time))
-    return per_run_s * (1 + plan.warmup + samples)
+    samples = max(1, min(plan.sampling.max_samples, 2 * plan.sampling.min_samples, by_time))
+    return per_run_s * (1 + plan.sampling.warmup + samples)
 
 
 def run(
@@ -422,8 +426,14 @@ def _config_plan(
 # way cannot be mixed with points measured another under the same key.
 _SAME_INPUTS = ("seed", "cache", "host_memory")
 _THOROUGHNESS = (
-    "warmup", "samples", "min_samples", "max_noise", "min_time_s", "timeout_s", "short_kernel_s",
+    "warmup", "max_samples", "min_samples", "max_noise", "min_time_s", "timeout_s",
+    "short_kernel_s",
 )  # fmt: skip
+
+
+def _setting(plan: Plan, name: str) -> object:
+    """A plan's own field (the seed) or its sampling's (the cache mode, the samples)."""
+    return getattr(plan, name) if hasattr(plan, name) else getattr(plan.sampling, name)
 
 
 def resume_notes(plan: Plan, runs: list[RunHeader]) -> list[str]:
@@ -440,16 +450,17 @@ def resume_notes(plan: Plan, runs: list[RunHeader]) -> list[str]:
         _refuse_changed_kernels(plan, run)
         recorded = run.plan
         for name in _SAME_INPUTS:
-            if getattr(recorded, name) != getattr(plan, name):
+            was, asked = _setting(recorded, name), _setting(plan, name)
+            if was != asked:
                 raise ResultsError(
-                    f"the results being resumed were made with {name} "
-                    f"{getattr(recorded, name)!r}, this run asks for {getattr(plan, name)!r}: "
-                    f"resume with the same --{name}, or choose another --out"
+                    f"the results being resumed were made with {name} {was!r}, this run "
+                    f"asks for {asked!r}: resume with the same --{name.replace('_', '-')}, "
+                    "or choose another --out"
                 )
         changed = [
-            f"{name} {getattr(recorded, name)!r} -> {getattr(plan, name)!r}"
+            f"{name} {_setting(recorded, name)!r} -> {_setting(plan, name)!r}"
             for name in _THOROUGHNESS
-            if getattr(recorded, name) != getattr(plan, name)
+            if _setting(recorded, name) != _setting(plan, name)
         ]
         if changed:
             notes.append(

@@ -106,10 +106,6 @@ def _what(compare: argparse.ArgumentParser) -> None:
 def _thoroughness(compare: argparse.ArgumentParser) -> None:
     """Options that say where to write, how thoroughly to measure, and what to keep."""
     compare.add_argument(
-        "--warmup", type=arguments.bounded_int(0, arguments.MAX_WARMUP), default=1,
-        help="untimed runs after the first, checked run (default: 1)",
-    )  # fmt: skip
-    compare.add_argument(
         "--check", choices=CHECKS, default=AUTO,
         help="how each result is verified: 'full' against a float64 reference, element by "
         "element; 'freivalds' with random vectors (C·x against A·(B·x): no float64 copies, "
@@ -211,10 +207,9 @@ def _plan(
         tiles=args.tile or (list(preset.tiles) if preset and preset.tiles else None),
         preset=preset.name if preset else None,
         seed=args.seed,
-        warmup=args.warmup,
         budget_s=args.budget,
         check=args.check,
-        **sampling.plan_fields(args),
+        sampling=sampling.sampling_of(args),
     )
 
 

@@ -27,6 +27,7 @@ from xbackend.profiling import ncu, needs
 from xbackend.profiling.session import Profiled, Profiler, Request, profile
 from xbackend.profiling.table import CSV_NAME, csv_text, table
 from xbackend.safeio import atomic_write, output_folder
+from xbackend.timing import Sampling
 
 EXIT_MISSING = 2  # a backend that cannot be profiled, no CUDA, no ncu: nothing ran
 DEFAULT_SIZE = Shape(2048, 2048, 2048)
@@ -100,13 +101,11 @@ def request(args: argparse.Namespace, settings: ncu.Settings) -> Request:
         variants=None,
         tiles=args.tile or (None if args.variants else list(DEFAULT_TILES)),
         seed=args.seed,
-        warmup=0,
-        samples=1,
-        min_samples=1,
-        cache=settings.cache_mode,
-        short_kernel_s=0.0,
         budget_s=0.0,
         check=args.check,
+        sampling=Sampling(
+            warmup=0, max_samples=1, min_samples=1, cache=settings.cache_mode, short_kernel_s=0.0
+        ),
     )
     targets = [target.label for target in needs.targets(args.backends)]
     return Request(targets, plan, list(args.variants or DEFAULT_VARIANTS))
