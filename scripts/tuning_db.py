@@ -1,4 +1,4 @@
-"""Add the choices of tune caches to the shipped tuning database (xbackend/tuning_db.json).
+"""Add the choices of tune caches to the shipped tuning database (xbackend/tuning/tuning_db.json).
 
     XBACKEND_TUNE_CACHE=/tmp/h100.json xbackend tune --backends cuda     # on the device
     python scripts/tuning_db.py /tmp/h100.json --how "xbackend tune --backends cuda"
@@ -8,7 +8,7 @@ device, variant, operation, dtype, shape class); every other entry is kept. An e
 keeps what ``tune`` recorded (parameters, speed, race, ``tuned_at``) and gains ``how``:
 the command, the driver and the xbackend version it was measured with. Its ``build``
 keeps only the kernel digest, which the database is matched on (see
-``xbackend/tuning_db.py``): the driver and the version are a record, not a condition.
+``xbackend/tuning/database.py``): the driver and the version are a record, not a condition.
 An entry without a kernel digest (written by hand, or by an older tune) is refused.
 """
 

@@ -62,7 +62,7 @@ if [[ $steps == *tune* ]]; then
     fi
 fi
 [[ $steps == *ladder* ]] && XBACKEND_TUNE_CACHE=$out/no_cache.json \
-    XBACKEND_TUNING_DB=${DB:-${db:-$PWD/xbackend/tuning_db.json}} \
+    XBACKEND_TUNING_DB=${DB:-${db:-$PWD/xbackend/tuning/tuning_db.json}} \
     run "${LADDER_LIMIT:-240}" "$out/ladder.txt" python3 scripts/ladder_benchmark.py --untuned \
     --sizes "${SIZES:-4096x4096x4096,8000x7000x8000,1000x3001x1000}" --rounds 3 \
     --variants vec4,vec4_db,warp,warp_db,warp_async --rmm-variants vec4_db,warp_db

@@ -50,7 +50,7 @@ from xbackend.cluster.schedule import Lane, Schedule, batch  # noqa: E402
 from xbackend.cluster.session import PROFILER  # noqa: E402
 from xbackend.cluster.tune_share import TuneQueue  # noqa: E402
 from xbackend.cluster.worker import DevicesPlugin  # noqa: E402
-from xbackend.tune_search import TuneItem  # noqa: E402
+from xbackend.tuning.search import TuneItem  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SMALL = ["--variants", "naive,tiled", "--base", "16x14", "--steps", "3",
@@ -279,7 +279,7 @@ def test_tune_on_a_cluster_caches_each_search_as_a_serial_tune_does(tmp_path, ca
     """tune --workers: the searches go to the worker holding the device, one at a time;
     every entry is cached, as a serial tune caches it (the same keys)."""
     _opencl_or_skip()
-    from xbackend.tune_cache import load_entries
+    from xbackend.tuning.cache import load_entries
 
     student = ROOT / "examples" / "assignment" / "student"
     argv = ["tune", "--backends", "opencl", "--kernels", str(student), "--variants",

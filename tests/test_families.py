@@ -268,7 +268,7 @@ def test_a_kernel_declared_before_its_body_is_stamped_once(tmp_path):
 
 
 def test_a_tile_choice_is_a_cache_entry_of_its_own():
-    from xbackend.tune_entries import entry_problem
+    from xbackend.tuning.entries import entry_problem
 
     entry = {"params": {"TILE": 32}, "blocks": 64, "tflops": 0.05, "shape": "256×224"}
     assert entry_problem(entry) is None
@@ -283,7 +283,7 @@ def test_tune_races_a_users_tiles_and_compare_takes_the_winner(student, opencl, 
     block tiles), caches the winner under the kernel's digest, and a run without --tile
     takes it; a tie keeps the family's default."""
     from xbackend import tuning
-    from xbackend.tune_cache import load_entries
+    from xbackend.tuning.cache import load_entries
 
     cache = tmp_path / "tuned.json"
     monkeypatch.setenv(tuning.CACHE_ENV, str(cache))

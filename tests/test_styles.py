@@ -257,7 +257,7 @@ def test_tune_searches_a_familys_space_and_runs_its_choice(catalogue, tmp_path, 
     choice; a later run of the variant takes that choice."""
     needs_backend("opencl")
     from xbackend import tuning
-    from xbackend.tune_cache import CACHE_ENV
+    from xbackend.tuning.cache import CACHE_ENV
 
     monkeypatch.setenv(CACHE_ENV, str(tmp_path / "tuned.json"))
     catalogue("outputs_per_thread")

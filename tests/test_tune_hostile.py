@@ -24,14 +24,16 @@ import numpy as np
 import pytest
 
 import xbackend
-from xbackend import tune_cache, tuning, tuning_db
+from xbackend import tuning
 from xbackend.backends import opencl, warp
 from xbackend.backends.choices import ChoiceRequest
 from xbackend.cli import main
 from xbackend.operations import operation
 from xbackend.problems import Shape
 from xbackend.safeio import UnsafePath
-from xbackend.tune_cache import CachedChoices
+from xbackend.tuning import cache as tune_cache
+from xbackend.tuning import database as tuning_db
+from xbackend.tuning.cache import CachedChoices
 
 SEED = 30
 TIMEOUT_S = 30
@@ -121,7 +123,7 @@ def test_the_lookup_of_a_backend_refuses_a_fifo_too(tmp_path):
         "import warnings; warnings.simplefilter('always')\n"
         "from xbackend.backends.choices import ChoiceRequest\n"
         "from xbackend.operations import operation\n"
-        "from xbackend.tune_cache import CachedChoices\n"
+        "from xbackend.tuning.cache import CachedChoices\n"
         "mm = operation('mm')\n"
         "request = ChoiceRequest('cuda', 'GPU', 'vec4', mm, 'float32', 'large', None)\n"
         "print('choice', CachedChoices().choice(request))\n"

@@ -1,4 +1,4 @@
-"""The shipped tuning database (``xbackend/tuning_db.json``, ``tuning_db.py``): it loads
+"""The shipped tuning database (``xbackend/tuning/tuning_db.json``, ``tuning_db.py``): it loads
 cleanly and matches the kernel files it was measured with; a user's tune cache wins
 over it, a tie included, while it holds on any driver and is ignored once its kernel
 changes; ``XBACKEND_TUNING_DB=off`` hides it; and ``scripts/tuning_db.py`` writes its
@@ -21,7 +21,7 @@ from xbackend.backends import warp
 from xbackend.backends.choices import ChoiceRequest
 from xbackend.backends.kernels import SUM_BLOCK, source_digest
 from xbackend.operations import operation
-from xbackend.tune_cache import CachedChoices, TuneCacheWarning
+from xbackend.tuning.cache import CachedChoices, TuneCacheWarning
 
 ROOT = Path(__file__).resolve().parent.parent
 ISO_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ?$")

@@ -77,7 +77,7 @@ def get_backend(name: str, device: str | int | None = None) -> Backend:
 
     Raises ``BackendUnavailable`` with the reason if it cannot run here.
     """
-    from xbackend.tune_cache import cached_choices
+    from xbackend.tuning.cache import cached_choices
 
     return registry.get_backend(name, device, choices=cached_choices())
 

@@ -44,7 +44,7 @@ from xbackend.backends.registry import backend_class, get_backend
 from xbackend.configs import Config
 from xbackend.errors import XBackendError
 from xbackend.measure import Described, Measurer, describe_error
-from xbackend.tune_cache import cached_choices
+from xbackend.tuning.cache import cached_choices
 
 if TYPE_CHECKING:
     from xbackend import Backend, Measurement

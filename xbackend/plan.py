@@ -53,6 +53,10 @@ class Plan:
     budget_s: float = 20.0  # per point; 0 turns the estimate off
     check: str = AUTO  # problems.CHECKS: how results are verified (--check)
 
+    def setting(self, name: str) -> object:
+        """A field of the plan (the seed) or of its sampling (the cache mode, the samples)."""
+        return getattr(self, name) if hasattr(self, name) else getattr(self.sampling, name)
+
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         data["shapes"] = [[s.M, s.K, s.N] for s in self.shapes]

@@ -57,7 +57,7 @@ from xbackend.results import (
 )
 from xbackend.safeio import output_folder, refuse_link
 from xbackend.timing import format_seconds
-from xbackend.tune_cache import CachedChoices
+from xbackend.tuning.cache import CachedChoices
 
 if TYPE_CHECKING:
     from xbackend import Backend
@@ -425,15 +425,8 @@ def _config_plan(
 # The cache mode and the host memory change what a time means: points measured one
 # way cannot be mixed with points measured another under the same key.
 _SAME_INPUTS = ("seed", "cache", "host_memory")
-_THOROUGHNESS = (
-    "warmup", "max_samples", "min_samples", "max_noise", "min_time_s", "timeout_s",
-    "short_kernel_s",
-)  # fmt: skip
-
-
-def _setting(plan: Plan, name: str) -> object:
-    """A plan's own field (the seed) or its sampling's (the cache mode, the samples)."""
-    return getattr(plan, name) if hasattr(plan, name) else getattr(plan.sampling, name)
+_THOROUGHNESS = ("warmup", "max_samples", "min_samples", "max_noise", "min_time_s",
+                 "timeout_s", "short_kernel_s")  # fmt: skip
 
 
 def resume_notes(plan: Plan, runs: list[RunHeader]) -> list[str]:
@@ -450,7 +443,7 @@ def resume_notes(plan: Plan, runs: list[RunHeader]) -> list[str]:
         _refuse_changed_kernels(plan, run)
         recorded = run.plan
         for name in _SAME_INPUTS:
-            was, asked = _setting(recorded, name), _setting(plan, name)
+            was, asked = recorded.setting(name), plan.setting(name)
             if was != asked:
                 raise ResultsError(
                     f"the results being resumed were made with {name} {was!r}, this run "
@@ -458,9 +451,9 @@ def resume_notes(plan: Plan, runs: list[RunHeader]) -> list[str]:
                     "or choose another --out"
                 )
         changed = [
-            f"{name} {_setting(recorded, name)!r} -> {_setting(plan, name)!r}"
+            f"{name} {recorded.setting(name)!r} -> {plan.setting(name)!r}"
             for name in _THOROUGHNESS
-            if _setting(recorded, name) != _setting(plan, name)
+            if recorded.setting(name) != plan.setting(name)
         ]
         if changed:
             notes.append(

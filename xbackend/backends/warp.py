@@ -7,7 +7,7 @@ explains what each one does; this module decides which ones a launch uses:
 
 - an explicit configuration (``Backend.measure(..., params=...)``, as ``tune`` does);
 - else the one ``xbackend tune`` cached for the device, variant and shape class, or
-  the shipped tuning database's (``xbackend/tuning_db.py``);
+  the shipped tuning database's (``xbackend/tuning/database.py``);
 - else a default derived from the device and the product (``untuned_config``): the
   patch per thread from the registers of a multiprocessor, a halved block where the
   output is small and that keeps more threads at work, and a split along K that fills

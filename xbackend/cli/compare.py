@@ -166,7 +166,7 @@ def open_backends(
     if twice:
         raise XBackendError(f"--backends names {', '.join(twice)} twice")
     opened: list[tuple[str, Backend]] = []
-    try:
+    with contextlib.ExitStack() as stack:  # those opened are closed if a later one fails
         for target in targets:
             try:
                 opened.append((target.label, get_backend(target.name, target.device)))
@@ -175,11 +175,32 @@ def open_backends(
                 raise XBackendError(
                     f"{error}\n(run 'xbackend devices' for every backend's status, or {instead})"
                 ) from None
-    except BaseException:
-        for _, backend in opened:
-            backend.close()
-        raise
+            stack.callback(opened[-1][1].close)
+        stack.pop_all()
     return opened
+
+
+class Local:
+    """The serial run on this machine's backends: what ``compare`` asks of a cluster
+    (``cluster/session.Cluster``), done here."""
+
+    def __init__(self, backends: str, say: Callable[[str], None]):
+        self.backends, self.say = backends, say
+
+    def offered(self) -> list[tuple[str, Backend]]:
+        return open_backends(self.backends, say=self.say)
+
+    plan_lines = staticmethod(plan_lines)
+    run = staticmethod(run_plan)
+
+
+def _closing(opened: list[tuple[str, Backend]]) -> contextlib.ExitStack:
+    """A stack that closes each opened backend once, last opened first: on leaving the
+    run, or earlier where ``close()`` is called (after the sweep, before the report)."""
+    stack = contextlib.ExitStack()
+    for _, backend in opened:
+        stack.callback(backend.close)
+    return stack
 
 
 def _plan_shapes(args: argparse.Namespace, preset: Preset | None, gpu: bool) -> list[Shape]:
@@ -247,36 +268,33 @@ def _run(args: argparse.Namespace, cluster: Cluster | None) -> int:
     preset = PRESETS[args.preset] if args.preset else None
     console = Console()
     mode = choose_mode(console, args.quiet)
-    say = _quiet_print if mode == "quiet" else print
+    runner: Cluster | Local = cluster or Local(
+        args.backends, _quiet_print if mode == "quiet" else print
+    )
     try:
-        opened = cluster.offered() if cluster else open_backends(args.backends, say=say)
+        opened = runner.offered()
     except KeyboardInterrupt:
         return interrupted_before_recording()
-    try:  # everything checked before the folder is made: a refused run leaves nothing
-        plan = _plan(args, preset, opened)
-        _check_plan(plan, opened, args.variants or [])
-        cluster_options.check_resume(args, [label for label, _ in opened])
-        if args.dry_run:
-            return _dry_run(args, plan, opened, cluster)
-        out = output_folder(args.out or arguments.default_out("run"))
-        lock = results_io.RunLock(out)  # one run per folder; checked and held from here on
-    except BaseException as error:
-        for _, backend in opened:
-            backend.close()
-        if isinstance(error, KeyboardInterrupt):
+    with _closing(opened) as backends:
+        try:  # everything checked before the folder is made: a refused run leaves nothing
+            plan = _plan(args, preset, opened)
+            _check_plan(plan, opened, args.variants or [])
+            cluster_options.check_resume(args, [label for label, _ in opened])
+            if args.dry_run:
+                return _dry_run(args, plan, opened, runner)
+            out = output_folder(args.out or arguments.default_out("run"))
+            lock = results_io.RunLock(out)  # one run per folder; held from here on
+        except KeyboardInterrupt:
             return interrupted_before_recording()
-        raise
-    with lock:
-        jsonl = out / results_io.JSONL_NAME
-        if (jsonl.exists() or jsonl.is_symlink()) and not args.resume:
-            for _, backend in opened:
-                backend.close()
-            raise XBackendError(
-                f"{out} already holds results; add --resume to continue them, "
-                "or choose another --out"
-            )
-        display = SweepDisplay(mode, console=console)
-        return _run_and_report(args, plan, opened, out, display, cluster)
+        with lock:
+            jsonl = out / results_io.JSONL_NAME
+            if (jsonl.exists() or jsonl.is_symlink()) and not args.resume:
+                raise XBackendError(
+                    f"{out} already holds results; add --resume to continue them, "
+                    "or choose another --out"
+                )
+            display = SweepDisplay(mode, console=console)
+            return _run_and_report(args, plan, opened, out, display, runner, backends)
 
 
 def _quiet_print(text: str) -> None:
@@ -284,10 +302,7 @@ def _quiet_print(text: str) -> None:
 
 
 def _dry_run(
-    args: argparse.Namespace,
-    plan: Plan,
-    opened: list[tuple[str, Backend]],
-    cluster: Cluster | None = None,
+    args: argparse.Namespace, plan: Plan, opened: list[tuple[str, Backend]], runner: Cluster | Local
 ) -> int:
     """Print what the plan would run, and how long it may take; run and write nothing."""
     out = args.out or Path("results/run-<date-time>")
@@ -296,14 +311,12 @@ def _dry_run(
     holds = (out / results_io.JSONL_NAME).is_file()
     if holds:  # read, never written: what a resume would keep
         recorded = results_io.load([out]).points
-    for line in (cluster.plan_lines if cluster else plan_lines)(plan, opened, recorded):
+    for line in runner.plan_lines(plan, opened, recorded):
         print(line)
     if holds and not args.resume:
         print(f"{out} already holds results: the run needs --resume to continue them "
               "(or another --out)")  # fmt: skip
     print("dry run: nothing was measured or written")
-    for _, backend in opened:
-        backend.close()
     return 0
 
 
@@ -327,17 +340,18 @@ def _run_and_report(
     opened: list[tuple[str, Backend]],
     out: Path,
     display: SweepDisplay,
-    cluster: Cluster | None = None,
+    runner: Cluster | Local,
+    backends: contextlib.ExitStack,
 ) -> int:
-    """Run the plan, then print the summary and write the figures and the report."""
+    """Run the plan, then print the summary and write the figures and the report (the
+    backends closed first: ``backends``)."""
     records: list[results_io.PointRecord] = []
     interrupted = False
     try:
         try:
             if display.mode != "quiet":
                 _announce(plan, opened, out)
-            sweep = cluster.run if cluster else run_plan
-            records = sweep(plan, opened, out, resume=args.resume, display=display)
+            records = runner.run(plan, opened, out, resume=args.resume, display=display)
         except KeyboardInterrupt:
             if not holds_points(out):  # stopped before its first point: nothing to resume
                 return interrupted_before_recording()
@@ -351,8 +365,7 @@ def _run_and_report(
             silence_stdout()
             return EXIT_BROKEN_PIPE
     finally:
-        for _, backend in opened:
-            backend.close()
+        backends.close()
     interrupted = _summarize(args, out, display.console, display.mode) or interrupted
     print(f"results: {out / results_io.JSONL_NAME}, {out / results_io.CSV_NAME}")
     if interrupted:

@@ -19,8 +19,8 @@ from xbackend.cluster.worker import tune_items
 from xbackend.errors import XBackendError
 
 if TYPE_CHECKING:
-    from xbackend.tune_search import TuneItem
     from xbackend.tuning import TuneResult
+    from xbackend.tuning.search import TuneItem
 
 
 class Spec(Protocol):

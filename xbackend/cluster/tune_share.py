@@ -23,8 +23,8 @@ from collections.abc import Mapping, Sequence
 
 from xbackend.cluster.devices import Offer, WorkerReport
 from xbackend.operations import operation
-from xbackend.tune_cache import NEIGHBOUR
-from xbackend.tune_search import TuneItem
+from xbackend.tuning.cache import NEIGHBOUR
+from xbackend.tuning.search import TuneItem
 
 Holder = tuple[WorkerReport, Offer]
 

@@ -28,7 +28,7 @@ from xbackend.plan import Plan, Target
 from xbackend.problems import check
 from xbackend.profiling.launches import Entry, Manifest
 from xbackend.results import PointRecord
-from xbackend.tune_cache import cached_choices
+from xbackend.tuning.cache import cached_choices
 
 if TYPE_CHECKING:
     from xbackend import Backend

@@ -5,7 +5,7 @@ lives in ``$XDG_CACHE_HOME/xbackend/tuned.json`` (``~/.cache`` by default) or th
 in ``XBACKEND_TUNE_CACHE``. A backend takes these choices when it is handed
 ``cached_choices()`` (``attach``; ``xbackend.get_backend`` does that): the file is read
 once per process, and again whenever it changes. Without an entry the tuned variants
-take the shipped tuning database's (``tuning_db.py``), and without one there either,
+take the shipped tuning database's (``tuning/database.py``), and without one there either,
 the default derived from the device's limits (``backends/warp.py``).
 
 Like pyopencl's binary cache, an entry records what it was tuned for beyond its key
@@ -49,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-from xbackend import tuning_db
+import xbackend.tuning.database as tuning_db
 from xbackend.backends.choices import Candidate, ChoiceRequest
 from xbackend.backends.interface import Backend
 from xbackend.operations import operation
@@ -61,9 +61,9 @@ from xbackend.safeio import (
     read_small_text,
     refuse_link,
 )
-from xbackend.tune_entries import KEY_FIELDS, _shorten, candidate
-from xbackend.tune_entries import entry_problem as entry_problem  # the tuner's name for it
-from xbackend.tune_entries import key_fields as key_fields
+from xbackend.tuning.entries import KEY_FIELDS, _shorten, candidate
+from xbackend.tuning.entries import entry_problem as entry_problem  # the tuner's name for it
+from xbackend.tuning.entries import key_fields as key_fields
 from xbackend.version import VERSION
 
 CACHE_ENV = "XBACKEND_TUNE_CACHE"
@@ -253,7 +253,7 @@ def current_build(backend: Backend, variant: str, op: str = "mm") -> dict[str, s
 
 def _stale(entry: Mapping[str, Any], request: ChoiceRequest, shipped: bool) -> str | None:
     """How an entry's build differs from the request's, or None where it holds. An
-    entry of the shipped database is compared on what it records (tuning_db.py)."""
+    entry of the shipped database is compared on what it records (tuning/database.py)."""
     recorded = entry.get("build")
     if recorded is None:
         return None  # written by hand: it holds wherever its key matches

@@ -1,6 +1,6 @@
 """The tuning database shipped with xbackend: tuned choices for the devices we measured.
 
-As CLBlast ships its tuning results, xbackend ships ``xbackend/tuning_db.json``: the
+As CLBlast ships its tuning results, xbackend ships ``xbackend/tuning/tuning_db.json``: the
 choices of ``xbackend tune`` on the devices the project could measure, keyed as the
 user's tune cache is (``tune_cache.entry_key``: backend, device name, variant,
 operation, dtype, shape class). A tuned variant takes its configuration from the

@@ -33,7 +33,7 @@ from xbackend.backends.interface import Backend
 from xbackend.operations import OPERATIONS
 from xbackend.problems import Reference, Shape, check, flops, make_operands, output_size
 from xbackend.timing import Sampling
-from xbackend.tune_cache import (
+from xbackend.tuning.cache import (
     CACHE_ENV,
     FORMAT,
     NEIGHBOUR,
@@ -52,7 +52,7 @@ from xbackend.tune_cache import (
     save_entries,
     update_entries,
 )
-from xbackend.tune_race import (
+from xbackend.tuning.race import (
     FINALIST_WITHIN,
     FINALISTS,
     MAX_RACE_SAMPLES,
@@ -64,7 +64,7 @@ from xbackend.tune_race import (
     race,
     verdict,
 )
-from xbackend.tune_search import FINALIST_TIME_S, SEARCHES, TuneItem, items, search
+from xbackend.tuning.search import FINALIST_TIME_S, SEARCHES, TuneItem, items, search
 
 __all__ = [
     "CACHE_ENV",
