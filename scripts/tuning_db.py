@@ -22,7 +22,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from xbackend import tune_cache, tuning_db
+import xbackend.tuning.cache as tune_cache
+import xbackend.tuning.database as tuning_db
 from xbackend.safeio import atomic_write
 
 

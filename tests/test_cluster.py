@@ -50,7 +50,7 @@ from xbackend.cluster.schedule import Lane, Schedule, batch  # noqa: E402
 from xbackend.cluster.session import PROFILER  # noqa: E402
 from xbackend.cluster.tune_share import TuneQueue  # noqa: E402
 from xbackend.cluster.worker import DevicesPlugin  # noqa: E402
-from xbackend.tuning.search import TuneItem  # noqa: E402
+from xbackend.tuning.searching import TuneItem  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SMALL = ["--variants", "naive,tiled", "--base", "16x14", "--steps", "3",

@@ -361,7 +361,7 @@ def test_profile_end_to_end(tmp_path, fake_ncu, capsys):
     profiler = header.environment["profiler"]
     assert profiler["version"] == "2099.1.0.0" and profiler["path"] == fake_ncu
     assert (profiler["clock_control"], profiler["cache_control"]) == ("none", "all")
-    assert profiler["metrics"] == list(METRICS) and header.plan.cache == "cold"
+    assert profiler["metrics"] == list(METRICS) and header.plan.sampling.cache == "cold"
     tiled = [row for row in _rows() if row.function == "mm_tiled"]
     assert [p.counters for p in loaded.points] == [row.metrics for row in tiled]
     assert [(p.tile, p.M, p.K, p.N, p.status) for p in loaded.points] == [
@@ -402,7 +402,7 @@ def test_profile_records_the_cache_setting(tmp_path, fake_ncu):
     loaded = load([out])
     (header,) = loaded.runs.values()
     assert header.environment["profiler"]["cache_control"] == "none"
-    assert {p.cache for p in loaded.points} == {"warm"} and header.plan.cache == "warm"
+    assert {p.cache for p in loaded.points} == {"warm"} and header.plan.sampling.cache == "warm"
     assert not list(out.glob("*.png"))
 
 

@@ -434,7 +434,7 @@ def test_records_keep_how_they_were_sampled(tmp_path):
         share = record.kernel_interval_share
         assert share is not None and share == pytest.approx(interval_share(kept))
         if record.stop == "interval":
-            assert share <= plan.max_noise
+            assert share <= plan.sampling.max_noise
     header = json.loads((tmp_path / "results.jsonl").read_text().splitlines()[0])
     assert header["plan"]["sampling"]["cache"] == "hot"
     assert header["plan"]["sampling"]["min_samples"] == 3

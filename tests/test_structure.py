@@ -33,7 +33,7 @@ LOWER_LAYERS = {
     "xbackend.backends": (
         "xbackend.tuning",
         "xbackend.tuning.cache",
-        "xbackend.tuning.search",
+        "xbackend.tuning.searching",
         "xbackend.tuning.database",
         "xbackend.runner",
         "xbackend.cli",

@@ -16,13 +16,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import xbackend.tuning.cache as tune_cache
 from xbackend import tuning
 from xbackend.backends import warp
 from xbackend.backends.choices import ChoiceRequest, shape_class
 from xbackend.backends.geometries import per_product
 from xbackend.operations import operation
 from xbackend.problems import Reference, Shape, check, make_operands
-from xbackend.tuning import cache as tune_cache
 
 SEED = 21
 GOOD = warp.default_config("block", 128).to_dict()
@@ -195,7 +195,7 @@ def test_saves_from_many_threads_leave_a_whole_file(tmp_path):
 _UPDATER = """
 import sys
 from xbackend import tuning
-from xbackend.tuning import cache as tune_cache
+import xbackend.tuning.cache as tune_cache
 path, name = sys.argv[1], sys.argv[2]
 for round_ in range(25):
     key = tune_cache.entry_key("cuda", "GPU", f"{name} {round_}", "mm", "float32", "large")

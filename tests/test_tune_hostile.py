@@ -24,6 +24,8 @@ import numpy as np
 import pytest
 
 import xbackend
+import xbackend.tuning.cache as tune_cache
+import xbackend.tuning.database as tuning_db
 from xbackend import tuning
 from xbackend.backends import opencl, warp
 from xbackend.backends.choices import ChoiceRequest
@@ -31,8 +33,6 @@ from xbackend.cli import main
 from xbackend.operations import operation
 from xbackend.problems import Shape
 from xbackend.safeio import UnsafePath
-from xbackend.tuning import cache as tune_cache
-from xbackend.tuning import database as tuning_db
 from xbackend.tuning.cache import CachedChoices
 
 SEED = 30

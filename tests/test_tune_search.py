@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from xbackend import families, tune_search
+import xbackend.tuning.searching as tune_search
+from xbackend import families
 from xbackend.backends import warp
 from xbackend.backends.block_tiles import BlockTiles, candidates
 from xbackend.backends.choices import Trial

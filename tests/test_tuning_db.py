@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 import xbackend
-from xbackend import tune_cache, tuning_db
+import xbackend.tuning.cache as tune_cache
+import xbackend.tuning.database as tuning_db
 from xbackend.backends import warp
 from xbackend.backends.choices import ChoiceRequest
 from xbackend.backends.kernels import SUM_BLOCK, source_digest

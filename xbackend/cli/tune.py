@@ -11,7 +11,7 @@ from xbackend.cli.compare import open_backends
 from xbackend.errors import XBackendError
 from xbackend.problems import dtype_named, flops
 from xbackend.sweep import parse_shapes
-from xbackend.tuning.search import FINALIST_TIME_S, SEARCHES, tunable, tuned_variants
+from xbackend.tuning.searching import FINALIST_TIME_S, SEARCHES, tunable, tuned_variants
 
 if TYPE_CHECKING:
     from xbackend.backends.interface import Backend
@@ -117,9 +117,9 @@ def _show() -> int:
     """Print the cache's entries and what the database holds. Both are read as a backend
     reads them (``tune_cache.load_entries``): a malformed entry (a key without its
     fields, a number no float holds) is left out with a warning naming the file and key."""
+    import xbackend.tuning.cache as tune_cache
+    import xbackend.tuning.database as tuning_db
     from xbackend import tuning
-    from xbackend.tuning import cache as tune_cache
-    from xbackend.tuning import database as tuning_db
 
     entries = tuning.load_entries()
     print(f"{tuning.cache_path()}: {len(entries)} entries")

@@ -20,7 +20,7 @@ from xbackend.errors import XBackendError
 
 if TYPE_CHECKING:
     from xbackend.tuning import TuneResult
-    from xbackend.tuning.search import TuneItem
+    from xbackend.tuning.searching import TuneItem
 
 
 class Spec(Protocol):

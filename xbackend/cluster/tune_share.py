@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from xbackend.cluster.devices import Offer, WorkerReport
 from xbackend.operations import operation
 from xbackend.tuning.cache import NEIGHBOUR
-from xbackend.tuning.search import TuneItem
+from xbackend.tuning.searching import TuneItem
 
 Holder = tuple[WorkerReport, Offer]
 

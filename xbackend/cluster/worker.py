@@ -35,7 +35,7 @@ from xbackend.plan import Plan, Target
 from xbackend.problems import dtype_named
 from xbackend.results import PointRecord, now_iso
 from xbackend.runner import device_record, plan_lines
-from xbackend.tuning.search import TuneItem, items, tuned_variants
+from xbackend.tuning.searching import TuneItem, items, tuned_variants
 
 if TYPE_CHECKING:
     from xbackend import Backend

@@ -52,7 +52,7 @@ from xbackend.tuning.cache import (
     save_entries,
     update_entries,
 )
-from xbackend.tuning.race import (
+from xbackend.tuning.racing import (
     FINALIST_WITHIN,
     FINALISTS,
     MAX_RACE_SAMPLES,
@@ -64,7 +64,7 @@ from xbackend.tuning.race import (
     race,
     verdict,
 )
-from xbackend.tuning.search import FINALIST_TIME_S, SEARCHES, TuneItem, items, search
+from xbackend.tuning.searching import FINALIST_TIME_S, SEARCHES, TuneItem, items, search
 
 __all__ = [
     "CACHE_ENV",
