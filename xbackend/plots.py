@@ -62,6 +62,7 @@ from xbackend.figures.style import (
     CORE_VARIANTS,
     END_TO_END,
     WRONG_COLOUR,
+    MinorLogLabels,
     Palette,
     hollow,
     kernel_style,
@@ -319,6 +320,7 @@ def _grid(lines: Lines, style: Panels, palette: Palette) -> Figure:
 def _finish(axes: Axes, ylabel: str, ops: list[str]) -> None:
     axes.set_xscale("log")
     axes.set_yscale("log")
+    axes.xaxis.set_minor_formatter(MinorLogLabels())
     axes.set_xlabel(output_label(ops))
     axes.set_ylabel(ylabel)
     axes.grid(True, which="major", alpha=0.4)

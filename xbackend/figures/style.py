@@ -31,7 +31,7 @@ from matplotlib.colors import to_hex, to_rgb
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.text import Text
-from matplotlib.ticker import FixedFormatter, FuncFormatter
+from matplotlib.ticker import FixedFormatter, Formatter, FuncFormatter
 
 from xbackend.clocks import clock_note, wrapped
 from xbackend.operations import Shape, operation
@@ -241,10 +241,12 @@ def title_width(figure: Figure) -> int:
 
 
 def with_clock_note(title: str, points: Iterable[PointRecord], width: int = 80) -> str:
-    """``title``, with the clock that timed the points' kernels under it in lines of at
-    most ``width`` characters (``clocks.clock_note``), where any point names its clock."""
+    """``title`` in lines of at most ``width`` characters (a longer one ran into the
+    legend right of a single panel), with the clock that timed the points' kernels under
+    it (``clocks.clock_note``), where any point names its clock."""
+    lines = [piece for line in title.split("\n") for piece in wrapped(line, width) or [line]]
     note = clock_note(points)
-    return "\n".join([title, *map(literal, wrapped(note, width))]) if note else title
+    return "\n".join([*lines, *map(literal, wrapped(note, width))]) if note else "\n".join(lines)
 
 
 def panel_grid(
@@ -340,3 +342,18 @@ def trust_handles(drawn: Iterable[PointRecord], points: Iterable[PointRecord]) -
     if note:
         handles.append(Line2D([], [], linestyle="none", label=note))
     return handles
+
+
+class MinorLogLabels(Formatter):
+    """Labels of a log axis's minor ticks at 2 and 5 × 10ⁿ alone, and only where the axis
+    spans under two decades (beyond, its powers of ten say enough). Matplotlib's own
+    label 2, 3, 4 and 6 × 10ⁿ on an axis of one to two decades: on a panel a few inches
+    wide, "3×10²" and "4×10²" overlap."""
+
+    def __call__(self, x: float, pos: int | None = None) -> str:
+        low, high = sorted(self.axis.get_view_interval()) if self.axis else (0.0, 0.0)
+        if x <= 0 or low <= 0 or math.log10(high / low) >= 2:
+            return ""
+        exponent = math.floor(math.log10(x) + 1e-9)
+        mantissa = round(x / 10.0**exponent)
+        return f"${mantissa}\\times10^{{{exponent}}}$" if mantissa in (2, 5) else ""
