@@ -43,6 +43,14 @@ class Choices(Protocol):
         ...
 
 
+MAX_COUNT = 2**53  # counts (blocks, samples, parameters) that a float holds exactly
+
+
+def is_count(value: object) -> bool:
+    """Whether ``value`` is a count: an int (never a bool) from 0 to ``MAX_COUNT``."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT
+
+
 class Candidate(Protocol):
     """What the search and the race time: a configuration with a label, its parameters by
     name (``to_dict``), its K ranges (``slices``; 1 where it splits none), and the groups

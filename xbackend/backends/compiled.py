@@ -138,9 +138,8 @@ class CompiledBackend(Backend):
         spec = self.variant_spec(variant, op)
         if not spec.kernel or not spec.size_rules:
             return None
-        rows, columns = operation(op).output_size(shape)
-        sizes = {"M": shape.M, "N": shape.N, "K": shape.K, "BATCH": batch, "ROWS": rows,
-                 "COLUMNS": columns}  # fmt: skip
+        output = operation(op).output_size(shape)
+        sizes = element.size_names(shape.M, shape.N, shape.K, batch, output)
         names = {**spec.names_at(tile if tile is not None else spec.default_tile), **sizes}
         return element.shape_problem(spec, names)
 

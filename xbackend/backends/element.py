@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from xbackend.backends.choices import Candidate, ParameterChoice, TileChoice
+from xbackend.backends.choices import Candidate, ParameterChoice, TileChoice, is_count
 from xbackend.backends.geometry import Geometry, Planner
 from xbackend.backends.kernels import (
     C_TYPES,
@@ -79,7 +79,7 @@ class Element(Geometry):
 
     def entry_problem(self, params: Mapping[str, Any]) -> str | None:
         for name, value in params.items():  # the variant's manifest checks them at lookup
-            if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= 2**53:
+            if not is_count(value) or value == 0:
                 return f"{str(name)[:40]} must be a count, not {str(value)[:40]!r}"
         return None
 
@@ -105,9 +105,9 @@ def group_problem(
         return f"{where}: {error}"
     if not spec.group and (rows < 1 or columns < 1 or (tile or 0) % rows or (tile or 0) % columns):
         return f"tile {tile} does not split into {rows}×{columns} patches per {workers[:-1]}"
-    broken = broken_rule(spec.configuration_rules, names)  # the family's own rules
+    broken = broken_rule(spec.configuration_rules, names, where)  # the family's own rules
     if broken:
-        return broken if "does not hold" in broken else f"{where}: {broken}"
+        return broken
     threads = names["THREADS"]
     limit = device.max_work_group_size or 0
     if threads < 1:
@@ -142,6 +142,15 @@ def shape_problem(spec: VariantSpec, names: Mapping[str, int]) -> str | None:
     return broken_rule(spec.size_rules, names)
 
 
+def size_names(
+    M: int, N: int, K: int, batch: int = 1, output: tuple[int, int] | None = None
+) -> dict[str, int]:
+    """The names of a product's sizes (``SIZES``) an expression may use: A is M×K, B is
+    K×N, ``batch`` products, C ``output`` (rows, columns; M×N where not given)."""
+    rows, columns = output or (M, N)
+    return {"M": M, "N": N, "K": K, "BATCH": batch, "ROWS": rows, "COLUMNS": columns}
+
+
 def fitted(spec: VariantSpec, M: int, N: int, K: int) -> tuple[int, int, int] | None:
     """The product nearest M×K · K×N whose sizes the kernel's rules take (``requires``
     that name a size): itself; else square at one of its sizes; else with its sizes
@@ -155,8 +164,7 @@ def fitted(spec: VariantSpec, M: int, N: int, K: int) -> tuple[int, int, int] | 
         up = [-(-size // step) * step for size in (M, N, K)]
         candidates += [(up[0], up[1], up[2]), *((s, s, s) for s in up)]
     for m, n, k in candidates:
-        sizes = {"M": m, "N": n, "K": k, "BATCH": 1, "ROWS": m, "COLUMNS": n}
-        if shape_problem(spec, {**names, **sizes}) is None:
+        if shape_problem(spec, {**names, **size_names(m, n, k)}) is None:
             return m, n, k
     return None
 
@@ -183,8 +191,9 @@ def plan_element(
         B_ = np.ascontiguousarray(B_)
     layout = _stored(Layout.of(op, A_, B_), spec.storage)
     rows, columns = layout.output
-    names = {**spec.names_at(tile, params), **layout.sizes, "BATCH": layout.batch,
-             "ROWS": rows, "COLUMNS": columns}  # fmt: skip
+    s = layout.sizes  # and the leading dimensions, the strides
+    sized = {**s, **size_names(s["M"], s["N"], s["K"], layout.batch, layout.output)}
+    names = {**spec.names_at(tile, params), **sized}
     problem = shape_problem(spec, names)
     if problem:
         raise UnsupportedParameter(f"{spec.name} does not take {_shape(layout)}: {problem}")
@@ -193,7 +202,7 @@ def plan_element(
     options = (*build_options(names, A_.dtype, spec), *index_options(reach, wide))
     given: dict[str, Arg] = {name: Buffer(name) for name in BUFFERS}
     given |= {name: Buffer(name) for name, _ in spec.workspaces}
-    given |= {**layout.sizes, "BATCH": layout.batch, "ROWS": rows, "COLUMNS": columns}
+    given |= sized
     steps = tuple(
         _launch(spec, launch, names, given, options, A_.dtype) for launch in spec.launches
     )

@@ -239,15 +239,16 @@ class VariantSpec:
         return dataclasses.asdict(self)
 
 
-def broken_rule(rules: tuple[str, ...], names: Mapping[str, int]) -> str | None:
+def broken_rule(rules: tuple[str, ...], names: Mapping[str, int], where: str = "") -> str | None:
     """The first of a family's ``rules`` that does not hold with ``names``, said with the
     values it read (``its family's rule K % TS == 0 does not hold (K = 14, TS = 16)``),
-    or why it has no value; None where all hold."""
+    or why it has no value (after ``where``, the tile, where it is given); None where all
+    hold."""
     for rule in rules:
         try:
             holds = expressions.evaluate(rule, names)
         except expressions.ExpressionError as error:
-            return f"its family's rule {rule}: {error}"
+            return f"{where}: {error}" if where else f"its family's rule {rule}: {error}"
         if not holds:
             used = ", ".join(f"{n} = {names[n]}" for n in sorted(expressions.names(rule)))
             return f"its family's rule {rule} does not hold ({used})"

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from xbackend import families
-from xbackend.backends.element import plan_element
+from xbackend.backends.element import fitted, plan_element
 from xbackend.backends.geometries import per_product
 from xbackend.backends.kernels import cuda_text, include_folders, instances, read_kernel
 from xbackend.errors import XBackendError
@@ -77,15 +77,14 @@ def nvcc_verdicts(
 
 
 def _options(spec: families.VariantSpec, dtype: np.dtype) -> tuple[str, ...]:
-    """A variant's build options at its default configuration, for the first of a few
-    small square products its rules take (a build may name the sizes: ``WIDTH = N``)."""
-    for size in (16, 32, 64, 128, 256):
-        A = np.ones((size, size), dtype)
-        try:
-            return plan_element("mm", spec, A, A, spec.default_tile).launches[-1].options
-        except XBackendError:
-            continue
-    raise XBackendError(f"{spec.name} takes none of the square products 16² to 256²")
+    """A variant's build options at its default configuration, for the smallest square
+    product its rules take, or the nearest (a build may name the sizes: ``WIDTH = N``)."""
+    sizes = fitted(spec, 16, 16, 16)
+    if sizes is None:
+        raise XBackendError(f"{spec.name} takes no product near 16×16 · 16×16 (its rules)")
+    M, N, K = sizes
+    A, B = np.ones((M, K), dtype), np.ones((K, N), dtype)
+    return plan_element("mm", spec, A, B, spec.default_tile).launches[-1].options
 
 
 @functools.cache

@@ -9,9 +9,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from xbackend.backends import geometries
-from xbackend.backends.choices import Candidate
+from xbackend.backends.choices import Candidate, is_count
 
-MAX_COUNT = 2**53  # blocks and samples: counts a float holds exactly
 KEY_FIELDS = ("backend", "device", "variant", "operation", "dtype", "shape class")
 
 
@@ -39,7 +38,7 @@ def entry_problem(entry: Any) -> str | None:
     problem = _params_problem(params)
     if problem:
         return problem
-    if not _is_count(entry.get("blocks", 0)):
+    if not is_count(entry.get("blocks", 0)):
         return f"blocks must be a count, not {_shorten(entry['blocks'])!r}"
     tflops = entry.get("tflops")
     if tflops is not None and not _is_number(tflops):
@@ -63,10 +62,6 @@ def _is_number(value: object) -> bool:
         return False
 
 
-def _is_count(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT
-
-
 def key_fields(key: str) -> tuple[str, ...] | None:
     """The fields of an entry's key (``KEY_FIELDS``, see ``entry_key``), or None where
     one is missing or empty. A device's name may hold a ``|``: the device is what lies
@@ -86,7 +81,7 @@ def _race_problem(entry: dict[str, Any]) -> str | None:
     for name in ("margin", "race_seconds"):
         if not _is_number(entry.get(name, 0.0)):
             return f"{name} must be a number, not {_shorten(entry[name])!r}"
-    if not _is_count(entry.get("race_samples", 0)):
+    if not is_count(entry.get("race_samples", 0)):
         return f"race_samples must be a count, not {_shorten(entry['race_samples'])!r}"
     for name in ("interval_s", "runner_up_interval_s"):
         interval = entry.get(name, [0.0, 0.0])
