@@ -1,4 +1,4 @@
-"""Runs of one plan side by side, from their records (docs/cluster.md): when the run
+"""Runs of one plan side by side, from their records (docs/notebook/cluster.md): when the run
 started measuring (the header: after the cluster started and the devices' ceilings were
 measured) and its first and last point started, seconds apart; how many points and
 workers; and the median over points of each backend's end-to-end median, the time that

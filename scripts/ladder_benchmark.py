@@ -50,10 +50,10 @@ import xbackend
 import xbackend.tuning.cache as tune_cache
 from xbackend.backends.geometries import per_product
 from xbackend.diff import ratio_interval
+from xbackend.measuring.timing import BOOTSTRAP_SEED
 from xbackend.problems import Reference, check, flops, make_operands
 from xbackend.runner import Target
 from xbackend.sweep import parse_shapes
-from xbackend.timing import BOOTSTRAP_SEED
 
 # The targets of issue 4, and the awkward shapes where no cliff may appear.
 DEFAULT_SIZES = "4096x4096x4096,8000x7000x8000,4095x4095x4095,1000x3001x1000"

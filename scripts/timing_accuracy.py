@@ -24,10 +24,10 @@ import numpy as np
 
 import xbackend
 from xbackend.backends.registry import backend_class
+from xbackend.measuring.timing import Sampling
 from xbackend.profiling.launches import HOLD_KERNEL
 from xbackend.profiling.metrics import DURATION
 from xbackend.profiling.ncu import Settings, parse_csv
-from xbackend.timing import Sampling
 
 METRIC = DURATION.metric
 # The caches kept: xbackend's default cache mode is warm (``xbackend profile`` flushes).

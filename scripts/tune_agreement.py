@@ -1,5 +1,5 @@
 """Two tune caches, entry by entry: a serial tune's and a tune shared among several GPUs
-(docs/cluster.md). For each entry: the two choices and, where they differ, whether their
+(docs/notebook/cluster.md). For each entry: the two choices and, where they differ, whether their
 race intervals (each cache's 95% interval of its choice's median kernel time) overlap.
 
     python scripts/tune_agreement.py SERIAL.json SHARED.json

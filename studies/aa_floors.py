@@ -1,5 +1,5 @@
 """A/A floors from runs of the same plan, checked on runs they were not made from, and a
-planted slowdown found through them (docs/measurement.md, "Verdicts that hold between
+planted slowdown found through them (docs/notebook/measurement.md, "Verdicts that hold between
 runs").
 
     python studies/aa_floors.py RUN1 RUN2 RUN3 ... [--plant LABEL:VARIANT] [--write FILE]

@@ -1,5 +1,5 @@
 """Where the tiled kernel's time goes in CUDA and in NVIDIA's OpenCL, block by block
-(docs/measurement.md, issue 23: the tiled twins' spans differ by 1.22x at 608x532 on
+(docs/notebook/measurement.md, issue 23: the tiled twins' spans differ by 1.22x at 608x532 on
 an H200 with the same SASS loop).
 
 The kernels (studies/block_timeline/tiled_trace.{cu,cl}: the shipped tiled kernel with a

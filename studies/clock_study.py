@@ -1,4 +1,4 @@
-"""One device clock for CUDA and OpenCL (docs/measurement.md): what each clock says of
+"""One device clock for CUDA and OpenCL (docs/notebook/measurement.md): what each clock says of
 the same kernels, what the launches cost, and what stamping costs.
 
 For each backend, variant and size, measured side by side in one process, round after
@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 import xbackend
-from xbackend.timing import Sampling
+from xbackend.measuring.timing import Sampling
 
 SIZES = {  # (M, K, N): the assignment's first and later sizes, and two large squares
     "16x14": (16, 14, 16),
@@ -141,7 +141,7 @@ def ncu_runs(variants: list[str], sizes: list[str], runs: int) -> None:
 
 def opencl_ptx(out: Path, variants: list[str]) -> None:
     """NVIDIA's OpenCL programs as PTX, each variant's built with and without STAMP, for
-    comparing what the two compilers make of the same kernel (docs/measurement.md)."""
+    comparing what the two compilers make of the same kernel (docs/notebook/measurement.md)."""
     from xbackend.backends.kernels import STAMP
 
     backend: Any = xbackend.get_backend("opencl", "nvidia")  # _plan, _build

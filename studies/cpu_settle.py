@@ -33,7 +33,8 @@ def _apply(policy: str) -> None:
     """Patch this process for ``policy`` (before the run starts)."""
     import gc
 
-    from xbackend.backends import cpu, sampler
+    from xbackend.backends import cpu
+    from xbackend.measuring import sampler
 
     if policy == "gc":
         sample = sampler.sample

@@ -1,5 +1,5 @@
 """Kernel and end-to-end medians per line and size, from results folders side by side:
-the table of docs/measurement.md's "End-to-end time, one product" (issue 37).
+the table of docs/notebook/measurement.md's "End-to-end time, one product" (issue 37).
 
     python studies/end_to_end_table.py NAME=RUN [NAME=RUN ...]
 """
@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from xbackend import results
-from xbackend.timing import format_seconds
+from xbackend.measuring.timing import format_seconds
 
 
 def main() -> None:

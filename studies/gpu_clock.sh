@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One device clock (docs/measurement.md), on one NVIDIA GPU machine:
+# One device clock (docs/notebook/measurement.md), on one NVIDIA GPU machine:
 #   1. studies/clock_study.py: span, API time, overhead, gap and stamping's cost for
 #      naive, tiled and the top rungs in CUDA and NVIDIA's OpenCL;
 #   2. the same CUDA launches timed by Nsight Compute (gpu__time_duration, clocks left

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fair defaults on one GPU machine (docs/performance.md, "Untuned and tuned"):
+# Fair defaults on one GPU machine (docs/notebook/performance.md, "Untuned and tuned"):
 #   1. the device's registers, as CUDA and NVIDIA's OpenCL say them;
 #   2. xbackend tune (the coarse search) on CUDA, then on NVIDIA's OpenCL, each timed,
 #      each into a cache of its own;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Your own kernels and verdicts between runs, on one NVIDIA GPU machine (docs/kernels.md,
-# docs/measurement.md):
+# Your own kernels and verdicts between runs, on one NVIDIA GPU machine (docs/notebook/kernels.md,
+# docs/notebook/measurement.md):
 #   1. xbackend check of examples/assignment (a student's kernels and one with an edge
 #      bug) in CUDA and NVIDIA's OpenCL;
 #   2. the default compare with the student's kernels beside the shipped ones, on the

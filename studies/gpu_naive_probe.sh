@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Why NVIDIA's OpenCL ran the shipped naive kernel 1.2x slower than CUDA's while a
-# student's naive kernel ran as fast (docs/measurement.md, "One device clock"): the
+# student's naive kernel ran as fast (docs/notebook/measurement.md, "One device clock"): the
 # shipped kernel, the student's, and copies of the shipped one that each drop one thing
 # (studies/naive_probe/), timed on the device clock at the assignment's largest size and
 # at 2048³, three runs one after the other.

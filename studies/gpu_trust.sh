@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The evidence of docs/measurement.md, on a GPU machine (CUDA and NVIDIA OpenCL):
+# The evidence of docs/notebook/measurement.md, on a GPU machine (CUDA and NVIDIA OpenCL):
 #  1. an A/A test: the default schedule twice, `xbackend diff` between them;
 #  2. an A/B test: the same plan from a copy of the tree whose CUDA mm_tiled walks one
 #     extra tile of zeros in ten along K (at least one; the result is unchanged, the

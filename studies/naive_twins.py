@@ -1,4 +1,4 @@
-"""Why CUDA's and NVIDIA OpenCL's naive kernels differ on the device (docs/measurement.md).
+"""Why CUDA's and NVIDIA OpenCL's naive kernels differ on the device (docs/notebook/measurement.md).
 
 Their PTX is the same loop (studies/clock_study.py --ptx; nvcc -ptx): so is it how the
 multiprocessor's memory is split between L1 and shared memory? CUDA lets a kernel say
@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 import xbackend
-from xbackend.timing import Sampling
+from xbackend.measuring.timing import Sampling
 
 SIZES = {
     "128x112": (128, 112, 128),

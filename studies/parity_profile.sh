@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What stands between the best rung and cuBLAS, under Nsight Compute (docs/performance.md,
+# What stands between the best rung and cuBLAS, under Nsight Compute (docs/notebook/performance.md,
 # "Toward parity"): the tuned warp_db kernel (and the other rungs VARIANTS names: default
 # "warp_db vendor") and cuBLAS's SGEMM at 4096³, one launch each,
 # with the sections that say where the time goes (throughput, occupancy, the issue slots,

@@ -14,8 +14,8 @@ import statistics
 from pathlib import Path
 
 from xbackend import results
+from xbackend.measuring.timing import format_seconds
 from xbackend.results import PointRecord
-from xbackend.timing import format_seconds
 
 
 def _measured(folder: Path) -> list[PointRecord]:

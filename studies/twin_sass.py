@@ -1,7 +1,7 @@
 """A kernel's CUDA and OpenCL twins as the GPU runs them: each built as xbackend builds it
 (nvcc for the .cu; NVIDIA's OpenCL compiler for the .cl, whose PTX ptxas assembles), then
 disassembled (cuobjdump -sass), with the instruction mix of every loop and the registers
-of each: the measured difference between two spans starts here (docs/measurement.md).
+of each: the measured difference between two spans starts here (docs/notebook/measurement.md).
 
     python3 studies/twin_sass.py mm mm_tiled OUT [-DTILE=16 -DREAL=float ...]
 

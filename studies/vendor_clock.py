@@ -1,4 +1,4 @@
-"""The vendor lines on the device's clock (docs/measurement.md): CLBlast timed between
+"""The vendor lines on the device's clock (docs/notebook/measurement.md): CLBlast timed between
 two markers on its queue, as xbackend times it, against the host clock around a finished
 queue, as it was timed before; cuBLAS (CUDA events behind the hold) beside it.
 

@@ -19,12 +19,12 @@ from xbackend.backends.cpu import CpuBackend
 from xbackend.backends.peaks import TOLERANCE, peaks
 from xbackend.backends.specs import DeviceInfo
 from xbackend.errors import XBackendError
+from xbackend.measuring.timing import Sampling
 from xbackend.problems import Shape
 from xbackend.results import PointRecord, RunHeader
 from xbackend.roofs import intensity, roof_of, roof_share, roofs
 from xbackend.runner import NO_CEILINGS_ENV, Plan, run
 from xbackend.tables import size_rows, size_table, write_size_csv
-from xbackend.timing import Sampling
 
 COMPILED = ("opencl", "cuda")
 

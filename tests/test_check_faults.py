@@ -65,7 +65,7 @@ def _family_from_student(tmp_path: Path, name: str, manifest_edit=None, keep=(".
 # -- 1: a user's variant named vendor never checks the library instead --------------------------
 
 
-@pytest.mark.parametrize("name", ["vendor", "blas", "tiled"])
+@pytest.mark.parametrize("name", ["vendor", "tiled"])
 def test_check_refuses_a_variant_named_as_a_shipped_line(name, tmp_path):
     folder = _family_from_student(
         tmp_path, "mine", lambda text: text.replace('name = "mine_naive"', f'name = "{name}"')

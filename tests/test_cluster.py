@@ -26,12 +26,12 @@ from xbackend.backends.specs import DeviceInfo
 from xbackend.cli import main
 from xbackend.errors import XBackendError
 from xbackend.families import FAMILIES_ENV
+from xbackend.measuring.timing import Sampling
 from xbackend.operations import Shape
 from xbackend.plan import Plan, Target
 from xbackend.progress import SweepDisplay
 from xbackend.results import WORKER_LOST, PointRecord, ResultsWriter, RunHeader, load
 from xbackend.runner import Sweep, configs
-from xbackend.timing import Sampling
 
 distributed = pytest.importorskip("distributed", reason="Dask is not installed ([dask] extra)")
 

@@ -22,8 +22,8 @@ from xbackend.cli import main
 from xbackend.cli.diff import threshold
 from xbackend.figures.ratios import ratio_figure
 from xbackend.figures.style import VARIANT_COLOURS
+from xbackend.measuring.timing import Stats
 from xbackend.results import PointRecord, RunHeader
-from xbackend.timing import Stats
 
 ROOT = Path(__file__).resolve().parent.parent
 VARIANTS = ("naive", "tiled", "vendor")
@@ -278,7 +278,8 @@ def _xb(*args: str) -> subprocess.CompletedProcess[str]:
 def test_two_runs_of_the_cpu_backend_are_the_same_within_fifty_per_cent(tmp_path):
     """An A/A test on the CPU. Not the serial ``naive`` loop: run in the interpreter, it
     took 3.7 ms in one process and 7.1 ms in the next on the 16-core host of the H100
-    (2026-11-22), a change between runs that no run's samples show (docs/measurement.md)."""
+    (2026-11-22), a change between runs that no run's samples show
+    (docs/notebook/measurement.md)."""
     runs = []
     for name in ("a", "b"):
         out = tmp_path / name

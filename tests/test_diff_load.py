@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from xbackend import diff, floors
+from xbackend.measuring.timing import Stats
 from xbackend.results import PointRecord, RunHeader
 from xbackend.results.writing import ResultsWriter
-from xbackend.timing import Stats
 
 SEED = 3711
 CPU = "AMD EPYC"
@@ -145,7 +145,7 @@ def test_a_host_that_ran_at_another_speed_gives_no_verdict_on_a_cpu(a_probe, b_p
 
 
 def test_the_probe_is_taken_on_a_cpu_device_only():
-    from xbackend.host_load import HostWatch
+    from xbackend.measuring.host_load import HostWatch
 
     for probe in (False, True):
         watch = HostWatch(probe=probe)

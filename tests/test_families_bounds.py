@@ -68,9 +68,9 @@ def catalogue(monkeypatch):
 # -- 1: a user's variant never takes the name of one of xbackend's lines -----------------------
 
 
-@pytest.mark.parametrize("name", ["vendor", "blas", "naive", "naive4", "warp_db", "reg2d"])
+@pytest.mark.parametrize("name", ["vendor", "naive", "naive4", "warp_db", "reg2d"])
 def test_a_users_variant_named_as_a_shipped_line_is_refused(name, tmp_path, monkeypatch):
-    """vendor (the library's line, for every operation), its older name blas, and the
+    """vendor (the library's line, for every operation) and the
     shipped kernels' names, also those of another operation (naive4 is rmm's)."""
     message = _refused(_family(tmp_path, variant=name), monkeypatch)
     assert f"variant '{name}'" in message and "already declared" in message

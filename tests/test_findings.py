@@ -16,13 +16,13 @@ import numpy as np
 import pytest
 
 from xbackend.cli import main
+from xbackend.measuring.timing import format_seconds
 from xbackend.plots import figures
 from xbackend.report import write_report
 from xbackend.report.findings import findings
 from xbackend.report.points import three_digits
 from xbackend.results import PointRecord, latest, load
 from xbackend.results.reading import apart, load_runs
-from xbackend.timing import format_seconds
 
 SHAPES = [(16 * i, 14 * i, 16 * i) for i in (1, 2, 3, 4)]
 # Median kernel seconds per flop of each (label, variant): naive 4× tiled on opencl.

@@ -14,9 +14,9 @@ import pytest
 
 from xbackend import diff, floors
 from xbackend.diff import Interval
+from xbackend.measuring.timing import Stats
 from xbackend.results import PointRecord, RunHeader
 from xbackend.results.writing import ResultsWriter
-from xbackend.timing import Stats
 
 SEED = 2411
 

@@ -17,6 +17,7 @@ import pytest
 import xbackend.measure as measure
 from xbackend.backends.cpu import CpuBackend, _HostExecution
 from xbackend.configs import Config
+from xbackend.measuring.timing import Sampling
 from xbackend.operations import operation
 from xbackend.problems import (
     AUTO,
@@ -32,7 +33,6 @@ from xbackend.problems import (
 )
 from xbackend.results import PointRecord
 from xbackend.runner import Plan, run
-from xbackend.timing import Sampling
 
 ROOT = Path(__file__).resolve().parent.parent
 

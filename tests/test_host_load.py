@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from xbackend import host_load
-from xbackend.host_load import HostWatch, Reading, between
+from xbackend.measuring import host_load
+from xbackend.measuring.host_load import HostWatch, Reading, between
 
 
 def test_others_cores_are_the_busy_time_less_this_process_over_the_window():

@@ -61,7 +61,7 @@ def test_timings_are_positive_and_counted(backend: xbackend.Backend):
     assert len(measured.kernel_s) == len(measured.end_to_end_s) == 4
     assert all(t > 0 for t in measured.kernel_s)
     # No comparison of the two: a short kernel's time is its batch's, run after the one
-    # product timed end to end (backends/sampler.py), so on a loaded host either may be
+    # product timed end to end (measuring/sampler.py), so on a loaded host either may be
     # the longer; comparing two timings in a test is a flake.
     assert all(e > 0 for e in measured.end_to_end_s)
 

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from xbackend.backends.monitor import (
+from xbackend.backends.specs import DeviceInfo
+from xbackend.measuring.monitor import (
     THROTTLING,
     NullMonitor,
     NvmlMonitor,
@@ -18,7 +19,6 @@ from xbackend.backends.monitor import (
     reason_bits,
     reason_names,
 )
-from xbackend.backends.specs import DeviceInfo
 
 BUS_ID = "0000:18:00.0"
 GPU = DeviceInfo(name="H100", vendor="NVIDIA", kind="gpu", extra={"pci_bus_id": BUS_ID})

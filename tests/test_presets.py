@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from xbackend.backends.cpu import CpuBackend
+from xbackend.measuring.timing import Sampling
 from xbackend.problems import Shape
 from xbackend.runner import PILOT_ABOVE_FLOPS, Plan, run
 from xbackend.sweep import PRESETS
-from xbackend.timing import Sampling
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -17,6 +17,7 @@ import pytest
 from matplotlib.patches import Rectangle
 
 from xbackend.cli import main
+from xbackend.measuring.timing import Sampling
 from xbackend.operations import Shape
 from xbackend.plan import Plan
 from xbackend.profiling import needs
@@ -36,7 +37,6 @@ from xbackend.profiling.ncu import ProfileError, Settings, parse_csv, scale, to_
 from xbackend.profiling.table import CSV_NAME, table
 from xbackend.results import PointRecord, RecordError, load
 from xbackend.results.records import PROFILER_CLOCK
-from xbackend.timing import Sampling
 
 DATA = Path(__file__).resolve().parent / "data"
 FAKE_NCU = Path(__file__).resolve().parent / "fake_ncu.sh"

@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
+from xbackend.measuring.timing import format_seconds
 from xbackend.plan import Plan
 from xbackend.report import FIGURES_DIR, experiment_of, write_report
 from xbackend.report.document import APPENDIX
 from xbackend.results import PointRecord, RunHeader
-from xbackend.timing import format_seconds
 
 # One worker runs this file's tests (pytest-xdist): its module fixture
 # (report) is made once.

@@ -10,16 +10,13 @@ import numpy as np
 import pytest
 
 import xbackend.measure as measure_module
-from xbackend.backends import sampler as sampler_module
 from xbackend.backends.cpu import CpuBackend, _HostExecution
-from xbackend.backends.monitor import SampleState
 from xbackend.backends.peaks import Peaks
-from xbackend.backends.sampler import sample
 from xbackend.cli import main
-from xbackend.problems import Shape
-from xbackend.results import PointRecord
-from xbackend.runner import Plan, run
-from xbackend.timing import (
+from xbackend.measuring import sampler as sampler_module
+from xbackend.measuring.monitor import SampleState
+from xbackend.measuring.sampler import sample
+from xbackend.measuring.timing import (
     Sampling,
     Stats,
     interval_share,
@@ -27,6 +24,9 @@ from xbackend.timing import (
     median_ranks,
     stop_reason,
 )
+from xbackend.problems import Shape
+from xbackend.results import PointRecord
+from xbackend.runner import Plan, run
 
 RNG_SEED = 1411
 

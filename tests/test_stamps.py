@@ -1,4 +1,4 @@
-"""The device clock read inside the kernels (kernels/*/stamp.h, backends/stamps.py): the
+"""The device clock read inside the kernels (kernels/*/stamp.h, measuring/stamps.py): the
 hooks cost nothing where they are off, the spans are read right, and a device without
 the clock keeps its API's."""
 
@@ -16,10 +16,10 @@ import pytest
 import xbackend
 from xbackend.backends import registry
 from xbackend.backends.kernels import has_stamps, without_stamps
-from xbackend.backends.stamps import CLOCK, StampSlots, StampTimer, spans
 from xbackend.errors import XBackendError
+from xbackend.measuring.stamps import CLOCK, StampSlots, StampTimer, spans
+from xbackend.measuring.timing import Stats
 from xbackend.results.records import PointRecord
-from xbackend.timing import Stats
 
 ROOT = Path(__file__).resolve().parent.parent
 HOOKED = [

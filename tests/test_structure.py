@@ -53,8 +53,9 @@ LOWER_LAYERS = {
         "xbackend.tables",
     ),
     "xbackend.plots": ("xbackend.backends",),
-    # The host's load is a foundation: the sampler reads it, diff and the report say it.
-    "xbackend.host_load": (
+    # Measuring is a foundation: every backend samples through it, diff and the report say
+    # what it found; it knows no backend (their records only in annotations) nor any run.
+    "xbackend.measuring": (
         "xbackend.families",
         "xbackend.backends",
         "xbackend.results",
@@ -80,7 +81,7 @@ LOWER_LAYERS = {
     "xbackend.figures": ("xbackend.backends",),
     "xbackend.tables": ("xbackend.backends",),
     "xbackend.roofs": ("xbackend.backends",),
-    "xbackend.clocks": ("xbackend.backends",),
+    "xbackend.measuring.clocks": ("xbackend.backends",),
     # Comparing two runs reads records: never the devices, the command line or drawing.
     "xbackend.floors": (
         "xbackend.backends",
@@ -252,15 +253,15 @@ def test_the_checks_see_what_they_check(tmp_path):
     (root / "b.py").write_text("import xbackend.a\nif op == 'rmm':\n    pass\n")
     (root / "tuning.py").write_text("")
     body = "".join(f"    x{i} = {i}\n" for i in range(MAX_FUNCTION_LINES))
-    (root / "backends" / "base.py").write_text(
+    (root / "backends" / "plugin.py").write_text(
         "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from xbackend import a\n"
         f"from xbackend import tuning\n\ndef long():\n{body}"
     )
     modules = _modules(root)
     graph = imports(modules)
     assert cycles(graph) == [["xbackend.a", "xbackend.b"]]
-    assert layer_breaches(graph) == ["xbackend.backends.base imports xbackend.tuning"]
-    assert "xbackend.a" not in graph["xbackend.backends.base"]  # TYPE_CHECKING only
+    assert layer_breaches(graph) == ["xbackend.backends.plugin imports xbackend.tuning"]
+    assert "xbackend.a" not in graph["xbackend.backends.plugin"]  # TYPE_CHECKING only
     (root / "a.py").write_text(
         "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import xbackend.c\n"
     )
@@ -268,7 +269,7 @@ def test_the_checks_see_what_they_check(tmp_path):
     circle = imports(_modules(root), typing=True)
     assert ["xbackend.a", "xbackend.c"] in cycles(circle)  # in an annotation, in a function
     assert long_functions(modules) == [
-        f"xbackend.backends.base.long: {MAX_FUNCTION_LINES + 1} lines"
+        f"xbackend.backends.plugin.long: {MAX_FUNCTION_LINES + 1} lines"
     ]
     assert op_comparisons(modules) == ["xbackend.b:2: if op == 'rmm':"]
 

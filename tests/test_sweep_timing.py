@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from xbackend.measuring.timing import Stats, format_seconds
 from xbackend.problems import Shape
 from xbackend.sweep import DEFAULT_BASE, DEFAULT_STEPS, growth, parse_shape, parse_shapes
-from xbackend.timing import Stats, format_seconds
 
 
 def test_default_schedule_is_the_assignments():

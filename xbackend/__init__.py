@@ -42,7 +42,7 @@ if _started_as_command() and _signal.getsignal(_signal.SIGINT) is _signal.defaul
 # call. The float64 references and the CPU's points left a core's worth of spinning
 # threads per core while GPU points were timed: on two H200s (32 cores) NVIDIA OpenCL's
 # end-to-end times grew from 0.7 to 2.3 ms (median over points) and the default compare
-# took 21 s from the first point to the last instead of 9 (docs/measurement.md). Set here,
+# took 21 s from the first point to the last instead of 9 (docs/notebook/measurement.md). Set here,
 # before NumPy loads OpenBLAS, the threads sleep as soon as they are idle; a value already
 # set is kept, and every run header records it (machine.settings).
 # OpenBLAS reads the variable once, as it loads: where NumPy (and so OpenBLAS) was imported
@@ -53,14 +53,9 @@ _os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
 # E402: after the handler above, which must be in place before these imports start.
 from xbackend.backends import registry  # noqa: E402
-from xbackend.backends.base import (  # noqa: E402
-    Backend,
-    BackendInfo,
-    DeviceInfo,
-    Measurement,
-    backend_names,
-    backends,
-)
+from xbackend.backends.interface import Backend  # noqa: E402
+from xbackend.backends.registry import backend_names, backends  # noqa: E402
+from xbackend.backends.specs import BackendInfo, DeviceInfo, Measurement  # noqa: E402
 from xbackend.errors import (  # noqa: E402
     BackendUnavailable,
     DeviceOutOfMemory,
@@ -79,7 +74,7 @@ def get_backend(name: str, device: str | int | None = None) -> Backend:
     """
     from xbackend.tuning.cache import cached_choices
 
-    return registry.get_backend(name, device, choices=cached_choices())
+    return registry.open_backend(name, device, choices=cached_choices())
 
 
 __all__ = [

@@ -42,10 +42,10 @@ from numpy.typing import NDArray
 from xbackend.diff_machines import cache_warning as cache_warning  # for diff's callers
 from xbackend.diff_machines import machine_warning as machine_warning
 from xbackend.floors import Floors, describe, measured
-from xbackend.host_load import BUSY_CORES, probe_ratio, speed_changed
+from xbackend.measuring.host_load import BUSY_CORES, probe_ratio, speed_changed
+from xbackend.measuring.timing import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, CONFIDENCE
 from xbackend.results import PointKey, PointRecord
 from xbackend.tables import CORE_VARIANTS
-from xbackend.timing import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, CONFIDENCE
 
 # The smallest change a verdict claims. Two runs of the same plan on an H100 differ by
 # up to 10% for kernels of 2-3 µs and by 2-6% up to about 10 µs, with tight intervals

@@ -5,7 +5,7 @@ A point's interval covers the noise of its own samples, taken within a few hundr
 milliseconds; it covers nothing of what moves between two runs: a GPU that boosts to
 another clock, a host whose other work comes and goes, caches and memory laid out anew.
 On an H100 two runs of the default plan read CUDA kernels of 2-4 µs 5-11% apart with
-intervals of ±0.3% (docs/measurement.md): a verdict from the interval alone is a false
+intervals of ±0.3% (docs/notebook/measurement.md): a verdict from the interval alone is a false
 one. So each verdict needs a change beyond the floor of its kind of point: the largest
 change that runs of the same plan showed, by the clock that timed the point (its
 ``clock``) and the decade of its median time.
@@ -45,7 +45,7 @@ _DEVICE = " | "  # between a kind's device and its clock
 # The largest change a few pairs showed underestimates the largest the next pair will
 # show: a verdict must clear the floor with this margin. Checked out of sample on four
 # runs on an H100: the floors of three runs' pairs, without it, let 0-5 false verdicts of
-# 304 through on the pairs of the fourth; with it, see docs/measurement.md.
+# 304 through on the pairs of the fourth; with it, see docs/notebook/measurement.md.
 MARGIN = 1.5
 
 

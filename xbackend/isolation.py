@@ -39,16 +39,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+import xbackend
 from xbackend import families
-from xbackend.backends.registry import backend_class, get_backend
+from xbackend.backends.registry import backend_class
 from xbackend.configs import Config
 from xbackend.errors import XBackendError
 from xbackend.measure import Described, Measurer, describe_error
-from xbackend.tuning.cache import cached_choices
 
 if TYPE_CHECKING:
     from xbackend import Backend, Measurement
-    from xbackend.backends.sampler import Monitor
+    from xbackend.measuring.sampler import Monitor
 
 Array = np.ndarray[Any, Any]
 
@@ -380,7 +380,7 @@ def _open(request: _Request, progress: int) -> Backend:
     """The request's backend, its samples' monitor telling the parent each step."""
     # With the tune cache's choices, as the parent's (``xbackend.get_backend``): a variant
     # whose family declares parameters takes those ``tune`` chose.
-    backend = get_backend(request.backend, request.device, choices=cached_choices())
+    backend = xbackend.get_backend(request.backend, request.device)
     if request.index is not None and hasattr(backend, "use_index"):
         backend.use_index(request.index)
     monitor = backend.monitor

@@ -30,11 +30,11 @@ from xbackend.cost import CostModel
 from xbackend.errors import DeviceOutOfMemory, UnsupportedParameter
 from xbackend.machine import environment
 from xbackend.measure import Inputs, measure_point, memory_problem
+from xbackend.measuring.timing import Sampling
 from xbackend.operations import DEFAULT, Shape, operation
 from xbackend.plan import Plan
 from xbackend.problems import AUTO, dtype_named
 from xbackend.results import PointRecord, ResultsWriter, RunHeader, now_iso
-from xbackend.timing import Sampling
 
 if TYPE_CHECKING:
     from xbackend import Backend

@@ -10,7 +10,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from xbackend import host_load
+from xbackend.measuring import host_load
 from xbackend.version import VERSION
 
 

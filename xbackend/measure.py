@@ -19,6 +19,7 @@ from xbackend.backends.peaks import peak_flags, peaks
 from xbackend.configs import Config
 from xbackend.cost import CostModel
 from xbackend.errors import KernelCompileError, UnsupportedParameter, XBackendError
+from xbackend.measuring.timing import Stats, interval_share
 from xbackend.operations import Operation, Shape, operation
 from xbackend.plan import Plan
 from xbackend.problems import (
@@ -34,7 +35,6 @@ from xbackend.problems import (
     dtype_named,
 )
 from xbackend.results import PointRecord
-from xbackend.timing import Stats, interval_share
 
 if TYPE_CHECKING:
     from xbackend import Measurement

@@ -11,9 +11,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from xbackend.measuring.timing import CACHE_MODES, HOST_MEMORY, Sampling
 from xbackend.operations import DEFAULT, Shape
 from xbackend.problems import AUTO, CHECKS, FULL
-from xbackend.timing import CACHE_MODES, HOST_MEMORY, Sampling
 
 
 @dataclasses.dataclass(frozen=True)

@@ -50,7 +50,6 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from xbackend import families
-from xbackend.clocks import has_overhead
 from xbackend.figures import bars
 from xbackend.figures.overhead import NAME as OVERHEAD
 from xbackend.figures.overhead import overhead_figure
@@ -59,7 +58,6 @@ from xbackend.figures.series import Line, Lines
 from xbackend.figures.speedup import NAME as SPEEDUP
 from xbackend.figures.speedup import speedup_figure
 from xbackend.figures.style import (
-    CORE_VARIANTS,
     END_TO_END,
     WRONG_COLOUR,
     MinorLogLabels,
@@ -83,10 +81,12 @@ from xbackend.figures.style import (
     with_clock_note,
     without_controls,
 )
+from xbackend.measuring.clocks import has_overhead
 from xbackend.operations import OPS, operation
 from xbackend.results import PointRecord
 from xbackend.roofs import Roofs, checked, profiled
 from xbackend.safeio import atomic_write, output_folder, safe_name
+from xbackend.tables import CORE_VARIANTS
 
 __all__ = ["FIGURES", "Drawn", "draw", "draw_figures", "figures", "literal", "save"]
 

@@ -20,9 +20,9 @@ from rich.progress import Progress as RichProgress
 from rich.table import Column
 from rich.text import Text
 
+from xbackend.measuring.timing import format_seconds
 from xbackend.operations import DEFAULT
 from xbackend.results import LineKey, PointRecord
-from xbackend.timing import format_seconds
 
 Mode = Literal["live", "plain", "quiet"]
 

@@ -39,6 +39,7 @@ from xbackend.measure import (
     measure_point,
     memory_problem,
 )
+from xbackend.measuring.timing import format_seconds
 from xbackend.operations import Shape, operation
 from xbackend.plan import Plan, Target
 from xbackend.progress import SweepDisplay
@@ -56,7 +57,6 @@ from xbackend.results import (
     now_iso,
 )
 from xbackend.safeio import output_folder, refuse_link
-from xbackend.timing import format_seconds
 from xbackend.tuning.cache import CachedChoices
 
 if TYPE_CHECKING:

@@ -37,16 +37,16 @@ import io
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from xbackend.clocks import clock_note
+from xbackend.measuring.clocks import clock_note
+from xbackend.measuring.timing import format_seconds
 from xbackend.results import PointRecord, latest
 from xbackend.results.records import IMPOSSIBLE
 from xbackend.roofs import Roofs, checked, intensity, roof_of, roof_share
 from xbackend.safeio import atomic_write
-from xbackend.timing import format_seconds
 
 SIZES_CSV = "sizes.csv"
 # The variants that are not the ladder: the assignment's pair and the vendor's reference.
-CORE_VARIANTS = ("naive", "tiled", "vendor", "blas")  # blas: the older name of vendor
+CORE_VARIANTS = ("naive", "tiled", "vendor")
 ROW_FIELDS = (
     "M",
     "K",

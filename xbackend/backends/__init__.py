@@ -1,1 +1,1 @@
-"""Backends: one module each, imported only when first asked for (see ``base.BUILTIN``)."""
+"""Backends: one module each, imported only when first asked for (see ``registry.BUILTIN``)."""

@@ -39,11 +39,11 @@ from xbackend.backends.geometries import geometry_of
 from xbackend.backends.interface import Backend, Execution
 from xbackend.backends.kernels import SUM_BLOCK, WIDE_INDEX, has_stamps, source_digest
 from xbackend.backends.launch import KernelLaunch, Product
-from xbackend.backends.monitor import DeviceMonitor, monitor_for
 from xbackend.backends.operands import check_operands, dimension_problem
 from xbackend.backends.plans import plan_vendor
 from xbackend.backends.specs import VariantSpec, VariantTable
 from xbackend.errors import UnsupportedParameter, XBackendError
+from xbackend.measuring.monitor import DeviceMonitor, monitor_for
 from xbackend.operations import Shape, operation
 
 Array = np.ndarray[Any, Any]

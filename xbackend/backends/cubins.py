@@ -2,7 +2,7 @@
 
 PyCUDA caches a module by the text nvcc's preprocessor makes of it, so that an edited
 header is seen: each load runs ``nvcc -E`` first, 0.1 s a module on a 16-core H200 host,
-1.5 s of a 25 s plan of 15 modules (docs/cluster.md). This cache keys a cubin by what
+1.5 s of a 25 s plan of 15 modules (docs/notebook/cluster.md). This cache keys a cubin by what
 goes into it, read here: the compiler's version, the architecture, the options, the
 source and every header of the folders it includes from. A load is then a file read.
 

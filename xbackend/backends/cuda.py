@@ -23,7 +23,6 @@ from xbackend.backends.compiled import CompiledBackend, index_environment
 from xbackend.backends.cubins import entry, family_cubin
 from xbackend.backends.cublas import cublas_math_environment, cublas_math_note
 from xbackend.backends.execution import Device
-from xbackend.backends.handles import Queued, Timer
 from xbackend.backends.kernels import STAMP, instances, read_kernel
 from xbackend.backends.launch import (
     Buffer,
@@ -35,9 +34,10 @@ from xbackend.backends.launch import (
     packing,
 )
 from xbackend.backends.specs import DeviceInfo
-from xbackend.backends.stamps import StampSlots
 from xbackend.backends.vendor import check_library
 from xbackend.errors import KernelCompileError, UnsupportedParameter, XBackendError
+from xbackend.measuring.handles import Queued, Timer
+from xbackend.measuring.stamps import StampSlots
 
 try:
     import pycuda

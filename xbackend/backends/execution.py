@@ -15,12 +15,12 @@ from typing import Any
 
 import numpy as np
 
-from xbackend.backends.handles import Queued, Timer
 from xbackend.backends.interface import Execution
 from xbackend.backends.launch import OUTPUT, Product, Step
 from xbackend.backends.operands import poison_value
-from xbackend.backends.stamps import StampSlots, StampTimer
 from xbackend.errors import UnsupportedParameter, XBackendError
+from xbackend.measuring.handles import Queued, Timer
+from xbackend.measuring.stamps import StampSlots, StampTimer
 
 Array = np.ndarray[Any, Any]
 

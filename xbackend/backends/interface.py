@@ -29,11 +29,11 @@ from xbackend.backends.ceilings import Ceilings
 from xbackend.backends.choices import Choices
 from xbackend.backends.geometries import per_product
 from xbackend.backends.operands import check_operands, uploaded_nbytes
-from xbackend.backends.sampler import NO_MONITOR, Monitor, sample
 from xbackend.backends.specs import DeviceInfo, Measurement, VariantSpec, VariantTable
 from xbackend.errors import DeviceOutOfMemory, UnsupportedParameter, XBackendError
+from xbackend.measuring.sampler import NO_MONITOR, Monitor, sample
+from xbackend.measuring.timing import Sampling
 from xbackend.operations import Shape, operation
-from xbackend.timing import Sampling
 
 Array = np.ndarray[Any, Any]
 

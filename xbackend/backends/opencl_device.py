@@ -15,11 +15,11 @@ from typing import Any, ClassVar
 import numpy as np
 
 from xbackend.backends.execution import Device
-from xbackend.backends.handles import Queued, Timer
 from xbackend.backends.launch import Buffer, LibraryCall, Product, Step
 from xbackend.backends.operands import poison_value
-from xbackend.backends.stamps import StampSlots
 from xbackend.errors import UnsupportedParameter
+from xbackend.measuring.handles import Queued, Timer
+from xbackend.measuring.stamps import StampSlots
 
 try:
     import pyopencl as cl

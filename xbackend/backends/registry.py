@@ -70,7 +70,7 @@ def backends() -> list[BackendInfo]:
     return infos
 
 
-def get_backend(
+def open_backend(
     name: str, device: str | int | None = None, *, choices: Choices | None = None
 ) -> Backend:
     """A ready backend on ``device`` (its default device if None), its tuned variants

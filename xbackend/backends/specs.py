@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from xbackend.families.variant import VariantSpec, VariantTable
-from xbackend.timing import unmarked
+from xbackend.measuring.timing import unmarked
 
 __all__ = ["BackendInfo", "DeviceInfo", "Measurement", "VariantSpec", "VariantTable"]
 

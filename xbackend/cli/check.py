@@ -48,7 +48,7 @@ def add_parser(commands: Any) -> None:
         "check",
         help="check your own kernels, or a class's, at edge shapes and the assignment's sizes",
         description="Check each submission (a folder with a family.toml beside its .cu/.cl "
-        "files; a folder of such folders is a class: docs/kernels.md) in a process of its "
+        "files; a folder of such folders is a class: docs/grading.md) in a process of its "
         "own: its OpenCL kernels under oclgrind, its CUDA kernels built by nvcc where no "
         "GPU is here, then every kernel at held-out edge shapes (1×1, primes, sizes no tile "
         "divides, K = 1) and the assignment's sizes against the float64 reference, and its "

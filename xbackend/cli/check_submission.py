@@ -43,7 +43,7 @@ from xbackend.grading.records import COMPILER, SANITIZERS, Verdict, compact, lan
 from xbackend.grading.sanitizers import CUDA_TOOLS, Sanitized, sanitize, sanitize_cuda
 from xbackend.grading.sanitizers import SHAPES as SANITIZED_SHAPES
 from xbackend.isolation import Isolation
-from xbackend.timing import format_seconds
+from xbackend.measuring.timing import format_seconds
 
 EXIT_WRONG = 1  # a kernel wrong, or not run, at some shape
 EXIT_NOTHING_CHECKED = EXIT_USAGE  # no kernel of the folders can run here: nothing passed

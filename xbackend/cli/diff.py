@@ -15,10 +15,10 @@ from typing import Any
 import xbackend.cli.arguments as arguments
 from xbackend import diff, floors
 from xbackend.cli.results_commands import add_filters, selected
+from xbackend.measuring.timing import format_seconds
 from xbackend.results import JSONL_NAME, Loaded, latest, load, warn_on_stderr
 from xbackend.results.reading import printable
 from xbackend.safeio import atomic_write, output_folder
-from xbackend.timing import format_seconds
 
 CSV_NAME = "diff.csv"
 FIGURE_NAME = "diff"
@@ -59,7 +59,7 @@ def add_parser(commands: Any) -> None:
     command.add_argument(
         "--threshold", type=threshold, default=diff.DEFAULT_THRESHOLD, metavar="SHARE",
         help="the smallest change that counts, e.g. 5%% or 0.05 (default 5%%: two runs of "
-        "the same plan differ by up to 10%% for kernels of a few µs; docs/measurement.md)",
+        "the same plan differ by up to 10%% for kernels of a few µs; docs/notebook/measurement.md)",
     )  # fmt: skip
     _add_floor_options(command)
     command.add_argument(

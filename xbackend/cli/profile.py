@@ -20,6 +20,7 @@ import xbackend.cli.arguments as arguments
 import xbackend.cli.selection as selection
 from xbackend import results as results_io
 from xbackend.errors import XBackendError
+from xbackend.measuring.timing import Sampling
 from xbackend.operations import DEFAULT, Shape
 from xbackend.plan import Plan
 from xbackend.problems import AUTO, CHECKS
@@ -27,7 +28,6 @@ from xbackend.profiling import ncu, needs
 from xbackend.profiling.session import Profiled, Profiler, Request, profile
 from xbackend.profiling.table import CSV_NAME, csv_text, table
 from xbackend.safeio import atomic_write, output_folder
-from xbackend.timing import Sampling
 
 EXIT_MISSING = 2  # a backend that cannot be profiled, no CUDA, no ncu: nothing ran
 DEFAULT_SIZE = Shape(2048, 2048, 2048)

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 import xbackend.cli.arguments as arguments
-from xbackend.timing import CACHE_MODES, HOST_MEMORY, PRESETS, Sampling
+from xbackend.measuring.timing import CACHE_MODES, HOST_MEMORY, PRESETS, Sampling
 
 _DEFAULT = Sampling()
 

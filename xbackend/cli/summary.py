@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from xbackend import host_load
+from xbackend.measuring import host_load
+from xbackend.measuring.timing import format_seconds
 from xbackend.problems import FREIVALDS
 from xbackend.results import MEASURED, LineKey, PointRecord
 from xbackend.safeio import printable
-from xbackend.timing import format_seconds
 
 _HEADER = ("backend", "device", "op", "variant", "tile", "dtype", "equal", "skipped",
            "largest verified", "kernel", "noise", "end-to-end", "GFLOP/s")  # fmt: skip

@@ -4,7 +4,7 @@ Every worker of a host measures every size (a line's sizes go in a row to one wo
 and each made each size's full reference itself: two products in float64 on all of the
 host's cores, at once on two GPUs' workers. On two H200s' host (32 cores) a 6144² reference
 took 1.32 s alone and 2.35 s each when two workers made theirs together, their GPUs idle
-meanwhile (docs/cluster.md). Here the first worker to need one makes it, under a lock
+meanwhile (docs/notebook/cluster.md). Here the first worker to need one makes it, under a lock
 file, and writes it into a folder of the run (``/dev/shm``, memory, where the host has
 it); the others wait for the lock and map the same files, read-only.
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from distributed import WorkerPlugin, get_worker
 
-from xbackend.backends.registry import backend_class, backend_names, get_backend
+from xbackend.backends.registry import backend_class, backend_names, open_backend
 from xbackend.cluster.devices import Offer, WorkerReport, every_device, identity, model_label
 from xbackend.cluster.host_references import HostReferences, run_folder
 from xbackend.cluster.lines import PointResult, PointTask, Prepared, RemoteLine, TuneRequest
@@ -103,7 +103,7 @@ class DevicesPlugin(WorkerPlugin):  # type: ignore[misc]  # distributed is untyp
         """The backend of ``target``, opened on first use and kept."""
         if target not in self.opened:
             parsed = Target.parse(target)
-            self.opened[target] = get_backend(parsed.name, parsed.device)
+            self.opened[target] = open_backend(parsed.name, parsed.device)
         return self.opened[target]
 
     def inputs_for(self, shape: Shape, seed: int, batch: int) -> Inputs:

@@ -63,9 +63,9 @@ class Launch:
         return self.arguments.get(parameter, parameter)
 
 
-# The lines the backends add themselves, beside the families' (the vendor library's GEMM;
-# "blas": its older name in results files): a user's variant never takes one of these names.
-LIBRARY_LINES = ("vendor", "blas")
+# The lines the backends add themselves, beside the families' (the vendor library's GEMM):
+# a user's variant never takes one of these names.
+LIBRARY_LINES = ("vendor",)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -22,7 +22,6 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import EngFormatter
 
 from xbackend.figures.style import (
-    CORE_VARIANTS,
     Palette,
     literal,
     outside_legend,
@@ -46,6 +45,7 @@ from xbackend.profiling.metrics import (
 )
 from xbackend.results import PointRecord
 from xbackend.safeio import safe_name
+from xbackend.tables import CORE_VARIANTS
 
 PANELS = (LOAD_REQUESTS, L2_SECTORS, DRAM_READ, DURATION)
 _LOG_ABOVE = 30.0  # a panel whose values span more than this gets a log axis

@@ -25,7 +25,6 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from xbackend.clocks import OVERHEAD_MEANING, wrapped
 from xbackend.figures.style import (
     Palette,
     literal,
@@ -40,6 +39,7 @@ from xbackend.figures.style import (
     title_width,
     variant_sort,
 )
+from xbackend.measuring.clocks import OVERHEAD_MEANING, wrapped
 from xbackend.operations import operation
 from xbackend.results import LineKey, PointRecord
 

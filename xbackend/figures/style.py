@@ -33,10 +33,11 @@ from matplotlib.lines import Line2D
 from matplotlib.text import Text
 from matplotlib.ticker import FixedFormatter, Formatter, FuncFormatter
 
-from xbackend.clocks import clock_note, wrapped
+from xbackend.measuring.clocks import clock_note, wrapped
 from xbackend.operations import Shape, operation
 from xbackend.results import PointRecord
 from xbackend.safeio import printable
+from xbackend.tables import CORE_VARIANTS
 
 VARIANT_COLOURS = {
     "naive": "#ff7f0e",  # orange
@@ -52,7 +53,6 @@ VARIANT_COLOURS = {
     "warp_db": "#a55194",  # magenta
     "warp_async": "#393b79",  # indigo
     "naive4": "#bcbd22",  # olive
-    "blas": "#000000",  # the vendor line's older name
 }
 SPARE_COLOURS = (
     "#637939",
@@ -69,8 +69,6 @@ LineStyle = Literal["-", ":", "--"]
 KERNEL: Final = "-"
 END_TO_END: Final = ":"
 VENDOR: Final = "--"
-# "blas": the CPU's vendor line in results from before it was called "vendor".
-CORE_VARIANTS = ("naive", "tiled", "vendor", "blas")
 _LONGEST_LABEL = 48  # characters of a legend entry
 _SHADE = 0.45  # how far the lightest and darkest tiles move towards white and black
 
@@ -185,13 +183,13 @@ class Palette:
 
 def kernel_style(variant: str) -> LineStyle:
     """The line style of a kernel time: dashed for the vendor's reference, else solid."""
-    return VENDOR if variant in ("vendor", "blas") else KERNEL
+    return VENDOR if variant == "vendor" else KERNEL
 
 
 def series_name(variant: str, tile: int | None) -> str:
     """How a legend names a variant: its tile, and that the vendor's line is a reference."""
     name = f"{variant} T={tile}" if tile else variant
-    return f"{name} (reference)" if variant in ("vendor", "blas") else name
+    return f"{name} (reference)" if variant == "vendor" else name
 
 
 def output_elements(op: str, M: int, K: int, N: int) -> int:

@@ -30,10 +30,10 @@ from xbackend.families import VariantSpec
 from xbackend.grading.records import Timing, Verdict
 from xbackend.isolation import ChildError, Isolation, KernelCrashed, KernelTimeout
 from xbackend.measure import describe_error, in_process
+from xbackend.measuring.timing import median_interval
 from xbackend.operations import MM, Shape, make_operands
 from xbackend.problems import Reference, check
 from xbackend.sweep import DEFAULT_BASE, growth
-from xbackend.timing import median_interval
 
 if TYPE_CHECKING:
     from xbackend import Backend, Measurement

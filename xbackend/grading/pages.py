@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 
 from xbackend.grading.gradebook import Row, passed
 from xbackend.grading.records import Records, Timing, compact
+from xbackend.measuring.timing import format_seconds
 from xbackend.report.document import (
     Block,
     Cell,
@@ -24,7 +25,6 @@ from xbackend.report.document import (
     Table,
     render_html,
 )
-from xbackend.timing import format_seconds
 
 _FLAGS = {"equal": "equal", "WRONG": "bad", "NOT RUN": "notrun", "compiles": ""}
 

@@ -16,8 +16,10 @@ import dataclasses
 import statistics
 import textwrap
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-from xbackend.results import PointRecord
+if TYPE_CHECKING:
+    from xbackend.results import PointRecord
 
 # Readable names, in the order a note lists them: the device's own clocks first.
 CLOCK_NAMES = {

@@ -28,9 +28,10 @@ import importlib
 import statistics
 from collections.abc import Callable
 from types import TracebackType
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from xbackend.backends.specs import DeviceInfo
+if TYPE_CHECKING:
+    from xbackend.backends.specs import DeviceInfo
 
 
 class SampleState(NamedTuple):

@@ -23,9 +23,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from xbackend.backends.monitor import NullMonitor, SampleState
-from xbackend.host_load import HostWatch
-from xbackend.timing import Sampling, stop_reason, unmarked
+from xbackend.measuring.host_load import HostWatch
+from xbackend.measuring.monitor import NullMonitor, SampleState
+from xbackend.measuring.timing import Sampling, stop_reason, unmarked
 
 Array = np.ndarray[Any, Any]
 

@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from xbackend.backends.handles import Memory, Timer
 from xbackend.errors import XBackendError
+from xbackend.measuring.handles import Memory, Timer
 
 CLOCK = "globaltimer"  # the clock name records give a stamped point's kernel time
 _EMPTY_ENTRY = np.iinfo(np.uint64).max  # a slot before any group stamped it

@@ -42,7 +42,7 @@ def bootstrap_median_interval(samples: Sequence[float]) -> tuple[float, float]:
 
 def unmarked(samples: Sequence[float], marks: Sequence[str]) -> list[float]:
     """The samples whose mark is "" (no marks at all: every sample): those the statistics
-    and the stopping rule are made of (``backends/sampler.py`` marks the others)."""
+    and the stopping rule are made of (``measuring/sampler.py`` marks the others)."""
     if not marks:
         return list(samples)
     # Not strict: a results file whose marks do not match its samples (damaged) still
@@ -203,7 +203,7 @@ class Sampling:
     # On a CPU device (the CPU backend, OpenCL on a CPU) the host's scheduler, not a
     # clock's resolution, is what one call is at the mercy of: its timer ticks, a BLAS
     # thread woken late. There a call under ``cpu_short_kernel_s`` is batched to take
-    # ``cpu_batch_target_s`` (issue 37: docs/measurement.md, "CPU lines that settle").
+    # ``cpu_batch_target_s`` (issue 37: docs/notebook/measurement.md, "CPU lines that settle").
     cpu_short_kernel_s: float = 1e-3
     cpu_batch_target_s: float = 2e-3
 

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from xbackend.backends import registry
+import xbackend
 from xbackend.configs import VARIANT_SETS, Config, configs, resolve_variants
 from xbackend.errors import XBackendError
 from xbackend.measure import Inputs, memory_problem
@@ -28,7 +28,6 @@ from xbackend.plan import Plan, Target
 from xbackend.problems import check
 from xbackend.profiling.launches import Entry, Manifest
 from xbackend.results import PointRecord
-from xbackend.tuning.cache import cached_choices
 
 if TYPE_CHECKING:
     from xbackend import Backend
@@ -123,7 +122,7 @@ def _open(targets: Sequence[str]) -> list[tuple[str, Backend]]:
     try:
         for text in targets:
             target = Target.parse(text)
-            backend = registry.get_backend(target.name, target.device, choices=cached_choices())
+            backend = xbackend.get_backend(target.name, target.device)
             opened.append((target.label, backend))
     except BaseException:
         for _, backend in opened:

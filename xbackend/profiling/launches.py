@@ -24,12 +24,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from xbackend.measuring.timing import Stats
 from xbackend.profiling.metrics import DURATION, combined
 from xbackend.profiling.ncu import KernelRow, ProfileError, Settings
 from xbackend.results import PointRecord
 from xbackend.results.records import PROFILER_CLOCK
 from xbackend.safeio import atomic_write
-from xbackend.timing import Stats
 
 HOLD_KERNEL = "hold"
 MANIFEST_FORMAT = 1

@@ -45,7 +45,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from xbackend.clocks import clock_note
+from xbackend.measuring.clocks import clock_note
 from xbackend.plots import Drawn
 from xbackend.report.counters import counters_section
 from xbackend.report.document import Block, Heading, Paragraph, render_html, render_markdown

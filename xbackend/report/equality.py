@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from xbackend.measuring.timing import format_seconds
 from xbackend.operations import OPERATIONS
 from xbackend.report.document import (
     Block,
@@ -21,7 +22,6 @@ from xbackend.report.document import (
 from xbackend.report.points import bytes_text, line_sort, size_text, three_digits
 from xbackend.resources import KERNELS_ENV
 from xbackend.results import MEASURED, PointRecord, RunHeader
-from xbackend.timing import format_seconds
 
 _FLAGS = {"mismatch": "wrong", "error": "error", "skipped": "skipped"}
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from xbackend.clocks import OVERHEAD_MEANING, Overhead, has_overhead, overheads
 from xbackend.figures.overhead import NAME, overhead_figure
+from xbackend.measuring.clocks import OVERHEAD_MEANING, Overhead, has_overhead, overheads
 from xbackend.report.document import Block, Cell, Fold, Heading, Image, Paragraph, Table
 from xbackend.report.figures import FigureFolder, Section, save
 from xbackend.report.points import three_digits

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from xbackend.clocks import clock_note
+from xbackend.measuring.clocks import clock_note
 from xbackend.report.document import Block, Cell, Fold, Paragraph, Table
 from xbackend.report.figures import FigureFolder
 from xbackend.report.points import three_digits

@@ -16,9 +16,9 @@ import statistics
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+from xbackend.measuring.timing import unmarked
 from xbackend.operations import DEFAULT, OPERATIONS, Operation
 from xbackend.plan import Plan
-from xbackend.timing import unmarked
 
 STATUSES = ("ok", "mismatch", "skipped", "error")
 MEASURED = ("ok", "mismatch")
@@ -130,7 +130,7 @@ class PointRecord:
     cache: str = ""  # timing.CACHE_MODES; "" in files from before the modes ("warm")
     host_memory: str = ""  # "pageable", "pinned"; "" where nothing is copied (the CPU)
     # What timed the kernel: "globaltimer" (the GPU's clock read inside the kernels, first
-    # group's entry to last group's exit: backends/stamps.py), "cuda-events",
+    # group's entry to last group's exit: measuring/stamps.py), "cuda-events",
     # "opencl-profiling", "opencl-markers" (a library call between two markers), "host";
     # "" in files from before.
     clock: str = ""
@@ -234,7 +234,7 @@ class PointRecord:
     def kernel_interval_share(self) -> float | None:
         """The half width of the kernel time's 95% interval of the median as a share of
         the median: the precision its sampling stopped at and ``noisy`` is judged by
-        (:func:`xbackend.timing.interval_share`); None without one (fewer than two
+        (:func:`xbackend.measuring.timing.interval_share`); None without one (fewer than two
         samples, or a file that recorded no interval)."""
         stats = self.kernel_s or {}
         low, high, median = stats.get("ci_low"), stats.get("ci_high"), stats.get("median")

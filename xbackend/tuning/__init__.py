@@ -30,9 +30,9 @@ from xbackend.backends.choices import Candidate, ParameterChoice, Trial, shape_c
 from xbackend.backends.compiled import CompiledBackend
 from xbackend.backends.geometries import geometry_of
 from xbackend.backends.interface import Backend
+from xbackend.measuring.timing import Sampling
 from xbackend.operations import OPERATIONS
 from xbackend.problems import Reference, Shape, check, flops, make_operands, output_size
-from xbackend.timing import Sampling
 from xbackend.tuning.cache import (
     CACHE_ENV,
     FORMAT,

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from xbackend.backends.choices import Candidate
-from xbackend.timing import bootstrap_median_interval
+from xbackend.measuring.timing import bootstrap_median_interval
 
 # The race of the finalists (see ``race``). The finalists: the search's best two, and
 # the others within FINALIST_WITHIN of the best, FINALISTS in all at most; the default

@@ -13,14 +13,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from xbackend.backends.base import (
-    Backend,
-    DeviceInfo,
-    Execution,
-    VariantSpec,
-    VariantTable,
-    poison_value,
-)
+from xbackend.backends.interface import Backend, Execution
+from xbackend.backends.operands import poison_value
+from xbackend.backends.specs import DeviceInfo, VariantSpec, VariantTable
 from xbackend.operations import operation
 
 Array = np.ndarray[Any, Any]
