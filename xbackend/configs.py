@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from xbackend import families
-from xbackend.backends.geometries import per_product
 from xbackend.operations import Shape, operation
 from xbackend.plan import Plan
 from xbackend.problems import dtype_named
@@ -118,31 +115,13 @@ def configs(plan: Plan, opened: Sequence[tuple[str, Backend]]) -> list[Config]:
                 if plan.variants is not None and variant not in plan.variants:
                     continue
                 spec = backend.variant_spec(variant, op)
-                tiles: list[int | None] = [None]
-                if spec.takes_tile and (plan.tiles or not per_product(spec)):
-                    tuned = backend.preferred_tile(variant, op, dtype_named(plan.dtypes[0]))
-                    tiles = [*plan.tiles] if plan.tiles else [tuned or spec.tile]
+                tiles = [backend.default_tile(variant, op, dtype_named(plan.dtypes[0]))]
+                if spec.takes_tile and plan.tiles:
+                    tiles = [*plan.tiles]
                 for tile in tiles:
                     for dtype in plan.dtypes:
-                        problem = _problem(backend, op, variant, tile, dtype_named(dtype))
+                        problem = backend.configuration_problem(
+                            variant, op, dtype_named(dtype), tile
+                        )
                         result.append(Config(label, backend, op, variant, tile, dtype, problem))
     return result
-
-
-def _problem(
-    backend: Backend, op: str, variant: str, tile: int | None, dtype: np.dtype[Any]
-) -> str | None:
-    """Why this configuration cannot run on the backend's device, or None."""
-    problem = backend.dtype_problem(dtype)
-    if problem:
-        return f"{dtype} cannot run on this device: {problem}"
-    problem = backend.variant_problem(variant, dtype, op)
-    if problem:
-        return problem
-    spec = backend.variant_spec(variant, op)
-    if tile is not None or (spec.configurable and not per_product(spec)):
-        problem = backend.tile_problem(variant, tile, dtype.itemsize, op)
-        if problem:
-            what = f"tile {tile}" if tile is not None else "its default configuration"
-            return f"{what} cannot run on this device: {problem}"
-    return None

@@ -220,7 +220,7 @@ class CompiledBackend(Backend):
         build) or 64 (the wide one); 0 where none runs (the vendor's GEMM alone). Plans
         the product, allocating nothing on the device."""
         A, B = check_operands(A, B, op)
-        tile = self.resolve_tile(variant, tile, op, A.itemsize)
+        tile = self.resolve_tile(variant, tile, op, A.dtype)
         launches = self._plan(op, variant, tile, A, B).launches
         if not launches:
             return 0

@@ -224,10 +224,43 @@ class Backend(abc.ABC):
         the driver, and (compiled backends) a digest of the kernel file and its options."""
         return {"driver": self.device.driver_version}
 
+    def default_tile(self, variant: str, op: str, dtype: np.dtype[Any]) -> int | None:
+        """The tile ``variant`` runs at when none is asked for: the one ``xbackend tune``
+        chose here, else its family's; None where it takes none or is configured per
+        product (``block_tiles.configure``)."""
+        spec = self.variant_spec(variant, op)
+        if not spec.takes_tile or per_product(spec):
+            return None
+        return self.preferred_tile(variant, op, dtype) or spec.tile
+
+    def configuration_problem(
+        self, variant: str, op: str, dtype: np.dtype[Any], tile: int | None
+    ) -> str | None:
+        """Why ``variant`` at ``tile`` cannot compute in ``dtype`` on this device, or None:
+        the one check behind a comparison's line (recorded) and a product's call (raised)."""
+        problem = self.dtype_problem(dtype)
+        if problem:
+            return f"{self.name} cannot compute in {dtype}: {problem}"
+        problem = self.variant_problem(variant, dtype, op)
+        if problem:
+            return f"{self.name} {variant} cannot run here: {problem}"
+        spec = self.variant_spec(variant, op)
+        if tile is None and not (spec.configurable and not per_product(spec)):
+            return None
+        problem = self.tile_problem(variant, tile, dtype.itemsize, op)
+        if problem is None:
+            return None
+        what = f"tile {tile}" if tile is not None else "its default configuration"
+        runnable = ", ".join(map(str, self.tiles(variant, op, dtype.itemsize))) or "none"
+        return (
+            f"{self.name} {variant}: {what} cannot run on {self.device.name}: {problem} "
+            f"(tiles this device can run: {runnable})"
+        )
+
     def resolve_tile(
-        self, variant: str, tile: int | None, op: str = "mm", itemsize: int = 4
+        self, variant: str, tile: int | None, op: str, dtype: np.dtype[Any]
     ) -> int | None:
-        """The tile to use: the one asked for if the device can run it, else an error."""
+        """The tile to use: the one asked for (an integer), else the default one."""
         spec = self.variant_spec(variant, op)
         if not spec.takes_tile:
             if tile is not None:
@@ -236,24 +269,13 @@ class Backend(abc.ABC):
         if tile is not None:
             # Only integers: 16.0 would reach the compiler as -DTILE=16.0, True as 1.
             if isinstance(tile, bool | np.bool_) or not isinstance(tile, numbers.Integral):
-                runnable = ", ".join(map(str, self.tiles(variant, op, itemsize))) or "none"
+                runnable = ", ".join(map(str, self.tiles(variant, op, dtype.itemsize)))
                 raise UnsupportedParameter(
                     f"{self.name} {variant}: the tile must be an integer, not {tile!r} "
-                    f"(tiles this device can run: {runnable})"
+                    f"(tiles this device can run: {runnable or 'none'})"
                 )
-            tile = int(tile)
-        if tile is None:
-            if per_product(spec):
-                return None  # chosen per product: see block_tiles.configure
-            tile = spec.tile
-        problem = self.tile_problem(variant, tile, itemsize, op)
-        if problem is not None:
-            runnable = ", ".join(map(str, self.tiles(variant, op, itemsize))) or "none"
-            raise UnsupportedParameter(
-                f"{self.name} {variant}: tile {tile} cannot run on {self.device.name}: "
-                f"{problem} (tiles this device can run: {runnable})"
-            )
-        return tile
+            return int(tile)
+        return self.default_tile(variant, op, dtype)
 
     def variant_table(self) -> VariantTable:
         """Every variant of this backend, per operation."""
@@ -375,13 +397,11 @@ class Backend(abc.ABC):
         spec = self.variant_spec(variant, op)
         if params is not None and not per_product(spec):  # a tile, and the family's parameters
             tile = spec.configured_tile(tile, params, self.name)
-        problem = self.dtype_problem(A.dtype)
+        tile = self.resolve_tile(variant, tile, op, A.dtype)
+        problem = self.configuration_problem(variant, op, A.dtype, tile)
         if problem:
-            raise UnsupportedParameter(f"{self.name} cannot compute in {A.dtype}: {problem}")
-        problem = self.variant_problem(variant, A.dtype, op)
-        if problem:
-            raise UnsupportedParameter(f"{self.name} {variant} cannot run here: {problem}")
-        return A, B, self.resolve_tile(variant, tile, op, A.itemsize)
+            raise UnsupportedParameter(problem)
+        return A, B, tile
 
     @contextmanager
     def _out_of_memory_named(

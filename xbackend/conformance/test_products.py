@@ -131,7 +131,7 @@ def test_poison_fills_the_whole_output(backend: xbackend.Backend, op: Operation)
     check instead of passing with a stale value."""
     A, B = op.operands(fitted(op, Shape(7, 5, 3)), SEED, np.float32, BATCH)
     for variant in backend.runnable_variants(op.name, np.float32):
-        tile = backend.resolve_tile(variant, None, op.name, A.itemsize)
+        tile = backend.resolve_tile(variant, None, op.name, A.dtype)
         execution = backend._execution(op.name, variant, tile, A, B)
         try:
             execution.upload()
