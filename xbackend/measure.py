@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from xbackend.backends.operands import format_bytes
 from xbackend.backends.peaks import peak_flags, peaks
 from xbackend.configs import Config
 from xbackend.cost import CostModel
@@ -318,10 +319,6 @@ def _available_host_bytes() -> int | None:
     return None
 
 
-def _gib(nbytes: float) -> str:
-    return f"{nbytes / 2**30:.3g} GiB"
-
-
 def host_bytes(op: Operation, shape: Shape, batch: int, itemsize: int, method: str) -> int:
     """What a point needs of the host, its check's share included.
 
@@ -361,11 +358,12 @@ def memory_problem(config: Config, shape: Shape, batch: int, asked: str = AUTO) 
     device = config.backend.device
     on_device = (a + b + c) * itemsize
     if device.global_mem_bytes and on_device > device.global_mem_bytes:
-        return f"A, B and C need {_gib(on_device)}; the device has {_gib(device.global_mem_bytes)}"
+        has = format_bytes(device.global_mem_bytes)
+        return f"A, B and C need {format_bytes(on_device)}; the device has {has}"
     if device.max_alloc_bytes and max(a, b, c) * itemsize > device.max_alloc_bytes:
         return (
-            f"the largest matrix needs {_gib(max(a, b, c) * itemsize)}; one buffer of "
-            f"the device holds at most {_gib(device.max_alloc_bytes)}"
+            f"the largest matrix needs {format_bytes(max(a, b, c) * itemsize)}; one buffer of "
+            f"the device holds at most {format_bytes(device.max_alloc_bytes)}"
         )
     method = chosen_check(op, config.dtype, shape, batch, asked)
     on_host = host_bytes(op, shape, batch, itemsize, method)
@@ -373,8 +371,8 @@ def memory_problem(config: Config, shape: Shape, batch: int, asked: str = AUTO) 
     if available is not None and on_host > available:
         what = "the float64 reference" if method == FULL else "Freivalds' check"
         return (
-            f"the operands, the outputs and {what} need {_gib(on_host)} of host memory; "
-            f"{_gib(available)} is available"
+            f"the operands, the outputs and {what} need {format_bytes(on_host)} of host memory; "
+            f"{format_bytes(available)} is available"
             + (" (--check freivalds needs no float64 copies)" if method == FULL else "")
         )
     return None

@@ -28,7 +28,12 @@ import numpy as np
 from xbackend.backends.ceilings import Ceilings
 from xbackend.backends.choices import Choices
 from xbackend.backends.geometries import per_product
-from xbackend.backends.operands import check_operands, uploaded_nbytes
+from xbackend.backends.operands import (
+    check_operands,
+    format_bytes,
+    out_of_memory,
+    uploaded_nbytes,
+)
 from xbackend.backends.specs import DeviceInfo, Measurement, VariantSpec, VariantTable
 from xbackend.errors import DeviceOutOfMemory, UnsupportedParameter, XBackendError
 from xbackend.measuring.sampler import NO_MONITOR, Monitor, sample
@@ -427,7 +432,7 @@ class Backend(abc.ABC):
         largest = max(a_bytes, b_bytes, output_bytes)
         limit = device.max_alloc_bytes
         if limit and largest > limit:
-            detail = f"one buffer may hold at most {_gib(limit)}"
+            detail = f"one buffer may hold at most {format_bytes(limit)}"
             raise DeviceOutOfMemory(self._memory_message(A, B, shape, op, detail))
         total = a_bytes + b_bytes + output_bytes
         if device.global_mem_bytes and total > device.global_mem_bytes:
@@ -436,19 +441,8 @@ class Backend(abc.ABC):
     def _memory_message(
         self, A: Array, B: Array, C: tuple[int, ...], op: str = "mm", detail: object = None
     ) -> str:
-        def dims(shape: tuple[int, ...]) -> str:
-            return "×".join(map(str, shape))
-
         uploaded = self._uploaded_nbytes(A, op) + self._uploaded_nbytes(B, op)
-        need = uploaded + int(np.prod(C)) * A.itemsize
-        memory = self.device.global_mem_bytes
-        has = f"{_gib(memory)} in all" if memory else "an unknown amount of memory"
-        gaps = " with the gaps between a view's rows" if uploaded > A.nbytes + B.nbytes else ""
-        text = (
-            f"out of memory on {self.device.name}: A {dims(A.shape)}, B {dims(B.shape)} "
-            f"and C {dims(C)} ({A.dtype}) need {_gib(need)}{gaps}; the device has {has}"
-        )
-        return f"{text} ({detail})" if detail else text
+        return out_of_memory(self.device, A, B, C, uploaded, detail)
 
     def _is_out_of_memory(self, error: BaseException) -> bool:
         """Whether a driver's error means it ran out of memory (host MemoryError here)."""
@@ -503,10 +497,3 @@ def _overridden(
     if min_samples is not None:
         changes["min_samples"] = min_samples
     return dataclasses.replace(sampling, **changes) if changes else sampling
-
-
-def _gib(nbytes: int) -> str:
-    """Bytes in the unit that reads best: GiB, MiB or bytes."""
-    if nbytes >= 2**30:
-        return f"{nbytes / 2**30:.3g} GiB"
-    return f"{nbytes / 2**20:.3g} MiB" if nbytes >= 2**20 else f"{nbytes} bytes"

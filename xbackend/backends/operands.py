@@ -7,7 +7,7 @@ copied compactly first (``row_major_span``).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -15,14 +15,16 @@ from xbackend.errors import UnsupportedParameter
 from xbackend.operations import OPS, Operation, operation
 from xbackend.problems import DTYPES
 
+if TYPE_CHECKING:
+    from xbackend.backends.specs import DeviceInfo
+
 Array = np.ndarray[Any, Any]
 
 SUPPORTED_DTYPES = tuple(DTYPES.values())
 # The farthest element offset the kernels' default build reaches with its 32-bit ints. A
 # product whose offsets pass it gets the wide build (64-bit offsets, ``plans.py``); no
-# size is refused for it. MAX_ELEMENTS is its older name, which plugins may import.
+# size is refused for it.
 INDEX_MAX = 2**31 - 1
-MAX_ELEMENTS = INDEX_MAX
 # The kernels count rows, columns and the inner dimension with 32-bit ints in both builds
 # (so do CUDA's grids and cuBLAS), with room for a tile past the last row or column.
 MAX_DIMENSION = 2**31 - 2**16
@@ -165,3 +167,30 @@ def uploaded_nbytes(X: Array, op: str | Operation) -> int:
         return int(X.nbytes)
     rows, columns = X.shape
     return int(((rows - 1) * ld + columns) * X.itemsize)
+
+
+def format_bytes(nbytes: float) -> str:
+    """Bytes in the unit that reads best: GiB, MiB or bytes."""
+    if nbytes >= 2**30:
+        return f"{nbytes / 2**30:.3g} GiB"
+    return f"{nbytes / 2**20:.3g} MiB" if nbytes >= 2**20 else f"{int(nbytes)} bytes"
+
+
+def out_of_memory(
+    device: DeviceInfo, A: Array, B: Array, C: tuple[int, ...], uploaded: int, detail: object
+) -> str:
+    """What a product that does not fit ``device`` needs: ``uploaded`` bytes of A and B
+    (their views' gaps included) and C's; ``detail``, the driver's words or a limit."""
+
+    def dims(shape: tuple[int, ...]) -> str:
+        return "×".join(map(str, shape))
+
+    need = uploaded + int(np.prod(C)) * A.itemsize
+    memory = device.global_mem_bytes
+    has = f"{format_bytes(memory)} in all" if memory else "an unknown amount of memory"
+    gaps = " with the gaps between a view's rows" if uploaded > A.nbytes + B.nbytes else ""
+    text = (
+        f"out of memory on {device.name}: A {dims(A.shape)}, B {dims(B.shape)} "
+        f"and C {dims(C)} ({A.dtype}) need {format_bytes(need)}{gaps}; the device has {has}"
+    )
+    return f"{text} ({detail})" if detail else text
