@@ -26,7 +26,7 @@ from xbackend.cli import main
 from xbackend.figures.overhead import NAME as OVERHEAD
 from xbackend.measuring.clocks import clock_note, overheads, wrapped
 from xbackend.measuring.timing import Stats
-from xbackend.report import write_report
+from xbackend.report.page import write_report
 from xbackend.results import PointRecord, RunHeader, latest, load
 from xbackend.roofs import roofs
 from xbackend.tables import size_table

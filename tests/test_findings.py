@@ -18,8 +18,8 @@ import pytest
 from xbackend.cli import main
 from xbackend.measuring.timing import format_seconds
 from xbackend.plots import figures
-from xbackend.report import write_report
 from xbackend.report.findings import findings
+from xbackend.report.page import write_report
 from xbackend.report.points import three_digits
 from xbackend.results import PointRecord, latest, load
 from xbackend.results.reading import apart, load_runs

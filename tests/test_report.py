@@ -17,8 +17,9 @@ import pytest
 
 from xbackend.measuring.timing import format_seconds
 from xbackend.plan import Plan
-from xbackend.report import FIGURES_DIR, experiment_of, write_report
 from xbackend.report.document import APPENDIX
+from xbackend.report.page import FIGURES_DIR, write_report
+from xbackend.report.points import experiment_of
 from xbackend.results import PointRecord, RunHeader
 
 # One worker runs this file's tests (pytest-xdist): its module fixture

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from xbackend.report import write_report
+from xbackend.report.page import write_report
 from xbackend.results import RunHeader
 from xbackend.roofs import roofs
 

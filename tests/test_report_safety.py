@@ -20,7 +20,7 @@ import matplotlib
 import pytest
 
 from xbackend import plots, report
-from xbackend.report import FIGURES_DIR, write_report
+from xbackend.report.page import FIGURES_DIR, write_report
 from xbackend.results import PointRecord, load
 from xbackend.safeio import UnsafePath
 

@@ -17,7 +17,7 @@ from matplotlib.colors import to_hex
 from xbackend import plots
 from xbackend.figures.roofline import roofline
 from xbackend.figures.style import VARIANT_COLOURS
-from xbackend.report import write_report
+from xbackend.report.page import write_report
 from xbackend.results import PointRecord, RunHeader
 from xbackend.roofs import intensity, roofs
 

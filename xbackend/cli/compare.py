@@ -398,7 +398,7 @@ def _summarize(args: argparse.Namespace, out: Path, console: Console, mode: Mode
             # user's business here; the figures are checked by looking at them.
             warnings.simplefilter("ignore")
             drawn = draw(points, out, measured)
-            from xbackend.report import write_report_of
+            from xbackend.report.page import write_report_of
 
             report = write_report_of(loaded, out, sources=[out], drawn=drawn)[0]
         print(f"\nfigures: {', '.join(str(f) for f in drawn.written if f.suffix == '.png')}")

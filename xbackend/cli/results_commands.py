@@ -121,7 +121,7 @@ def _say_where(args: argparse.Namespace, out: Path) -> None:
 
 
 def report(args: argparse.Namespace) -> int:
-    from xbackend.report import write_report_of
+    from xbackend.report.page import write_report_of
 
     loaded, runs = load_runs(args.results, warn=results_io.warn_on_stderr)
     chosen = selected(args, loaded.points)
