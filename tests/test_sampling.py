@@ -518,3 +518,25 @@ def test_fewer_samples_than_the_fewest_is_refused(tmp_path, capsys):
                  "--min-samples", "9", "--samples", "3"])  # fmt: skip
     assert code == 2 and "--min-samples 9 is more than --samples 3" in capsys.readouterr().err
     assert not (tmp_path / "x").exists()
+
+
+def test_a_sampling_option_is_one_field_and_one_row(monkeypatch):
+    """A flag for a field of ``Sampling`` is one row of ``cli/sampling.OPTIONS``: parsed
+    over a preset, carried whole, and known to a resume (a condition of the time, which a
+    resume must share, or how thoroughly it is sampled, which it may change)."""
+    import argparse
+
+    import xbackend.cli.sampling as cli_sampling
+    from xbackend import runner
+    from xbackend.measuring.timing import PRESETS, Sampling
+
+    row = cli_sampling.Option("--max-launches", "max_launches", "launches a batch holds", int)
+    monkeypatch.setattr(cli_sampling, "OPTIONS", (*cli_sampling.OPTIONS, row))
+    parser = argparse.ArgumentParser()
+    cli_sampling.add_options(parser)
+    sampling = cli_sampling.sampling_of(parser.parse_args(["--fast", "--max-launches", "7"]))
+    assert sampling.max_launches == 7
+    assert sampling == dataclasses.replace(PRESETS["fast"], max_launches=7)
+    every = {field.name for field in dataclasses.fields(Sampling)}
+    assert set(runner._SAME_INPUTS) | set(runner._THOROUGHNESS) == every | {"seed"}
+    assert not set(runner._SAME_INPUTS) & set(runner._THOROUGHNESS)

@@ -39,7 +39,7 @@ from xbackend.measure import (
     measure_point,
     memory_problem,
 )
-from xbackend.measuring.timing import format_seconds
+from xbackend.measuring.timing import CONDITIONS, Sampling, format_seconds
 from xbackend.operations import Shape, operation
 from xbackend.plan import Plan, Target
 from xbackend.progress import SweepDisplay
@@ -421,12 +421,13 @@ def _config_plan(
     return f"{head}; {'; '.join(notes)}", predicted
 
 
-# What a resume must share with the recorded runs, and what it may change.
-# The cache mode and the host memory change what a time means: points measured one
-# way cannot be mixed with points measured another under the same key.
-_SAME_INPUTS = ("seed", "cache", "host_memory")
-_THOROUGHNESS = ("warmup", "max_samples", "min_samples", "max_noise", "min_time_s",
-                 "timeout_s", "short_kernel_s")  # fmt: skip
+# What a resume must share with the recorded runs (the inputs, and the sampling's
+# conditions: points measured one way cannot be mixed with points measured another under
+# the same key), and what it may change: how thoroughly every other field samples.
+_SAME_INPUTS = ("seed", *CONDITIONS)
+_THOROUGHNESS = tuple(
+    field.name for field in dataclasses.fields(Sampling) if field.name not in CONDITIONS
+)
 
 
 def resume_notes(plan: Plan, runs: list[RunHeader]) -> list[str]:

@@ -171,6 +171,9 @@ HOST_MEMORY = {
     "pageable": "the inputs and the output live in ordinary (pageable) host memory",
     "pinned": "page-locked host memory, copied by DMA without staging",
 }
+# The fields of ``Sampling`` that change what a time means (the cache's state, the host
+# memory copied from); every other field says how thoroughly the same time is sampled.
+CONDITIONS = ("cache", "host_memory")
 STOP_REASONS = {
     "interval": "the 95% interval of the median lay within ± --max-noise of it",
     "capped": "the interval was still wider than ± --max-noise, and at the rate it "
