@@ -25,12 +25,13 @@ import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 import xbackend
+from xbackend import families
 from xbackend.pytest_plugin import skip_or_fail
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -80,6 +81,17 @@ def oclgrind() -> str:
         skip_or_fail("oclgrind", "oclgrind is not installed (apt-get install oclgrind)")
     assert path is not None
     return path
+
+
+@pytest.fixture
+def own_families() -> Iterator[None]:
+    """A test's own kernel-family folders: none at its start (``families.add_folders``
+    adds to them), and this process's folders of before back after it (they are the
+    process's, not the test's: a test's would stay for the next test otherwise)."""
+    before = families.added_folders()
+    families.use_folders(())
+    yield
+    families.use_folders(before)
 
 
 # -- compare runs shared by the command-line tests ---------------------------------------------

@@ -27,9 +27,8 @@ SEED = 20261127
 
 
 @pytest.fixture
-def catalogue(monkeypatch):
+def catalogue(own_families):
     """A catalogue of the shipped families and the folder a test adds."""
-    monkeypatch.setenv(families.FAMILIES_ENV, "")
 
     def add(name: str) -> Path:
         folder = ABI / name

@@ -146,8 +146,7 @@ def test_past_oclgrinds_cap_a_kernel_that_writes_out_of_bounds_is_not_run(oclgri
 
 
 @pytest.fixture
-def student_catalogue(tmp_path, monkeypatch):
-    monkeypatch.setenv(families.FAMILIES_ENV, "")
+def student_catalogue(tmp_path, own_families):
     folder = _student(tmp_path)
     families.add_folders([folder])
     return folder

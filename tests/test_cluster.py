@@ -25,7 +25,6 @@ from xbackend.backends.cpu import CpuBackend
 from xbackend.backends.specs import DeviceInfo
 from xbackend.cli import main
 from xbackend.errors import XBackendError
-from xbackend.families import FAMILIES_ENV
 from xbackend.measuring.timing import Sampling
 from xbackend.operations import Shape
 from xbackend.plan import Plan, Target
@@ -274,8 +273,23 @@ def test_a_worker_keeps_sizes_inputs_and_drops_the_oldest_past_the_limit(monkeyp
     assert list(plugin.inputs) == [(large, 1, 1)]
 
 
+def test_a_worker_adds_the_main_processs_folders_before_it_opens_a_backend(own_families):
+    """Issue 41: the folders travel in the plugin (a remote worker gets them too), and a
+    worker's backend has the family's variants though its process added none itself."""
+    _opencl_or_skip()
+    student = ROOT / "examples" / "assignment" / "student"
+    plugin = DevicesPlugin("opencl", folders=(str(student),))
+    try:
+        assert "student_tiled" in plugin.backend("opencl").variants("mm")
+        assert xbackend.families.added_folders() == (student.resolve(),)
+    finally:
+        plugin.teardown(None)
+
+
 @pytest.mark.slow
-def test_tune_on_a_cluster_caches_each_search_as_a_serial_tune_does(tmp_path, capsys, monkeypatch):
+def test_tune_on_a_cluster_caches_each_search_as_a_serial_tune_does(
+    tmp_path, capsys, monkeypatch, own_families
+):
     """tune --workers: the searches go to the worker holding the device, one at a time;
     every entry is cached, as a serial tune caches it (the same keys)."""
     _opencl_or_skip()
@@ -286,7 +300,6 @@ def test_tune_on_a_cluster_caches_each_search_as_a_serial_tune_does(tmp_path, ca
             "student_tiled", "--sizes", "64x56x64,96x84x96", "--op", "mm,rmm", "--samples",
             "3", "--finalist-time", "0.3"]  # fmt: skip
     serial, spread = tmp_path / "serial.json", tmp_path / "spread.json"
-    monkeypatch.setenv(FAMILIES_ENV, "")  # --kernels adds to it: this test's alone
     monkeypatch.setenv("XBACKEND_TUNE_CACHE", str(serial))
     main(argv)
     monkeypatch.setenv("XBACKEND_TUNE_CACHE", str(spread))
@@ -300,14 +313,15 @@ def test_tune_on_a_cluster_caches_each_search_as_a_serial_tune_does(tmp_path, ca
 
 
 @pytest.mark.slow
-def test_a_worker_killed_while_it_tunes_ends_the_tune_with_the_reason(tmp_path, monkeypatch):
+def test_a_worker_killed_while_it_tunes_ends_the_tune_with_the_reason(
+    tmp_path, monkeypatch, own_families
+):
     """A search whose worker dies is made again where another device holds its label;
     with none left, the tune ends (no wait for the dead worker) and says why."""
     _opencl_or_skip()
     from xbackend.cluster import TuneRequest
     from xbackend.sweep import parse_shapes
 
-    monkeypatch.setenv(FAMILIES_ENV, "")
     monkeypatch.setenv("XBACKEND_TUNE_CACHE", str(tmp_path / "tuned.json"))
     xbackend.families.add_folders([ROOT / "examples" / "assignment" / "student"])
     request = TuneRequest(

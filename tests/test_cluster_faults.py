@@ -47,12 +47,27 @@ def _opencl_or_skip() -> None:
 
 # -- 17: an error raised on a worker, as the serial run says it -------------------------------
 
-# Families the workers read (XBACKEND_FAMILIES) and refuse, each with its own message.
+# Families the workers find (an installed package's entry point, which each process looks
+# up itself: --kernels is checked before any worker starts) and refuse, each with its own
+# message.
 BROKEN_MANIFESTS = {
     "a name that is a number": "[family]\nname = 5\n",
     "no [family] table": "[something]\nname = 'x'\n",
     "not TOML": "[family\nname = \n",
 }
+
+
+def _installed_families(site: Path) -> Path:
+    """The folder of a package installed in ``site`` whose entry point (``xbackend.kernels``)
+    names it as its folder of families, as an installed distribution's dist-info would."""
+    package = site / "broken_families"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    info = site / "broken_families-0.1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-families\nVersion: 0.1.0\n")
+    (info / "entry_points.txt").write_text("[xbackend.kernels]\nbroken = broken_families\n")
+    return package
 
 
 @pytest.mark.slow
@@ -61,10 +76,10 @@ def test_a_family_broken_for_the_workers_is_the_serial_line(tmp_path, manifest):
     """Before: Dask's "Compute Failed" block with a traceback fragment, then "lost the
     local cluster's scheduler" (the closed client taken for a lost one)."""
     _opencl_or_skip()
-    family = tmp_path / "families" / "broken"
-    family.mkdir(parents=True)
+    family = _installed_families(tmp_path / "site") / "broken"
+    family.mkdir()
     (family / "family.toml").write_text(BROKEN_MANIFESTS[manifest])
-    env = _env(XBACKEND_FAMILIES=str(tmp_path / "families"))
+    env = _env(PYTHONPATH=str(tmp_path / "site"))
     said = {}
     for how, extra in (("serial", []), ("cluster", ["--workers", "2"])):
         out = tmp_path / how

@@ -29,11 +29,10 @@ SEED = 20261125
 
 
 @pytest.fixture
-def student(tmp_path, monkeypatch):
+def student(tmp_path, own_families):
     """The example folders copied, and on the catalogue of this test alone."""
     folder = tmp_path / "kernels"
     shutil.copytree(EXAMPLES, folder)
-    monkeypatch.setenv(families.FAMILIES_ENV, "")
     families.add_folders([folder])
     return folder
 
@@ -105,10 +104,9 @@ BROKEN = {
 
 
 @pytest.mark.parametrize("case", BROKEN, ids=str)
-def test_a_wrong_manifest_is_one_line_naming_its_file(case, tmp_path, monkeypatch):
+def test_a_wrong_manifest_is_one_line_naming_its_file(case, tmp_path, own_families):
     manifest, words = BROKEN[case]
     folder = _family(tmp_path, manifest)
-    monkeypatch.setenv(families.FAMILIES_ENV, "")
     with pytest.raises(ManifestError) as caught:
         families.add_folders([folder])
     message = str(caught.value)
@@ -158,10 +156,9 @@ def test_check_finds_the_edge_bug_where_it_is_and_nowhere_else(student, opencl):
         assert len(found) == len(shapes) and all(v.equal for v in found)
 
 
-def test_a_kernel_that_does_not_build_is_a_verdict_not_a_crash(tmp_path, opencl, monkeypatch):
+def test_a_kernel_that_does_not_build_is_a_verdict_not_a_crash(tmp_path, opencl, own_families):
     source = (EXAMPLES / "student" / "student.cl").read_text().replace("sum += A", "sum +=+ A;!")
     folder = _family(tmp_path, GOOD, source)
-    monkeypatch.setenv(families.FAMILIES_ENV, "")
     families.add_folders([folder])
     [verdict] = check_variant("opencl", opencl, "mine", [Shape(5, 6, 7)], SEED)
     assert verdict.equal is None and "compile" in verdict.detail
@@ -240,7 +237,7 @@ def test_a_stamped_build_of_a_users_cuda_kernels_reads_the_globaltimer(tmp_path)
     assert code.count("atom.global.min.u64") + code.count("red.global.min.u64") == 3
 
 
-def test_twins_that_disagree_on_their_parameters_are_refused(tmp_path, monkeypatch):
+def test_twins_that_disagree_on_their_parameters_are_refused(tmp_path, own_families):
     """A launch names its arguments once for both languages: a .cu declaring another
     order than its .cl would get its arguments in the wrong order, unseen."""
     folder = _family(tmp_path, GOOD)
@@ -248,7 +245,6 @@ def test_twins_that_disagree_on_their_parameters_are_refused(tmp_path, monkeypat
     (folder / "mine.cu").write_text(
         cuda.replace("int hA, int wA, int wB", "int wA, int hA, int wB")
     )
-    monkeypatch.setenv(families.FAMILIES_ENV, "")
     with pytest.raises(ManifestError, match="the twins must agree"):
         families.add_folders([folder])
     (folder / "mine.cu").write_text(cuda)
@@ -355,9 +351,8 @@ def test_check_runs_oclgrind_first_and_never_runs_a_kernel_that_writes_out_of_bo
         assert "oclgrind" not in kernel_line(done.stdout, clean)
 
 
-def test_a_patch_is_made_of_the_tile_and_the_constants_alone(tmp_path, monkeypatch):
+def test_a_patch_is_made_of_the_tile_and_the_constants_alone(tmp_path, own_families):
     """TM and TN are what a patch gives: a patch written in TM would define it by itself."""
     folder = _family(tmp_path, GOOD + 'patch = ["TM", 1]\n')
-    monkeypatch.setenv(families.FAMILIES_ENV, "")
     with pytest.raises(ManifestError, match="uses TM"):
         families.add_folders([folder])

@@ -50,29 +50,27 @@ def _family(
     return folder
 
 
-def _refused(folder: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setenv(families.FAMILIES_ENV, "")
+def _refused(folder: Path) -> str:
     with pytest.raises(ManifestError) as caught:
-        families.add_folders([folder])
+        families.use_folders([folder])  # refused: this process's folders stay as they were
     message = str(caught.value)
     assert "\n" not in message and str(folder) in message, message
     return message
 
 
 @pytest.fixture
-def catalogue(monkeypatch):
+def catalogue(own_families):
     """This test's own catalogue: only the folders it adds."""
-    monkeypatch.setenv(families.FAMILIES_ENV, "")
 
 
 # -- 1: a user's variant never takes the name of one of xbackend's lines -----------------------
 
 
 @pytest.mark.parametrize("name", ["vendor", "naive", "naive4", "warp_db", "reg2d"])
-def test_a_users_variant_named_as_a_shipped_line_is_refused(name, tmp_path, monkeypatch):
+def test_a_users_variant_named_as_a_shipped_line_is_refused(name, tmp_path):
     """vendor (the library's line, for every operation) and the
     shipped kernels' names, also those of another operation (naive4 is rmm's)."""
-    message = _refused(_family(tmp_path, variant=name), monkeypatch)
+    message = _refused(_family(tmp_path, variant=name))
     assert f"variant '{name}'" in message and "already declared" in message
 
 
@@ -85,13 +83,13 @@ def test_a_users_variant_with_a_name_of_its_own_is_kept(tmp_path, catalogue):
 
 
 @pytest.mark.parametrize("sources", ["{}", "{ }"])
-def test_sources_naming_no_file_is_refused(sources, tmp_path, monkeypatch):
+def test_sources_naming_no_file_is_refused(sources, tmp_path):
     folder = _family(tmp_path)
     manifest = folder / "family.toml"
     manifest.write_text(
         manifest.read_text().replace("[family]\n", f"[family]\nsources = {sources}\n")
     )
-    assert "names no kernel file" in _refused(folder, monkeypatch)
+    assert "names no kernel file" in _refused(folder)
 
 
 # -- 8: a size that has no value at the tile is that kernel's verdict, naming its file ---------
@@ -188,8 +186,8 @@ DEEP = {
 
 
 @pytest.mark.parametrize("case", DEEP, ids=str)
-def test_a_deep_manifest_is_refused_naming_its_file(case, tmp_path, monkeypatch):
-    message = _refused(_family(tmp_path, DEEP[case] + "\n"), monkeypatch)
+def test_a_deep_manifest_is_refused_naming_its_file(case, tmp_path):
+    message = _refused(_family(tmp_path, DEEP[case] + "\n"))
     assert "deep" in message or "characters" in message, message
 
 
@@ -203,19 +201,19 @@ def test_expressions_within_the_limits_still_evaluate():
 # -- 14: what is read is bounded, and an include is a regular file -----------------------------
 
 
-def test_a_sparse_manifest_of_8_gb_is_refused_without_reading_it(tmp_path, monkeypatch):
+def test_a_sparse_manifest_of_8_gb_is_refused_without_reading_it(tmp_path):
     folder = _family(tmp_path)
     os.truncate(folder / "family.toml", 8 << 30)
     started = time.perf_counter()
-    message = _refused(folder, monkeypatch)
+    message = _refused(folder)
     assert "larger than" in message and time.perf_counter() - started < 5
 
 
 @pytest.mark.parametrize("size", [5 << 20, 8 << 30])
-def test_a_sparse_kernel_file_is_refused_by_name(size, tmp_path, monkeypatch):
+def test_a_sparse_kernel_file_is_refused_by_name(size, tmp_path):
     folder = _family(tmp_path)
     os.truncate(folder / "mine.cl", size)
-    message = _refused(folder, monkeypatch)
+    message = _refused(folder)
     assert "mine.cl" in message and "larger than" in message
 
 
@@ -225,18 +223,18 @@ def _including(tmp_path: Path, named: str) -> Path:
 
 
 @pytest.mark.parametrize("named", ["/dev/zero", "/dev/urandom", "fifo.h", "."])
-def test_an_include_of_what_is_not_a_regular_file_is_refused(named, tmp_path, monkeypatch):
+def test_an_include_of_what_is_not_a_regular_file_is_refused(named, tmp_path):
     folder = _including(tmp_path, named)
     if named == "fifo.h":
         os.mkfifo(folder / "fifo.h")
-    message = _refused(folder, monkeypatch)
+    message = _refused(folder)
     assert "mine.cl line 1" in message and named in message
 
 
-def test_an_include_is_followed_into_the_files_it_includes(tmp_path, monkeypatch):
+def test_an_include_is_followed_into_the_files_it_includes(tmp_path):
     folder = _including(tmp_path, "helpers.h")
     (folder / "helpers.h").write_text('#define TWICE(x) (2 * (x))\n#include "/dev/zero"\n')
-    message = _refused(folder, monkeypatch)
+    message = _refused(folder)
     assert "helpers.h line 2" in message and "/dev/zero" in message
 
 
@@ -260,21 +258,19 @@ VALUES = {
 
 
 @pytest.mark.parametrize("case", VALUES, ids=str)
-def test_a_value_of_the_wrong_type_is_refused_naming_its_file(case, tmp_path, monkeypatch):
+def test_a_value_of_the_wrong_type_is_refused_naming_its_file(case, tmp_path):
     old, new, words = VALUES[case]
     folder = _family(tmp_path)
     manifest = folder / "family.toml"
     manifest.write_text(manifest.read_text().replace(old, new, 1))
-    assert words in _refused(folder, monkeypatch)
+    assert words in _refused(folder)
 
 
 @pytest.mark.parametrize("parameter", ["stamps", "stamp_slot"])
-def test_a_kernel_parameter_with_a_name_the_clock_keeps_is_refused(
-    parameter, tmp_path, monkeypatch
-):
+def test_a_kernel_parameter_with_a_name_the_clock_keeps_is_refused(parameter, tmp_path):
     source = (STUDENT / "student.cl").read_text().replace("int wB)", f"int wB, int {parameter})")
     folder = _family(tmp_path, source=source)
-    message = _refused(folder, monkeypatch)
+    message = _refused(folder)
     assert f"parameter '{parameter}'" in message and "mine.cl line" in message
 
 

@@ -213,9 +213,8 @@ def test_a_script_without_a_main_guard_runs_once(tmp_path):
     caller's script again where it has no ``if __name__ == "__main__"``."""
     script = tmp_path / "script.py"
     shutil.copy(ROOT / "tests" / "data" / "isolation_script.py", script)
-    env = {**_env(), families.FAMILIES_ENV: str(KERNELS)}
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                          env=env, timeout=120)  # fmt: skip
+    done = subprocess.run([sys.executable, str(script), str(KERNELS)], capture_output=True,
+                          text=True, env=_env(), timeout=120)  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["started", "equal: True"]
 
@@ -240,8 +239,8 @@ def _config(backend: Any, variant: str) -> Config:
     return Config(backend.name, backend, "mm", variant, 16, "float32")
 
 
-def test_only_a_users_kernels_leave_the_process(monkeypatch):
-    monkeypatch.setenv(families.FAMILIES_ENV, str(KERNELS))
+def test_only_a_users_kernels_leave_the_process(own_families):
+    families.add_folders([KERNELS])
     from xbackend import get_backend
 
     with get_backend("opencl") as opencl, get_backend("cpu") as cpu:
@@ -255,9 +254,9 @@ def test_only_a_users_kernels_leave_the_process(monkeypatch):
             assert isolation.measurer(_config(opencl, user)) is not None
 
 
-def test_the_isolated_product_is_the_in_process_one(monkeypatch):
+def test_the_isolated_product_is_the_in_process_one(own_families):
     """The child measures the same product: a seeded one, element for element."""
-    monkeypatch.setenv(families.FAMILIES_ENV, str(KERNELS))
+    families.add_folders([KERNELS])
     from xbackend import get_backend
 
     rng = np.random.default_rng(38)
@@ -272,8 +271,26 @@ def test_the_isolated_product_is_the_in_process_one(monkeypatch):
     assert len(there.kernel_s) == 3 and there.clock == here.clock
 
 
-def test_a_hang_through_the_api_raises_and_the_next_point_runs(monkeypatch):
-    monkeypatch.setenv(families.FAMILIES_ENV, str(KERNELS))
+def test_the_child_gets_the_families_in_its_request_not_its_environment(own_families, monkeypatch):
+    """Issue 41: no variable of xbackend's reaches the child (none is set here, and adding
+    a folder sets none), yet it measures the user's kernel: the request names its folder."""
+    from xbackend import get_backend
+    from xbackend.isolation import child_environment
+
+    for name in [name for name in os.environ if name.startswith("XBACKEND")]:
+        monkeypatch.delenv(name)
+    families.add_folders([KERNELS])
+    assert not [name for name in child_environment() if name.startswith("XBACKEND")]
+    rng = np.random.default_rng(41)
+    A = rng.standard_normal((17, 9), dtype=np.float32)
+    B = rng.standard_normal((9, 23), dtype=np.float32)
+    with get_backend("opencl") as opencl, Isolation(timeout_s=60) as isolation:
+        measured = isolation.measure(_config(opencl, "iso_good"), A, B, samples=1)
+    np.testing.assert_allclose(measured.result, A.astype(np.float64) @ B, rtol=1e-5)
+
+
+def test_a_hang_through_the_api_raises_and_the_next_point_runs(own_families):
+    families.add_folders([KERNELS])
     from xbackend import get_backend
 
     rng = np.random.default_rng(7)
@@ -358,8 +375,8 @@ def _changed(family: str) -> dict[str, dict[str, str]]:
         ("mm", ["iso_good"], False),
     ],
 )
-def test_resume_notes_compare_the_families_the_plan_runs(monkeypatch, changed, variants, refused):
-    monkeypatch.setenv(families.FAMILIES_ENV, str(KERNELS))
+def test_resume_notes_compare_the_families_the_plan_runs(own_families, changed, variants, refused):
+    families.add_folders([KERNELS])
     plan = Plan(shapes=[Shape(8, 8, 8)], variants=variants)
     header = _header(_changed(changed))
     if refused:

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from xbackend.families import FAMILIES_ENV
 from xbackend.pytest_plugin import REQUIRE_ENV, needs_backend, required, skip_or_fail
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -140,9 +139,8 @@ def _conformance(
 ) -> subprocess.CompletedProcess[str]:
     path = [str(site), str(EXAMPLE), str(ROOT), os.environ.get("PYTHONPATH", "")]
     environment = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, path)), **env}
-    for name in (REQUIRE_ENV, FAMILIES_ENV):  # CI's requirements, a caller's kernels
-        if name not in env:
-            environment.pop(name, None)
+    if REQUIRE_ENV not in env:  # CI's requirements
+        environment.pop(REQUIRE_ENV, None)
     # -p loads the plugin where xbackend is not installed; installed, it is loaded already.
     command = [sys.executable, "-m", "pytest", "-rfEs", "-p", "no:cacheprovider"]
     command += ["-p", "xbackend.pytest_plugin", "--pyargs", "xbackend.conformance"]

@@ -35,10 +35,12 @@ from xbackend.profiling.metrics import (
 )
 from xbackend.profiling.ncu import ProfileError, Settings, parse_csv, scale, to_base
 from xbackend.profiling.table import CSV_NAME, table
+from xbackend.pytest_plugin import needs_backend
 from xbackend.results import PointRecord, RecordError, load
 from xbackend.results.records import PROFILER_CLOCK
 
 DATA = Path(__file__).resolve().parent / "data"
+STUDENT = Path(__file__).resolve().parent.parent / "examples" / "assignment" / "student"
 FAKE_NCU = Path(__file__).resolve().parent / "fake_ncu.sh"
 RAW_BASE = DATA / "ncu_raw_base_512.csv"  # --page raw --print-units base
 RAW_AUTO = DATA / "ncu_raw_auto_512.csv"  # --page raw, ncu's automatic units
@@ -283,7 +285,9 @@ def test_no_cuda_is_one_line(monkeypatch, capsys):
 # -- the child, and the command end to end ---------------------------------------------------
 
 
-def _spec(tmp_path: Path, words: list[str], shape: Shape, ops=("mm",)) -> Path:
+def _spec(
+    tmp_path: Path, words: list[str], shape: Shape, ops=("mm",), targets=("cpu",), folders=()
+) -> Path:
     plan = Plan(
         shapes=[shape],
         ops=list(ops),
@@ -291,7 +295,7 @@ def _spec(tmp_path: Path, words: list[str], shape: Shape, ops=("mm",)) -> Path:
         seed=4,
         sampling=Sampling(warmup=0, max_samples=1),
     )
-    spec = Spec("r1", ["cpu"], plan, words, tmp_path / "manifest.json")
+    spec = Spec("r1", list(targets), plan, words, tmp_path / "manifest.json", list(folders))
     path = tmp_path / "spec.json"
     path.write_text(json.dumps(spec.to_dict()))
     return path
@@ -305,6 +309,25 @@ def test_the_child_runs_each_point_once_and_says_so(tmp_path):
     assert [(p.variant, p.tile) for p in points] == [("tiled", 8), ("tiled", 16), ("vendor", None)]
     assert all(e.ran and e.record["status"] == "ok" and e.record["equal"] for e in manifest.entries)
     assert "cpu" in manifest.devices and manifest.run_id == "r1"
+
+
+def test_the_child_adds_the_kernel_folders_of_its_spec(tmp_path, own_families):
+    """Issue 41: the parent's --kernels reach the child in its spec, not its environment:
+    this process has added no folder, and the child runs the student's kernels; a folder
+    that holds no family is the child's problem, named."""
+    needs_backend("opencl")
+    words, shape = ["student_naive", "student_tiled"], Shape(20, 12, 28)
+    path = _spec(tmp_path, words, shape, targets=["opencl"], folders=[str(STUDENT)])
+    assert child_main([str(path)]) == 0
+    manifest = Manifest.read(tmp_path / "manifest.json")
+    assert manifest.finished and manifest.variants == words
+    ran = [(e.record["variant"], e.record["tile"]) for e in manifest.entries]
+    assert ran == [(variant, tile) for variant in words for tile in (8, 16)]
+    assert all(e.ran and e.record["equal"] for e in manifest.entries)
+    (tmp_path / "empty").mkdir()
+    empty = _spec(tmp_path, words, shape, targets=["opencl"], folders=[str(tmp_path / "empty")])
+    assert child_main([str(empty)]) == 2
+    assert "holds no family.toml" in Manifest.read(tmp_path / "manifest.json").problem
 
 
 @pytest.mark.parametrize(

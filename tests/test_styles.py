@@ -32,10 +32,9 @@ EDGES = (Shape(16, 14, 16), Shape(7, 13, 5), Shape(33, 20, 17), Shape(1, 1, 1))
 LANGUAGE = {"opencl": "opencl", "cuda": "cuda"}
 
 
-def test_mixed_arguments_run_right_on_cuda(monkeypatch):
+def test_mixed_arguments_run_right_on_cuda(own_families):
     """The kernel whose arguments C pads between, on a GPU: each lands where it reads it."""
     needs_backend("cuda")
-    monkeypatch.setenv(families.FAMILIES_ENV, "")
     families.add_folders([ABI / "mixed_args"])
     backend = xbackend.get_backend("cuda")
     try:
@@ -61,9 +60,7 @@ def _cases() -> list[tuple[str, str, str, str]]:
 
 
 @pytest.fixture
-def catalogue(monkeypatch):
-    monkeypatch.setenv(families.FAMILIES_ENV, "")
-
+def catalogue(own_families):
     def add(name: str) -> None:
         families.add_folders([STYLES / name])
 
@@ -182,14 +179,13 @@ def _ptx_parameters(
     [(STYLES / "struct_arg", "struct_arg_tiled"), (ABI / "mixed_args", "mixed_args_naive")],
     ids=["struct_arg", "mixed_args"],
 )
-def test_a_struct_is_packed_as_nvcc_lays_it_out(folder, variant, monkeypatch, tmp_path):
+def test_a_struct_is_packed_as_nvcc_lays_it_out(folder, variant, own_families, tmp_path):
     """Each argument's offset in xbackend's packing is the offset nvcc's PTX gives it."""
     import struct
 
     from xbackend.backends.kernels import cuda_text, read_kernel
     from xbackend.backends.launch import packing
 
-    monkeypatch.setenv(families.FAMILIES_ENV, "")
     families.add_folders([folder])
     spec = families.find_variant(variant)
     A, B = make_operands(Shape(7, 13, 5), SEED)

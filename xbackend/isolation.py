@@ -8,7 +8,8 @@ process (a fresh ``python``: it inherits no driver state and, unlike multiproces
 'spawn', never runs the caller's script again), which keeps its backends open and its
 kernels built from one point to the next and measures with the same loop as the parent
 (``Backend.measure``). Requests and answers are pickled over pipes of their own, so that
-what a driver prints cannot mix with them.
+what a driver prints cannot mix with them; a request carries the parent's kernel-family
+folders (``families.added_folders``), which the child adds before it opens a backend.
 
 The parent waits on each step of a point with a deadline (``XBACKEND_KERNEL_TIMEOUT``,
 ``compare --kernel-timeout``): opening the device, then the build with the first run and
@@ -111,13 +112,14 @@ class _Request:
     A: Array
     B: Array
     options: dict[str, Any]
+    folders: tuple[Path, ...]  # the parent's kernel-family folders (``--kernels``)
 
     @classmethod
     def of(cls, config: Config, A: Array, B: Array, options: dict[str, Any]) -> _Request:
         backend = config.backend
         return cls(
             backend.name, _device_selector(backend), getattr(backend, "index_mode", None),
-            config.variant, config.tile, config.op, A, B, options,
+            config.variant, config.tile, config.op, A, B, options, families.added_folders(),
         )  # fmt: skip
 
 
@@ -362,6 +364,9 @@ def serve(requests: int, answers: int, progress: int, parent: int) -> None:
 
 def _answer(request: _Request, opened: dict[Any, Backend], progress: int) -> tuple[str, Any]:
     try:
+        # The parent's folders as it has them now, the variant's family among them (one
+        # the child cannot load is this point's error).
+        families.use_folders(request.folders)
         key = (request.backend, request.device, request.index)
         if key not in opened:
             os.write(progress, bytes([_OPENING]))

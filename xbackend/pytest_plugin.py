@@ -78,9 +78,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     """Add the ``--kernels`` folders before any test is collected or backend opened, so
-    that every backend's variant table holds them (and the processes a test starts find
-    them too: ``XBACKEND_FAMILIES``). A folder that is not a family is a usage error of
-    one line naming the file."""
+    that every backend's variant table holds them (and the isolated kernels' process is
+    handed them: ``families.added_folders``). A folder that is not a family is a usage
+    error of one line naming the file."""
     folders = config.getoption("--kernels", default=None)
     if folders:
         try:
@@ -111,11 +111,11 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 
 def user_families() -> list[str]:
-    """A header line per family not shipped with xbackend (``--kernels``,
-    ``XBACKEND_FAMILIES``, entry points): where it is and the variants it adds."""
+    """A header line per family not shipped with xbackend (``--kernels``, entry
+    points): where it is and the variants it adds."""
     try:
         found = families.catalogue()
-    except families.ManifestError as error:  # XBACKEND_FAMILIES or an entry point
+    except families.ManifestError as error:  # an entry point's (--kernels is checked)
         return [f"xbackend kernels: {error}"]
     lines = []
     for each in found:

@@ -1,14 +1,18 @@
-"""A user's script without ``if __name__ == "__main__"``, measuring a user's kernel in a
-process of its own (tests/test_isolation.py): it must run once, not once more for
-the child (multiprocessing's 'spawn' would run it again there)."""
+"""A user's script without ``if __name__ == "__main__"``, measuring a user's kernel (of
+the family folder its argument names) in a process of its own (tests/test_isolation.py):
+it must run once, not once more for the child (multiprocessing's 'spawn' would run it
+again there)."""
+
+import sys
 
 import numpy as np
 
-from xbackend import get_backend
+from xbackend import families, get_backend
 from xbackend.configs import Config
 from xbackend.isolation import Isolation
 
 print("started", flush=True)
+families.add_folders([sys.argv[1]])
 rng = np.random.default_rng(11)
 A = rng.standard_normal((9, 7), dtype=np.float32)
 B = rng.standard_normal((7, 13), dtype=np.float32)

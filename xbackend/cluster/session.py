@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import xbackend.cluster.schedule as rules
+from xbackend import families
 from xbackend.backends.registry import backend_names
 from xbackend.cluster.connection import (
     CONNECT_TIMEOUT_S,
@@ -100,7 +101,8 @@ class Cluster:
             cluster = cls._connected(spec, backends, assigned, settings)
         try:
             deliver(pressed)  # Ctrl-C, SIGTERM or SIGHUP while it started
-            plugin = DevicesPlugin(backends, assigned, run=cluster.token)
+            folders = tuple(str(folder) for folder in families.added_folders())
+            plugin = DevicesPlugin(backends, assigned, run=cluster.token, folders=folders)
             cluster.client.register_plugin(plugin, name=PLUGIN)
             cluster._wait_for_workers(expected)
             cluster.reports = cluster._describe(say)

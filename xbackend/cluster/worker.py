@@ -4,6 +4,8 @@ line's points, tune a device).
 
 Each worker opens its backends once (the first task that needs one) and keeps them,
 with their compiled kernels, until it stops: the plugin's ``teardown`` closes them. The
+plugin carries the main process's kernel-family folders (``--kernels``), added before a
+backend opens, so that a worker's variants are the main process's wherever it runs. The
 operands of a size are made on the worker from the plan's seed, so every worker makes
 the same ones, and kept for the next line's points of that size (``KEPT_BYTES``); the
 full references are made once per host and shared (``host_references.py``).
@@ -22,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from distributed import WorkerPlugin, get_worker
 
+from xbackend import families
 from xbackend.backends.registry import backend_class, backend_names, open_backend
 from xbackend.cluster.devices import Offer, WorkerReport, every_device, identity, model_label
 from xbackend.cluster.host_references import HostReferences, run_folder
@@ -69,21 +72,27 @@ class DevicesPlugin(WorkerPlugin):  # type: ignore[misc]  # distributed is untyp
 
     ``assigned`` maps a local cluster's worker names to the targets each opens; without
     it (an existing cluster) a worker opens every device of ``backends`` it has, and
-    names its lines by device model (``devices.model_label``).
+    names its lines by device model (``devices.model_label``). ``folders``: the main
+    process's kernel-family folders (``families.added_folders``).
     """
 
     name = PLUGIN
 
-    def __init__(self, backends: str, assigned: dict[str, list[str]] | None = None, run: str = ""):
+    def __init__(
+        self, backends: str, assigned: dict[str, list[str]] | None = None, run: str = "",
+        folders: tuple[str, ...] = (),
+    ):  # fmt: skip
         self.backends_text = backends
         self.assigned = assigned
         self.run = run  # the run's token: the folder its references are shared in
+        self.folders = folders
         self.opened: dict[str, Backend] = {}
         self.inputs: dict[tuple[Shape, int, int], Inputs] = {}
         self.shared: HostReferences | None = None
 
     def setup(self, worker: Any) -> None:
         self.opened, self.inputs = {}, {}
+        families.read_again()  # a worker of an existing cluster: the last run's are stale
         self.shared = HostReferences(run_folder(self.run)) if self.run else None
         # Ctrl-C on a terminal reaches the workers too: the main process stops them
         # (ValueError: not the main thread of the worker's process).
@@ -102,6 +111,9 @@ class DevicesPlugin(WorkerPlugin):  # type: ignore[misc]  # distributed is untyp
     def backend(self, target: str) -> Backend:
         """The backend of ``target``, opened on first use and kept."""
         if target not in self.opened:
+            # Here, not in ``setup``: a folder this worker's host lacks is then said as
+            # the worker's problem (``report``), where Dask would log a plugin's error.
+            families.use_folders(self.folders)
             parsed = Target.parse(target)
             self.opened[target] = open_backend(parsed.name, parsed.device)
         return self.opened[target]

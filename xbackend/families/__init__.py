@@ -2,10 +2,13 @@
 
 A family is a folder holding a manifest (``family.toml``, see ``manifest.py``) beside its
 kernel files. xbackend ships four (kernels/mm, mm_reg, mm_warp, rmm); a user adds their
-own with ``--kernels DIR`` (a family's folder, or a folder of them), which sets
-``XBACKEND_FAMILIES`` so that every process of a run (Dask workers, profiling children)
-finds the same ones; installed packages add theirs through the entry-point group
-``xbackend.kernels`` (an entry names a folder, or a module whose folder holds them).
+own with ``--kernels DIR`` (a family's folder, or a folder of them: ``add_folders``,
+kept in this module for this process); installed packages add theirs through the
+entry-point group ``xbackend.kernels`` (an entry names a folder, or a module whose folder
+holds them). A process that starts another hands it ``added_folders()`` as data (the
+isolated kernel's request, the Dask workers' plugin, the profiling child's spec, the
+arguments of ``check --one``), which adds them there (``use_folders``): nothing travels
+in the environment, so a remote worker gets them as a local one does.
 
 The compiled backends build their variants from this catalogue (``variant_table``);
 nothing in them knows a family by name.
@@ -16,7 +19,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
-import os
 from collections.abc import Iterable, Iterator
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -27,32 +29,40 @@ from xbackend.families.variant import LIBRARY_LINES, VariantSpec, VariantTable
 from xbackend.resources import shipped_kernels_path
 
 __all__ = [
-    "FAMILIES_ENV",
     "Family",
     "ManifestError",
     "VariantSpec",
     "VariantTable",
     "add_folders",
+    "added_folders",
     "catalogue",
     "family",
     "find",
     "find_variant",
     "provenance",
+    "read_again",
     "shipped_variants",
+    "use_folders",
     "user_folders",
     "user_variants",
     "variant_table",
 ]
 
-FAMILIES_ENV = "XBACKEND_FAMILIES"  # the user's family folders, os.pathsep apart
 ENTRY_POINTS = "xbackend.kernels"
+
+# The folders this process added (``add_folders``, ``use_folders``), each resolved, in the
+# order they came: this process's alone (a child is handed them, ``added_folders``).
+_added: tuple[Path, ...] = ()
 
 
 def user_folders() -> tuple[Path, ...]:
-    """The user's folders: ``XBACKEND_FAMILIES``, then the installed entry points'."""
-    named = os.environ.get(FAMILIES_ENV, "")
-    folders = [Path(part) for part in named.split(os.pathsep) if part.strip()]
-    return (*folders, *_installed_folders())
+    """The user's folders: those this process added, then the installed entry points'."""
+    return (*_added, *_installed_folders())
+
+
+def added_folders() -> tuple[Path, ...]:
+    """The folders this process added, for a process it starts to add too."""
+    return _added
 
 
 @functools.cache
@@ -70,13 +80,28 @@ def _installed_folders() -> tuple[Path, ...]:
 
 
 def add_folders(folders: Iterable[str | Path]) -> None:
-    """Add family folders to this process's and its children's catalogue, each checked
-    now: a folder that holds no family, or a manifest that is wrong, is an error here."""
-    added = [str(Path(folder).resolve()) for folder in folders]
-    known = [part for part in os.environ.get(FAMILIES_ENV, "").split(os.pathsep) if part]
-    joined = os.pathsep.join(dict.fromkeys([*known, *added]))
-    _catalogue(tuple(Path(part) for part in joined.split(os.pathsep)))  # checks them all
-    os.environ[FAMILIES_ENV] = joined
+    """Add family folders to this process's catalogue, after those added before, each
+    checked now: a folder that holds no family, or a manifest that is wrong, is an error
+    here (and nothing is added)."""
+    use_folders([*_added, *folders])
+
+
+def use_folders(folders: Iterable[str | Path]) -> None:
+    """Make ``folders`` this process's added folders, in place of those added before
+    (none: the shipped families and the installed ones alone), checked as ``add_folders``
+    checks them."""
+    global _added
+    wanted = tuple(dict.fromkeys(Path(folder).resolve() for folder in folders))
+    _catalogue(wanted)  # checks them all, before any is used
+    _added = wanted
+
+
+def read_again() -> None:
+    """Forget the families read so far: the next use reads their folders again. For a
+    process that outlives a run (a ``--scheduler`` cluster's worker), so that the next run
+    gets the families as they are then, not as the last run read them."""
+    _catalogue.cache_clear()
+    _variant_table.cache_clear()
 
 
 def catalogue() -> tuple[Family, ...]:

@@ -1,13 +1,13 @@
 """The program ``xbackend profile`` runs under Nsight Compute:
 ``python -m xbackend.profiling.child SPEC``.
 
-It opens the backends the spec names (with the tune cache's choices, as ``compare``
-does), and for every size and configuration of the spec's plan runs the product once,
-checked against the reference as ``compare`` checks it, timing nothing: ncu profiles
-that one run. Into the spec's manifest (``launches.Manifest``) it writes, after each
-point, what ran and in which order, so that the parent can tell which of ncu's kernels
-belong to which point. Nothing here knows ncu: with the CPU backend it runs anywhere
-(the tests run it so).
+It adds the spec's kernel-family folders (the parent's ``--kernels``), opens the backends
+the spec names (with the tune cache's choices, as ``compare`` does), and for every size
+and configuration of the spec's plan runs the product once, checked against the
+reference as ``compare`` checks it, timing nothing: ncu profiles that one run. Into the
+spec's manifest (``launches.Manifest``) it writes, after each point, what ran and in
+which order, so that the parent can tell which of ncu's kernels belong to which point.
+Nothing here knows ncu: with the CPU backend it runs anywhere (the tests run it so).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import xbackend
+from xbackend import families
 from xbackend.configs import VARIANT_SETS, Config, configs, resolve_variants
 from xbackend.errors import XBackendError
 from xbackend.measure import Inputs, memory_problem
@@ -32,7 +33,7 @@ from xbackend.results import PointRecord
 if TYPE_CHECKING:
     from xbackend import Backend
 
-SPEC_FORMAT = 1
+SPEC_FORMAT = 2  # 2: the kernel-family folders
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,6 +45,7 @@ class Spec:
     plan: Plan  # variants: None here; the words below say which
     variant_words: list[str]  # --variants as given: names and sets (ladder, ...)
     manifest: Path
+    folders: list[str] = dataclasses.field(default_factory=list)  # families.added_folders
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -53,6 +55,7 @@ class Spec:
             "plan": self.plan.to_dict(),
             "variant_words": self.variant_words,
             "manifest": str(self.manifest),
+            "folders": self.folders,
         }
 
     @classmethod
@@ -66,6 +69,7 @@ class Spec:
             plan=Plan.from_dict(item["plan"]),
             variant_words=[str(word) for word in item["variant_words"]],
             manifest=Path(item["manifest"]),
+            folders=[str(folder) for folder in item["folders"]],
         )
 
 
@@ -89,8 +93,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 def run(spec: Spec, manifest: Manifest) -> None:
     """Every point of the spec, once, in order; each recorded in ``manifest`` at once."""
     try:
+        families.use_folders(spec.folders)  # before any backend's variants are listed
         opened = _open(spec.targets)
-    except XBackendError as error:
+    except XBackendError as error:  # a family's folder among them (ManifestError)
         manifest.problem = str(error)
         return
     try:

@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from xbackend import families
 from xbackend.machine import environment
 from xbackend.plan import Plan
 from xbackend.profiling import ncu as ncu_tool
@@ -75,7 +76,10 @@ def profile(
     """Profile every point of ``request`` into the folder ``out`` (made, locked and empty:
     the caller's); ``say`` gets a line per point as the child finishes it."""
     run_id = uuid.uuid4().hex[:12]
-    spec = Spec(run_id, request.targets, request.plan, request.variant_words, out / MANIFEST_NAME)
+    folders = [str(folder) for folder in families.added_folders()]  # --kernels, for the child
+    spec = Spec(
+        run_id, request.targets, request.plan, request.variant_words, out / MANIFEST_NAME, folders
+    )
     atomic_write(out / SPEC_NAME, json.dumps(spec.to_dict(), indent=1) + "\n")
     (out / MANIFEST_NAME).unlink(missing_ok=True)  # a failed attempt's must not be read
     program = [sys.executable, "-m", CHILD, str(out / SPEC_NAME)]
