@@ -336,9 +336,10 @@ def test_timing_accuracy_reads_ncu_and_leaves_the_hold_out():
 def test_timing_accuracy_says_what_it_needs_in_one_line():
     if backend_class("cuda").available()[0] and shutil.which("ncu"):
         pytest.skip("CUDA and ncu are here: the script would run")
+    path = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
     done = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "timing_accuracy.py")],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": path},
     )  # fmt: skip
     assert done.returncode == 2
     assert done.stderr.startswith("timing_accuracy: needs ") and done.stderr.count("\n") == 1
