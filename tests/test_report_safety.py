@@ -19,7 +19,8 @@ from typing import Any
 import matplotlib
 import pytest
 
-from xbackend import plots, report
+from xbackend import plots
+from xbackend.report import page as report
 from xbackend.report.page import FIGURES_DIR, write_report
 from xbackend.results import PointRecord, load
 from xbackend.safeio import UnsafePath
