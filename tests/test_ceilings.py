@@ -9,7 +9,6 @@ import dataclasses
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -248,19 +247,44 @@ def test_the_tables_show_the_roof_where_the_run_measured_it(tmp_path):
     assert write_size_csv(points, tmp_path).read_text().splitlines()[1].endswith(",,")
 
 
+@pytest.mark.parametrize("op", list(ceilings.STREAM))
+def test_babelstreams_operations_compute_what_they_say(backend, op):
+    """Each of stream_copy, _mul, _add and _triad on seeded random floats, an odd number
+    of them (the last block partly idle), against NumPy's."""
+    backend = _compiled(backend)
+    rng = np.random.default_rng(42)
+    n = 5 * ceilings.BLOCK + 3
+    arrays = {name: rng.standard_normal(n).astype(np.float32) for name in "abc"}
+    product = ceilings.stream_product(op, n, "float32", arrays)
+    output = backend.run_product(product, 1, keep_output=True).output
+    s = np.float32(ceilings.STREAM_SCALAR).astype(np.float64)
+    a, b, c = (arrays[name].astype(np.float64) for name in "abc")
+    expected = {"copy": a, "mul": s * c, "add": a + b, "triad": b + s * c}[op]
+    # The triad may fuse its multiply and add (one rounding where NumPy takes two).
+    np.testing.assert_allclose(output, expected, rtol=1e-6, atol=1e-6)
+    assert not np.allclose(output, {"copy": b, "mul": c, "add": a, "triad": b + c}[op])
+
+
 @pytest.mark.slow
-def test_the_script_prints_the_ceilings_beside_the_peaks(tmp_path):
-    """scripts/ceilings.py, the command for a GPU machine, run small on the CPU."""
-    script = Path(__file__).resolve().parent.parent / "scripts" / "ceilings.py"
+def test_the_command_puts_each_apis_ceilings_side_by_side(tmp_path):
+    """``xbackend ceilings`` on this machine's two backends: the FMA loop and the copy of
+    each, BabelStream's four on the compiled one, and the second's ratio to the first."""
     out = tmp_path / "ceilings.json"
-    command = [sys.executable, str(script), "--backends", "cpu", "--dtypes", "float32"]
-    done = subprocess.run([*command, "--json", str(out)], capture_output=True, text=True,
-                          timeout=300)  # fmt: skip
+    command = [sys.executable, "-m", "xbackend", "ceilings", "--dtypes", "float32"]
+    done = subprocess.run([*command, "--backends", "opencl,cpu", "--json", str(out)],
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
     assert done.returncode == 0, done.stderr
-    rows = json.loads(out.read_text())
-    assert [row["quantity"] for row in rows] == ["float32", "bandwidth"]
-    assert all(row["measured"] > 0 and row["backend"] == "cpu" for row in rows)
-    assert "FLOP/s" in done.stdout and "B/s" in done.stdout  # G or T, by the machine
-    refused = subprocess.run([*command[:3], "nosuch"], capture_output=True, text=True,
-                             timeout=300)  # fmt: skip
-    assert refused.returncode == 1 and "unknown backend 'nosuch'" in refused.stdout
+    found = json.loads(out.read_text())
+    assert list(found) == ["opencl", "cpu"]
+    streams = [f"stream {op}" for op in ceilings.STREAM]
+    assert list(found["opencl"]["quantities"]) == ["fma float32", "copy (roof)", *streams]
+    assert list(found["cpu"]["quantities"]) == ["fma float32", "copy (roof)"]
+    assert all(q["value"] > 0 for each in found.values() for q in each["quantities"].values())
+    header, *rows = done.stdout.splitlines()[2:]
+    assert header.split()[-1] == "cpu/opencl" and len(rows) == 6
+    fma = found["cpu"]["quantities"]["fma float32"]["value"]
+    ratio = fma / found["opencl"]["quantities"]["fma float32"]["value"]
+    assert rows[0].split()[-1] == f"{ratio:.3f}"
+    refused = subprocess.run([*command, "--backends", "cpu,nosuch"], capture_output=True,
+                             text=True, timeout=300)  # fmt: skip
+    assert refused.returncode == 1 and "unknown backend 'nosuch'" in refused.stderr

@@ -11,6 +11,11 @@
 //             With |a| < 1 every chain stays bounded and tends to b / (1 − a).
 //   copy      memory alone: dst = src, `n` VECTORs, one per thread in a grid-stride
 //             loop; 2 · sizeof(VECTOR) · n bytes read and written.
+//   stream_*  BabelStream's four operations on `n` REALs, one element a thread in a
+//             grid-stride loop, as BabelStream writes them in both APIs: copy c = a,
+//             mul b = s·c, add c = a + b, triad a = b + s·c (2, 2, 3 and 3 arrays
+//             moved). `xbackend ceilings` runs them in each API on the same device, the
+//             control beside every comparison of the two (docs/ceilings.md).
 //
 // Compile-time parameters (-D options), each passed by Python (the defaults let the
 // file compile on its own):
@@ -68,4 +73,40 @@ void copy(const VECTOR* __restrict__ src, VECTOR* __restrict__ dst, const int n)
     const int stride = gridDim.x * CEILING_BLOCK;
     for (int i = blockIdx.x * CEILING_BLOCK + threadIdx.x; i < n; i += stride)
         dst[i] = src[i];
+}
+
+// BabelStream's operations, one REAL a thread in a grid-stride loop; `scalar` is 0.4.
+extern "C" __global__ __launch_bounds__(CEILING_BLOCK)
+void stream_copy(const REAL* __restrict__ a, REAL* __restrict__ c, const int n)
+{
+    const int stride = gridDim.x * CEILING_BLOCK;
+    for (int i = blockIdx.x * CEILING_BLOCK + threadIdx.x; i < n; i += stride)
+        c[i] = a[i];
+}
+
+extern "C" __global__ __launch_bounds__(CEILING_BLOCK)
+void stream_mul(const REAL* __restrict__ c, REAL* __restrict__ b, const REAL scalar,
+                const int n)
+{
+    const int stride = gridDim.x * CEILING_BLOCK;
+    for (int i = blockIdx.x * CEILING_BLOCK + threadIdx.x; i < n; i += stride)
+        b[i] = scalar * c[i];
+}
+
+extern "C" __global__ __launch_bounds__(CEILING_BLOCK)
+void stream_add(const REAL* __restrict__ a, const REAL* __restrict__ b, REAL* __restrict__ c,
+                const int n)
+{
+    const int stride = gridDim.x * CEILING_BLOCK;
+    for (int i = blockIdx.x * CEILING_BLOCK + threadIdx.x; i < n; i += stride)
+        c[i] = a[i] + b[i];
+}
+
+extern "C" __global__ __launch_bounds__(CEILING_BLOCK)
+void stream_triad(const REAL* __restrict__ b, const REAL* __restrict__ c, REAL* __restrict__ a,
+                  const REAL scalar, const int n)
+{
+    const int stride = gridDim.x * CEILING_BLOCK;
+    for (int i = blockIdx.x * CEILING_BLOCK + threadIdx.x; i < n; i += stride)
+        a[i] = b[i] + scalar * c[i];
 }

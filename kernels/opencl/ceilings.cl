@@ -11,6 +11,11 @@
 //             With |a| < 1 every chain stays bounded and tends to b / (1 − a).
 //   copy      memory alone: dst = src, `n` VECTORs, one per work-item in a grid-stride
 //             loop; 2 · sizeof(VECTOR) · n bytes read and written.
+//   stream_*  BabelStream's four operations on `n` REALs, one element a work-item in a
+//             grid-stride loop, as BabelStream writes them in both APIs: copy c = a,
+//             mul b = s·c, add c = a + b, triad a = b + s·c (2, 2, 3 and 3 arrays
+//             moved). `xbackend ceilings` runs them in each API on the same device, the
+//             control beside every comparison of the two (docs/ceilings.md).
 //
 // Compile-time parameters (-D options), each passed by Python (the defaults let the
 // file compile on its own):
@@ -74,4 +79,40 @@ void copy(__global const VECTOR* restrict src, __global VECTOR* restrict dst, co
     const int stride = get_num_groups(0) * CEILING_BLOCK;
     for (int i = get_group_id(0) * CEILING_BLOCK + get_local_id(0); i < n; i += stride)
         dst[i] = src[i];
+}
+
+// BabelStream's operations, one REAL a work-item in a grid-stride loop; `scalar` is 0.4.
+__kernel __attribute__((reqd_work_group_size(CEILING_BLOCK, 1, 1)))
+void stream_copy(__global const REAL* restrict a, __global REAL* restrict c, const int n)
+{
+    const int stride = get_num_groups(0) * CEILING_BLOCK;
+    for (int i = get_group_id(0) * CEILING_BLOCK + get_local_id(0); i < n; i += stride)
+        c[i] = a[i];
+}
+
+__kernel __attribute__((reqd_work_group_size(CEILING_BLOCK, 1, 1)))
+void stream_mul(__global const REAL* restrict c, __global REAL* restrict b, const REAL scalar,
+                const int n)
+{
+    const int stride = get_num_groups(0) * CEILING_BLOCK;
+    for (int i = get_group_id(0) * CEILING_BLOCK + get_local_id(0); i < n; i += stride)
+        b[i] = scalar * c[i];
+}
+
+__kernel __attribute__((reqd_work_group_size(CEILING_BLOCK, 1, 1)))
+void stream_add(__global const REAL* restrict a, __global const REAL* restrict b,
+                __global REAL* restrict c, const int n)
+{
+    const int stride = get_num_groups(0) * CEILING_BLOCK;
+    for (int i = get_group_id(0) * CEILING_BLOCK + get_local_id(0); i < n; i += stride)
+        c[i] = a[i] + b[i];
+}
+
+__kernel __attribute__((reqd_work_group_size(CEILING_BLOCK, 1, 1)))
+void stream_triad(__global const REAL* restrict b, __global const REAL* restrict c,
+                  __global REAL* restrict a, const REAL scalar, const int n)
+{
+    const int stride = get_num_groups(0) * CEILING_BLOCK;
+    for (int i = get_group_id(0) * CEILING_BLOCK + get_local_id(0); i < n; i += stride)
+        a[i] = b[i] + scalar * c[i];
 }

@@ -218,6 +218,61 @@ def copy_ceiling(device: DeviceInfo, run: ProductRunner) -> Measured:
     return _rate(moved, timed.seconds, "copy"), how
 
 
+# BabelStream's four operations (``stream_*`` in kernels/*/ceilings): the arrays each
+# reads, and the one it writes. ``xbackend ceilings`` runs them in each API on one device.
+STREAM = {
+    "copy": (("a",), "c"),
+    "mul": (("c",), "b"),
+    "add": (("a", "b"), "c"),
+    "triad": (("b", "c"), "a"),
+}
+STREAM_SCALAR = 0.4  # BabelStream's
+
+
+def stream_product(
+    op: str,
+    elements: int,
+    dtype: str | np.dtype[Any] = "float32",
+    sources: dict[str, Array] | None = None,
+) -> Product:
+    """One launch of ``stream_OP`` over ``elements`` of ``dtype``, one a thread. Without
+    ``sources`` the arrays it reads are workspaces filled on the device (poisoned), so
+    that nothing crosses the bus; the array it writes is the product's output."""
+    dtype = np.dtype(dtype)
+    reads, writes = STREAM[op]
+    blocks = -(-elements // BLOCK)
+    buffers: dict[str, Buffer] = {name: Buffer(name) for name in reads}
+    launch = KernelLaunch.of(
+        f"stream_{op}", FAMILY, _options(dtype, 4), (blocks, 1, 1), (BLOCK, 1, 1), dims=1,
+        scalar=dtype.type(STREAM_SCALAR), n=elements, **buffers, **{writes: Buffer(OUTPUT)},
+    )  # fmt: skip
+    if sources is None:
+        return Product(
+            {}, (elements,), dtype, (launch,), {n: dtype.itemsize * elements for n in reads}
+        )
+    inputs = {name: np.ascontiguousarray(sources[name], dtype) for name in reads}
+    return Product(inputs, (elements,), dtype, (launch,))
+
+
+def stream_rates(
+    device: DeviceInfo, run: ProductRunner, dtype: str = "float32"
+) -> dict[str, Measured]:
+    """Each of BabelStream's operations on ``device``: bytes read and written per second
+    (the best of ``SAMPLES`` runs), and how it was measured."""
+    elements = copy_floats(device)
+    rates = {}
+    for op, (reads, _) in STREAM.items():
+        timed = run(stream_product(op, elements, dtype), SAMPLES)
+        moved = (len(reads) + 1) * np.dtype(dtype).itemsize * elements
+        how = (
+            f"stream_{op}: {elements} {dtype} a array ({len(reads) + 1} arrays, "
+            f"{moved / 2**20:.0f} MiB moved), one a thread, {len(timed.seconds)} runs "
+            f"({timed.clock})"
+        )
+        rates[op] = (_rate(moved, timed.seconds, f"stream {op}"), how)
+    return rates
+
+
 # -- the CPU backend ---------------------------------------------------------------------------
 
 

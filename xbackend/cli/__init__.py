@@ -12,7 +12,9 @@
 * ``limits``: the largest product each backend runs, within memory and a time budget
   (``limits.py``);
 * ``profile``: what the CUDA kernels load and move, counted by Nsight Compute
-  (``profile.py``).
+  (``profile.py``);
+* ``check``: a submission, or a class of them, checked as a teacher would (``check.py``);
+* ``ceilings``: each API's own ceilings on its device, side by side (``ceilings.py``).
 
 Each command's parser sets ``func``, the function that runs it; :func:`main` calls it
 and turns the errors a user can meet into one line and an exit status. The commands'
@@ -52,6 +54,7 @@ COMMANDS = (
     "limits",
     "profile",
     "check",
+    "ceilings",
 )
 
 __all__ = [
