@@ -227,6 +227,11 @@ STREAM = {
     "triad": (("b", "c"), "a"),
 }
 STREAM_SCALAR = 0.4  # BabelStream's
+# BabelStream's element type too: in float32, one element a thread, NVIDIA's OpenCL ran
+# 2-3.5% below CUDA on an H200 (its launches cost more a block, and four bytes a thread
+# keep too little in flight: 47% of the peak); in float64 both ran within 1.3%, at up to
+# 88% of the peak (studies/stream_gap.py, docs/notebook/ceilings.md).
+STREAM_DTYPE = "float64"
 
 
 def stream_product(
@@ -234,13 +239,15 @@ def stream_product(
     elements: int,
     dtype: str | np.dtype[Any] = "float32",
     sources: dict[str, Array] | None = None,
+    blocks: int | None = None,
 ) -> Product:
-    """One launch of ``stream_OP`` over ``elements`` of ``dtype``, one a thread. Without
+    """One launch of ``stream_OP`` over ``elements`` of ``dtype``, one a thread (at most
+    ``blocks`` blocks: then each thread strides over several). Without
     ``sources`` the arrays it reads are workspaces filled on the device (poisoned), so
     that nothing crosses the bus; the array it writes is the product's output."""
     dtype = np.dtype(dtype)
     reads, writes = STREAM[op]
-    blocks = -(-elements // BLOCK)
+    blocks = min(-(-elements // BLOCK), blocks or elements)
     buffers: dict[str, Buffer] = {name: Buffer(name) for name in reads}
     launch = KernelLaunch.of(
         f"stream_{op}", FAMILY, _options(dtype, 4), (blocks, 1, 1), (BLOCK, 1, 1), dims=1,
@@ -255,14 +262,14 @@ def stream_product(
 
 
 def stream_rates(
-    device: DeviceInfo, run: ProductRunner, dtype: str = "float32"
+    device: DeviceInfo, run: ProductRunner, dtype: str = "float32", blocks: int | None = None
 ) -> dict[str, Measured]:
     """Each of BabelStream's operations on ``device``: bytes read and written per second
     (the best of ``SAMPLES`` runs), and how it was measured."""
     elements = copy_floats(device)
     rates = {}
     for op, (reads, _) in STREAM.items():
-        timed = run(stream_product(op, elements, dtype), SAMPLES)
+        timed = run(stream_product(op, elements, dtype, blocks=blocks), SAMPLES)
         moved = (len(reads) + 1) * np.dtype(dtype).itemsize * elements
         how = (
             f"stream_{op}: {elements} {dtype} a array ({len(reads) + 1} arrays, "

@@ -4,9 +4,10 @@ The control beside every comparison of two APIs: before a matrix product says CU
 faster than OpenCL, the same device's limits are measured in each API by kernels that do
 nothing else (``backends/ceilings.py``, kernels/*/ceilings): the FMA loop's FLOP/s per
 float type, the copy's bytes per second (the roofline's roof) and BabelStream's four
-operations (copy, mul, add, triad). One row a quantity, one column a backend with its
-share of the device's theoretical peak, and each backend's ratio to the first
-(docs/ceilings.md). Each is the best of a few runs, on the device's own clock.
+operations (copy, mul, add, triad; in float64, as BabelStream runs them). One row a
+quantity, one column a backend with its share of the device's theoretical peak, and
+each backend's ratio to the first (docs/ceilings.md). Each is the best of a few runs, on
+the API's clock (CUDA events, OpenCL's profiling events).
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 import xbackend.cli.arguments as arguments
-from xbackend.backends.ceilings import FLOAT_DTYPES, stream_rates
+from xbackend.backends.ceilings import FLOAT_DTYPES, STREAM_DTYPE, stream_rates
 from xbackend.backends.peaks import peaks
 from xbackend.errors import XBackendError
 from xbackend.safeio import atomic_write
@@ -47,7 +50,8 @@ def add_parser(commands: Any) -> None:
 
 def measured(backend: Any, dtypes: list[str]) -> Quantities:
     """What ``backend`` measures of its device: the FMA loop per float type it computes
-    in, the copy, and (compiled backends) BabelStream's operations in float32."""
+    in, the copy, and (compiled backends) BabelStream's operations in its float64 (in
+    float32 on a device without doubles)."""
     found = backend.ceilings(dtypes)
     if found is None:
         return {}
@@ -60,7 +64,8 @@ def measured(backend: Any, dtypes: list[str]) -> Quantities:
         quantities["copy (roof)"] = _row(found.bytes_per_s, "B", bandwidth, found.how["bandwidth"])
     run_product = getattr(backend, "run_product", None)
     if run_product is not None:
-        for op, (rate, how) in stream_rates(device, run_product).items():
+        dtype = STREAM_DTYPE if not backend.dtype_problem(np.dtype(STREAM_DTYPE)) else "float32"
+        for op, (rate, how) in stream_rates(device, run_product, dtype).items():
             quantities[f"stream {op}"] = _row(rate, "B", bandwidth, how)
     return quantities
 
