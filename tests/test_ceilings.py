@@ -265,23 +265,45 @@ def test_babelstreams_operations_compute_what_they_say(backend, op):
     assert not np.allclose(output, {"copy": b, "mul": c, "add": a, "triad": b + c}[op])
 
 
+@pytest.mark.parametrize("rounds", [1, 7])
+def test_the_intensity_sweeps_kernel_runs_its_rounds(backend, rounds):
+    """Each element through ``rounds`` fused multiply-adds, against the recurrence in
+    float64; one round more or less is outside the tolerance."""
+    backend = _compiled(backend)
+    n = 3 * ceilings.BLOCK + 11
+    source = np.random.default_rng(rounds).standard_normal(n).astype(np.float32)
+    product = ceilings.intensity_product(rounds, n, "float32", source)
+    output = backend.run_product(product, 1, keep_output=True).output
+
+    def recurrence(count: int) -> np.ndarray:
+        x = source.astype(np.float64)
+        for _ in range(count):
+            x = x * 0.9990234375 + 0.015625
+        return x
+
+    np.testing.assert_allclose(output, recurrence(rounds), rtol=1e-5, atol=1e-6)
+    assert not np.allclose(output, recurrence(rounds + 1), rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.slow
 def test_the_command_puts_each_apis_ceilings_side_by_side(tmp_path):
     """``xbackend ceilings`` on this machine's two backends: the FMA loop and the copy of
-    each, BabelStream's four on the compiled one, and the second's ratio to the first."""
+    each, BabelStream's four and two points of the intensity sweep on the compiled one,
+    and the second's ratio to the first."""
     out = tmp_path / "ceilings.json"
     command = [sys.executable, "-m", "xbackend", "ceilings", "--dtypes", "float32"]
-    done = subprocess.run([*command, "--backends", "opencl,cpu", "--json", str(out)],
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    done = subprocess.run([*command, "--backends", "opencl,cpu", "--sweep", "1,4", "--json",
+                           str(out)], capture_output=True, text=True, timeout=300)  # fmt: skip
     assert done.returncode == 0, done.stderr
     found = json.loads(out.read_text())
     assert list(found) == ["opencl", "cpu"]
     streams = [f"stream {op}" for op in ceilings.STREAM]
-    assert list(found["opencl"]["quantities"]) == ["fma float32", "copy (roof)", *streams]
+    sweep = ["sweep 1 (0.25 FLOP/B)", "sweep 4 (1 FLOP/B)"]
+    assert list(found["opencl"]["quantities"]) == ["fma float32", "copy (roof)", *streams, *sweep]
     assert list(found["cpu"]["quantities"]) == ["fma float32", "copy (roof)"]
     assert all(q["value"] > 0 for each in found.values() for q in each["quantities"].values())
     header, *rows = done.stdout.splitlines()[2:]
-    assert header.split()[-1] == "cpu/opencl" and len(rows) == 6
+    assert header.split()[-1] == "cpu/opencl" and len(rows) == 8
     fma = found["cpu"]["quantities"]["fma float32"]["value"]
     ratio = fma / found["opencl"]["quantities"]["fma float32"]["value"]
     assert rows[0].split()[-1] == f"{ratio:.3f}"

@@ -16,6 +16,9 @@
 //             mul b = s·c, add c = a + b, triad a = b + s·c (2, 2, 3 and 3 arrays
 //             moved). `xbackend ceilings` runs them in each API on the same device, the
 //             control beside every comparison of the two (docs/ceilings.md).
+//   intensity mixbench's sweep: each thread reads a REAL, runs ROUNDS fused multiply-adds
+//             on it and writes it back: 2 · ROUNDS flops for 2 · sizeof(REAL) bytes, from
+//             memory-bound to compute-bound as ROUNDS grows.
 //
 // Compile-time parameters (-D options), each passed by Python (the defaults let the
 // file compile on its own):
@@ -24,6 +27,7 @@
 //                  load of a thread); an OpenCL CPU device gets float16 (see the twin)
 //   CEILING_BLOCK  the threads of a block, of both kernels
 //   ACCUMULATORS   the independent chains of a thread
+//   ROUNDS         the fused multiply-adds of intensity on each element
 //
 // The OpenCL twin, kernels/opencl/ceilings.cl, has the same kernels line for line.
 
@@ -38,6 +42,9 @@
 #endif
 #ifndef ACCUMULATORS
 #define ACCUMULATORS 8
+#endif
+#ifndef ROUNDS
+#define ROUNDS 1
 #endif
 
 extern "C" __global__ __launch_bounds__(CEILING_BLOCK)
@@ -109,4 +116,20 @@ void stream_triad(const REAL* __restrict__ b, const REAL* __restrict__ c, REAL* 
     const int stride = gridDim.x * CEILING_BLOCK;
     for (int i = blockIdx.x * CEILING_BLOCK + threadIdx.x; i < n; i += stride)
         a[i] = b[i] + scalar * c[i];
+}
+
+// intensity: one element a thread in a grid-stride loop, ROUNDS dependent fused
+// multiply-adds on it (the warps of an SM hide their latency), written back in place of
+// where it was read from, in another array.
+extern "C" __global__ __launch_bounds__(CEILING_BLOCK)
+void intensity(const REAL* __restrict__ in, REAL* __restrict__ out, const int n)
+{
+    const int stride = gridDim.x * CEILING_BLOCK;
+    for (int i = blockIdx.x * CEILING_BLOCK + threadIdx.x; i < n; i += stride) {
+        REAL x = in[i];
+#pragma unroll
+        for (int r = 0; r < ROUNDS; ++r)
+            x = fma(x, (REAL)0.9990234375, (REAL)0.015625);
+        out[i] = x;
+    }
 }

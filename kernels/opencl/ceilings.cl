@@ -16,6 +16,9 @@
 //             mul b = s·c, add c = a + b, triad a = b + s·c (2, 2, 3 and 3 arrays
 //             moved). `xbackend ceilings` runs them in each API on the same device, the
 //             control beside every comparison of the two (docs/ceilings.md).
+//   intensity mixbench's sweep: each work-item reads a REAL, runs ROUNDS fused
+//             multiply-adds on it and writes it back: 2 · ROUNDS flops for
+//             2 · sizeof(REAL) bytes, from memory-bound to compute-bound as ROUNDS grows.
 //
 // Compile-time parameters (-D options), each passed by Python (the defaults let the
 // file compile on its own):
@@ -26,6 +29,7 @@
 //                  across work-items into shuffles: 40 against 5 GB/s on two Zen 5 cores)
 //   CEILING_BLOCK  the work-items of a work-group, of both kernels
 //   ACCUMULATORS   the independent chains of a work-item
+//   ROUNDS         the fused multiply-adds of intensity on each element
 //   XB_FP64        defined when REAL is double, to enable cl_khr_fp64
 //
 // The CUDA twin, kernels/cuda/ceilings.cu, has the same kernels line for line.
@@ -44,6 +48,9 @@
 #endif
 #ifndef ACCUMULATORS
 #define ACCUMULATORS 8
+#endif
+#ifndef ROUNDS
+#define ROUNDS 1
 #endif
 
 __kernel __attribute__((reqd_work_group_size(CEILING_BLOCK, 1, 1)))
@@ -115,4 +122,20 @@ void stream_triad(__global const REAL* restrict b, __global const REAL* restrict
     const int stride = get_num_groups(0) * CEILING_BLOCK;
     for (int i = get_group_id(0) * CEILING_BLOCK + get_local_id(0); i < n; i += stride)
         a[i] = b[i] + scalar * c[i];
+}
+
+// intensity: one element a work-item in a grid-stride loop, ROUNDS dependent fused
+// multiply-adds on it (the wavefronts of a compute unit hide their latency), written back
+// in place of where it was read from, in another array.
+__kernel __attribute__((reqd_work_group_size(CEILING_BLOCK, 1, 1)))
+void intensity(__global const REAL* restrict in, __global REAL* restrict out, const int n)
+{
+    const int stride = get_num_groups(0) * CEILING_BLOCK;
+    for (int i = get_group_id(0) * CEILING_BLOCK + get_local_id(0); i < n; i += stride) {
+        REAL x = in[i];
+#pragma unroll
+        for (int r = 0; r < ROUNDS; ++r)
+            x = fma(x, (REAL)0.9990234375, (REAL)0.015625);
+        out[i] = x;
+    }
 }

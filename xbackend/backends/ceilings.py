@@ -280,6 +280,60 @@ def stream_rates(
     return rates
 
 
+# mixbench's sweep (``intensity`` in kernels/*/ceilings): the fused multiply-adds on each
+# element, from memory-bound (a quarter of a flop a byte in float32) to compute-bound.
+SWEEP_ROUNDS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+
+
+@dataclasses.dataclass(frozen=True)
+class SweepPoint:
+    """One setting of the intensity sweep: its rounds, flops a byte, and rates."""
+
+    rounds: int
+    flops_per_byte: float
+    flops_per_s: float
+    bytes_per_s: float
+    how: str
+
+
+def intensity_product(
+    rounds: int, elements: int, dtype: str | np.dtype[Any] = "float32", source: Array | None = None
+) -> Product:
+    """One launch of ``intensity`` built with ``ROUNDS=rounds``: ``elements`` read, each
+    through ``rounds`` fused multiply-adds, and written. Without ``source`` the input is a
+    workspace filled on the device (poisoned)."""
+    dtype = np.dtype(dtype)
+    options = (*_options(dtype, 4), f"-DROUNDS={rounds}")
+    blocks = -(-elements // BLOCK)
+    launch = KernelLaunch.of(
+        "intensity", FAMILY, options, (blocks, 1, 1), (BLOCK, 1, 1), dims=1,
+        **{"in": Buffer("in")}, out=Buffer(OUTPUT), n=elements,
+    )  # fmt: skip
+    if source is None:
+        return Product({}, (elements,), dtype, (launch,), {"in": dtype.itemsize * elements})
+    return Product({"in": np.ascontiguousarray(source, dtype)}, (elements,), dtype, (launch,))
+
+
+def intensity_sweep(
+    device: DeviceInfo,
+    run: ProductRunner,
+    dtype: str = "float32",
+    rounds: Iterable[int] = SWEEP_ROUNDS,
+) -> list[SweepPoint]:
+    """The sweep on ``device``: for each count of rounds, the best of ``SAMPLES`` runs as
+    FLOP/s and as bytes read and written per second."""
+    elements, itemsize = copy_floats(device), np.dtype(dtype).itemsize
+    found = []
+    for count in rounds:
+        timed = run(intensity_product(count, elements, dtype), SAMPLES)
+        flops, moved = 2 * count * elements, 2 * itemsize * elements
+        best = _rate(1.0, timed.seconds, f"intensity sweep at {count} rounds")
+        runs = len(timed.seconds)
+        how = f"intensity: {elements} {dtype}, {count} rounds, {runs} runs ({timed.clock})"
+        found.append(SweepPoint(count, flops / moved, flops * best, moved * best, how))
+    return found
+
+
 # -- the CPU backend ---------------------------------------------------------------------------
 
 

@@ -21,7 +21,14 @@ from typing import Any
 import numpy as np
 
 import xbackend.cli.arguments as arguments
-from xbackend.backends.ceilings import FLOAT_DTYPES, STREAM_DTYPE, stream_rates
+from xbackend.backends.ceilings import (
+    FLOAT_DTYPES,
+    STREAM_DTYPE,
+    SWEEP_ROUNDS,
+    SweepPoint,
+    intensity_sweep,
+    stream_rates,
+)
 from xbackend.backends.peaks import peaks
 from xbackend.errors import XBackendError
 from xbackend.safeio import atomic_write
@@ -44,8 +51,25 @@ def add_parser(commands: Any) -> None:
         "--dtypes", default=list(FLOAT_DTYPES), type=arguments.choices("float type", FLOAT_DTYPES),
         help="float types of the FMA loop (default: float32,float64)",
     )  # fmt: skip
-    parser.add_argument("--json", type=Path, default=None, help="also write the table here")
+    parser.add_argument(
+        "--sweep", nargs="?", const=list(SWEEP_ROUNDS), default=None, type=_rounds,
+        metavar="ROUNDS", help="also mixbench's intensity sweep in float32: each element "
+        "through ROUNDS fused multiply-adds, a comma-separated list (default: "
+        + ",".join(map(str, SWEEP_ROUNDS)) + ")",
+    )  # fmt: skip
+    parser.add_argument("--json", type=Path, default=None, help="also write the tables here")
     parser.set_defaults(func=run)
+
+
+def _rounds(text: str) -> list[int]:
+    """The sweep's rounds: positive integers, at most 4096 (8192 flops an element)."""
+    try:
+        found = [int(item) for item in arguments.comma_list(text)]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"rounds are integers, e.g. 1,4,16: {text!r}") from None
+    if not found or not all(1 <= count <= 4096 for count in found):
+        raise argparse.ArgumentTypeError(f"rounds must be 1 to 4096: {text!r}")
+    return found
 
 
 def measured(backend: Any, dtypes: list[str]) -> Quantities:
@@ -100,11 +124,22 @@ def table(columns: dict[str, tuple[str, Quantities]]) -> list[str]:
             for line in lines]  # fmt: skip
 
 
+def add_sweeps(
+    columns: dict[str, tuple[str, Quantities]], sweeps: dict[str, list[SweepPoint]]
+) -> None:
+    """The sweeps as rows of the same table: one a count of rounds, in FLOP/s."""
+    for label, points in sweeps.items():
+        for point in points:
+            name = f"sweep {point.rounds} ({point.flops_per_byte:g} FLOP/B)"
+            columns[label][1][name] = _row(point.flops_per_s, "FLOP", None, point.how)
+
+
 def run(args: argparse.Namespace) -> int:
     import xbackend
     from xbackend.plan import Target
 
     columns: dict[str, tuple[str, Quantities]] = {}
+    sweeps: dict[str, list[SweepPoint]] = {}
     failed = False
     for name in args.backends:
         target = Target.parse(name)
@@ -112,9 +147,15 @@ def run(args: argparse.Namespace) -> int:
             with xbackend.get_backend(target.name, target.device) as backend:
                 print(f"{target.label}: measuring on {backend.device.name}", flush=True)
                 columns[target.label] = (backend.device.name, measured(backend, args.dtypes))
+                run_product = getattr(backend, "run_product", None)
+                if args.sweep and run_product is not None:
+                    sweeps[target.label] = intensity_sweep(
+                        backend.device, run_product, "float32", args.sweep
+                    )
         except XBackendError as error:
             print(f"{target.label}: not measured: {error}".splitlines()[0], file=sys.stderr)
             failed = True
+    add_sweeps(columns, sweeps)
     if columns:
         print("\n".join(table(columns)))
     if args.json is not None:
