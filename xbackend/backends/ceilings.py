@@ -232,6 +232,11 @@ STREAM_SCALAR = 0.4  # BabelStream's
 # keep too little in flight: 47% of the peak); in float64 both ran within 1.3%, at up to
 # 88% of the peak (studies/stream_gap.py, docs/notebook/ceilings.md).
 STREAM_DTYPE = "float64"
+# Timed runs of each stream operation and sweep point, of which the best is kept. On an
+# H200 the first 3-4 runs on freshly allocated arrays read 8-9% below the rest (3.92
+# against 4.27 TB/s for CUDA's triad, 3.87 against 4.24 for OpenCL's), so that a best of
+# 5 missed the device's best now and then (studies/triad_spread.py): 20 on a GPU.
+STREAM_RUNS = {"gpu": 20, "cpu": 5}
 
 
 def stream_product(
@@ -269,7 +274,9 @@ def stream_rates(
     elements = copy_floats(device)
     rates = {}
     for op, (reads, _) in STREAM.items():
-        timed = run(stream_product(op, elements, dtype, blocks=blocks), SAMPLES)
+        timed = run(
+            stream_product(op, elements, dtype, blocks=blocks), _size_of(STREAM_RUNS, device)
+        )
         moved = (len(reads) + 1) * np.dtype(dtype).itemsize * elements
         how = (
             f"stream_{op}: {elements} {dtype} a array ({len(reads) + 1} arrays, "
@@ -297,14 +304,18 @@ class SweepPoint:
 
 
 def intensity_product(
-    rounds: int, elements: int, dtype: str | np.dtype[Any] = "float32", source: Array | None = None
+    rounds: int,
+    elements: int,
+    dtype: str | np.dtype[Any] = "float32",
+    source: Array | None = None,
+    blocks: int | None = None,
 ) -> Product:
     """One launch of ``intensity`` built with ``ROUNDS=rounds``: ``elements`` read, each
-    through ``rounds`` fused multiply-adds, and written. Without ``source`` the input is a
-    workspace filled on the device (poisoned)."""
+    through ``rounds`` fused multiply-adds, and written, by at most ``blocks`` blocks.
+    Without ``source`` the input is a workspace filled on the device (poisoned)."""
     dtype = np.dtype(dtype)
     options = (*_options(dtype, 4), f"-DROUNDS={rounds}")
-    blocks = -(-elements // BLOCK)
+    blocks = min(-(-elements // BLOCK), blocks or elements)
     launch = KernelLaunch.of(
         "intensity", FAMILY, options, (blocks, 1, 1), (BLOCK, 1, 1), dims=1,
         **{"in": Buffer("in")}, out=Buffer(OUTPUT), n=elements,
@@ -320,12 +331,16 @@ def intensity_sweep(
     dtype: str = "float32",
     rounds: Iterable[int] = SWEEP_ROUNDS,
 ) -> list[SweepPoint]:
-    """The sweep on ``device``: for each count of rounds, the best of ``SAMPLES`` runs as
-    FLOP/s and as bytes read and written per second."""
+    """The sweep on ``device``: for each count of rounds, the best of ``STREAM_RUNS`` runs
+    as FLOP/s and as bytes read and written per second. Eight blocks a compute unit stride
+    over the array: one element a thread made NVIDIA's OpenCL 1-3.5% slower than CUDA on
+    an H200, the cost of its launches a block (docs/notebook/ceilings.md)."""
     elements, itemsize = copy_floats(device), np.dtype(dtype).itemsize
+    blocks = 8 * (device.compute_units or 1)
     found = []
     for count in rounds:
-        timed = run(intensity_product(count, elements, dtype), SAMPLES)
+        product = intensity_product(count, elements, dtype, blocks=blocks)
+        timed = run(product, _size_of(STREAM_RUNS, device))
         flops, moved = 2 * count * elements, 2 * itemsize * elements
         best = _rate(1.0, timed.seconds, f"intensity sweep at {count} rounds")
         runs = len(timed.seconds)
