@@ -540,3 +540,52 @@ def test_a_sampling_option_is_one_field_and_one_row(monkeypatch):
     every = {field.name for field in dataclasses.fields(Sampling)}
     assert set(runner._SAME_INPUTS) | set(runner._THOROUGHNESS) == every | {"seed"}
     assert not set(runner._SAME_INPUTS) & set(runner._THOROUGHNESS)
+
+
+class _Metered(_Throttling):
+    """A monitor with an energy counter that gains 1 mJ a call after the first."""
+
+    def __init__(self):
+        super().__init__([False] * 1000)
+        self.reads = []
+
+    def energy_mj(self):
+        self.reads.append(1e6 + 1000.0 * len(self.reads))
+        return self.reads[-1]
+
+
+class _MeteredCpu(CpuBackend):
+    def __init__(self):
+        super().__init__()
+        self.meter = _Metered()
+
+    def monitor(self):
+        return self.meter
+
+
+def test_energy_reads_the_counter_around_back_to_back_products(tmp_path):
+    """``--energy``: the counter read before and after a window of the product launched
+    back to back; joules per product are the difference over the products launched,
+    and the summary gives the largest point's GFLOP per joule."""
+    from xbackend.cli.summary import gflops_per_joule, summary_table
+
+    backend = _MeteredCpu()
+    sampling = Sampling(max_samples=3, min_samples=3, energy_s=0.05)
+    plan = Plan(shapes=SHAPES[:1], variants=["vendor"], sampling=sampling)
+    (record,) = run(plan, [("cpu", backend)], tmp_path, log=lambda line: None)
+    energy = record.state["energy"]
+    assert backend.meter.reads == [1e6, 1e6 + 1000.0]  # one read each side of the window
+    assert energy["products"] >= 1 and energy["window_s"] >= 0.05
+    assert energy["joules_per_product"] == pytest.approx(1.0 / energy["products"])
+    assert energy["watts"] == pytest.approx(1.0 / energy["window_s"])
+    expected = record.flops / energy["joules_per_product"] / 1e9
+    assert gflops_per_joule(record) == pytest.approx(expected)
+    header = summary_table([record]).splitlines()[0]
+    assert header.split()[-1] == "GFLOP/J" and f"{expected:.4g}" in summary_table([record])
+
+
+def test_energy_without_a_counter_says_so_and_measures_the_same(tmp_path):
+    plan = Plan(shapes=SHAPES[:1], variants=["vendor"],
+                sampling=Sampling(max_samples=3, min_samples=3, energy_s=0.01))  # fmt: skip
+    (record,) = run(plan, [("cpu", CpuBackend())], tmp_path, log=lambda line: None)
+    assert record.status == "ok" and "no energy counter" in record.state["energy"]["unread"]

@@ -415,6 +415,10 @@ class _Counting:
     def finish(self) -> dict[str, Any] | None:
         return self.inner.finish()
 
+    def energy_mj(self) -> float | None:
+        counter = getattr(self.inner, "energy_mj", None)
+        return counter() if counter is not None else None
+
 
 def _die_with(parent: int) -> None:
     """Have the kernel (Linux) kill this child when its parent dies, hung or not: a

@@ -36,6 +36,14 @@ def _row(key: LineKey, group: list[PointRecord]) -> tuple[str, ...]:
             equal, str(skipped), size, kernel, noise, end_to_end, gflops)  # fmt: skip
 
 
+def _energy_cell(group: list[PointRecord]) -> str:
+    good = [p for p in group if p.status == "ok"]
+    if not good:
+        return "—"
+    value = gflops_per_joule(max(good, key=lambda p: (p.flops, p.M)))
+    return "—" if value is None else f"{value:.4g}"
+
+
 def _noise(top: PointRecord, group: list[PointRecord]) -> str:
     """The largest point's relative noise, and how many of the line's points are noisy
     (over the run's --max-noise) or flagged as impossible."""
@@ -52,13 +60,32 @@ def _noise(top: PointRecord, group: list[PointRecord]) -> str:
     return text
 
 
+def gflops_per_joule(point: PointRecord) -> float | None:
+    """The point's GFLOP per joule where ``--energy`` read the device's energy counter
+    over its product launched back to back (``sampler.measure_energy``), else None."""
+    energy = (point.state or {}).get("energy") or {}
+    joules = energy.get("joules_per_product")
+    if not isinstance(joules, int | float) or not joules > 0:
+        return None
+    return point.flops / joules / 1e9
+
+
 def summary_table(points: list[PointRecord]) -> str:
-    """One row per line of the comparison: verified points, largest size, speed."""
+    """One row per line of the comparison: verified points, largest size, speed (and,
+    where ``--energy`` measured it, the largest point's GFLOP per joule)."""
     groups: dict[LineKey, list[PointRecord]] = {}
     for point in points:
         groups.setdefault(point.line_key, []).append(point)
     rows = [_HEADER, *(_row(key, group) for key, group in groups.items())]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(_HEADER))]
+    if any(gflops_per_joule(p) is not None for p in points):
+        rows = [
+            (*_HEADER, "GFLOP/J"),
+            *(
+                (*row, _energy_cell(group))
+                for row, group in zip(rows[1:], groups.values(), strict=True)
+            ),
+        ]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = [
         "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
         for row in rows

@@ -120,6 +120,11 @@ class DeviceMonitor(abc.ABC):
     def close(self) -> None:
         """Let go of the device's monitoring; safe to call more than once."""
 
+    def energy_mj(self) -> float | None:
+        """The device's energy counter in millijoules (NVML's, since the driver loaded),
+        or None where there is none."""
+        return None
+
     def __enter__(self) -> DeviceMonitor:
         return self
 
@@ -295,6 +300,10 @@ class NvmlMonitor(DeviceMonitor):
         self._throttled += throttled
         self._seen.update(reasons)
         return SampleState(throttled, reasons)
+
+    def energy_mj(self) -> float | None:
+        total = self._device(self._unread, "energy", "nvmlDeviceGetTotalEnergyConsumption")
+        return float(total) if isinstance(total, int | float) else None
 
     def finish(self) -> dict[str, Any] | None:
         temperature_end = self._temperature()

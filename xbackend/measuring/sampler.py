@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import statistics
 import time
 from typing import Any, Protocol
 
@@ -103,13 +104,18 @@ def sample(
     collecting = gc.isenabled()
     gc.collect()
     gc.disable()
+    energy = None
     try:
         _take_samples(execution, sampling, monitor, sampled)
+        if sampling.energy_s > 0:
+            energy = measure_energy(execution, sampling, monitor, sampled)
     finally:
         if collecting:
             gc.enable()
         sampled.state = monitor.finish()
         sampled.host_load = host.finish()
+    if energy is not None:
+        sampled.state = {**(sampled.state or {}), "energy": energy}
     # The last sample's output, copied once (before its host array is reused or freed).
     sampled.last_result = sampled.last_result.copy()
     return sampled
@@ -136,6 +142,36 @@ def _take_samples(execution: Runs, sampling: Sampling, monitor: Monitor, into: S
             into.stop = stop_reason(sampling, kept_kernel, kept_end_to_end, elapsed) or ""
         if into.stop:
             return
+
+
+def measure_energy(
+    execution: Runs, sampling: Sampling, monitor: Monitor, sampled: Sampled
+) -> dict[str, Any]:
+    """Joules per product: the product launched back to back, in batches of at most
+    ``max_launches``, until ``energy_s`` have passed, the device's energy counter read
+    before the first batch and after the last. Where there is no counter, why not.
+
+    The window holds the launches and the host's time between batches (a few
+    microseconds a batch); a counter updated every few milliseconds needs a window of
+    many of its updates: a second reads within a percent where it is updated every 10 ms.
+    """
+    counter = getattr(monitor, "energy_mj", None)
+    first = counter() if counter is not None else None
+    if first is None:
+        return {"unread": "the device has no energy counter here (NVML, an NVIDIA GPU)"}
+    per_launch = max(statistics.median(sampled.kernel_s), 1e-7)
+    batch = int(min(sampling.max_launches, max(1, sampling.energy_s / 20 / per_launch)))
+    products, start = 0, time.perf_counter()
+    while time.perf_counter() - start < sampling.energy_s:
+        execution.run_batch(batch)
+        products += batch
+    window = time.perf_counter() - start
+    last = counter() if counter is not None else None
+    if last is None or last < first:
+        return {"unread": "the energy counter could not be read after the window"}
+    joules = (last - first) / 1000
+    return {"joules_per_product": joules / products, "watts": joules / window,
+            "window_s": window, "products": products}  # fmt: skip
 
 
 def _stamped(execution: Runs, into: Sampled) -> None:

@@ -209,6 +209,9 @@ class Sampling:
     # ``cpu_batch_target_s`` (issue 37: docs/notebook/measurement.md, "CPU lines that settle").
     cpu_short_kernel_s: float = 1e-3
     cpu_batch_target_s: float = 2e-3
+    # After the samples, launches back to back for this long while the device's energy
+    # counter (NVML) is read at both ends: joules per product (sampler.energy). 0: off.
+    energy_s: float = 0.0
 
     def __post_init__(self) -> None:
         if self.cache not in CACHE_MODES:
