@@ -9,12 +9,14 @@ the span, on the kernels' globaltimer stamps where the build takes them.
 
 from __future__ import annotations
 
+from typing import Any
+
 import xbackend
 from xbackend.backends import ceilings
 
 
 def main() -> None:
-    opened = {
+    opened: dict[str, Any] = {  # compiled backends: run_product is theirs
         "cuda": xbackend.get_backend("cuda"),
         "opencl": xbackend.get_backend("opencl", "nvidia"),
     }

@@ -9,12 +9,14 @@ the command where OpenCL's read 4.06-4.23 (docs/notebook/ceilings.md).
 
 from __future__ import annotations
 
+from typing import Any
+
 import xbackend
 from xbackend.backends import ceilings
 
 
 def main() -> None:
-    opened = {
+    opened: dict[str, Any] = {  # compiled backends: run_product is theirs
         "cuda": xbackend.get_backend("cuda"),
         "opencl": xbackend.get_backend("opencl", "nvidia"),
     }

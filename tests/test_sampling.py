@@ -573,6 +573,7 @@ def test_energy_reads_the_counter_around_back_to_back_products(tmp_path):
     sampling = Sampling(max_samples=3, min_samples=3, energy_s=0.05)
     plan = Plan(shapes=SHAPES[:1], variants=["vendor"], sampling=sampling)
     (record,) = run(plan, [("cpu", backend)], tmp_path, log=lambda line: None)
+    assert record.state is not None
     energy = record.state["energy"]
     assert backend.meter.reads == [1e6, 1e6 + 1000.0]  # one read each side of the window
     assert energy["products"] >= 1 and energy["window_s"] >= 0.05
@@ -588,4 +589,5 @@ def test_energy_without_a_counter_says_so_and_measures_the_same(tmp_path):
     plan = Plan(shapes=SHAPES[:1], variants=["vendor"],
                 sampling=Sampling(max_samples=3, min_samples=3, energy_s=0.01))  # fmt: skip
     (record,) = run(plan, [("cpu", CpuBackend())], tmp_path, log=lambda line: None)
-    assert record.status == "ok" and "no energy counter" in record.state["energy"]["unread"]
+    assert record.status == "ok" and record.state is not None
+    assert "no energy counter" in record.state["energy"]["unread"]
