@@ -367,6 +367,17 @@ class CompiledBackend(Backend):
     ) -> Execution:
         return self._launch_execution(self._plan(op, variant, tile, A, B, params))
 
+    def planned(self, op: str, variant: str, tile: int | None, A: Array, B: Array) -> Product:
+        """The product as it would run for A and B, planned only: nothing is allocated on
+        the device and nothing built (``fairness.py`` compares two backends' plans)."""
+        A, B = check_operands(A, B, op)
+        tile = self.resolve_tile(variant, tile, op, A.dtype)
+        return self._as_built(self._plan(op, variant, tile, A, B))
+
+    def clock_of(self, product: Product) -> str:
+        """Which clock would time ``product`` here (``Execution.clock``)."""
+        return self._device_handle().timer(product).clock
+
     def _launch_execution(self, product: Product) -> LaunchExecution:
         """A planned product on this device: its kernels compiled, its buffers allocated."""
         self._check_product(product)

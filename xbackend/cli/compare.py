@@ -18,7 +18,7 @@ import xbackend.cli.arguments as arguments
 import xbackend.cli.cluster as cluster_options
 import xbackend.cli.sampling as sampling
 import xbackend.cli.selection as selection
-from xbackend import Backend, backend_names, get_backend
+from xbackend import Backend, backend_names, fairness, get_backend
 from xbackend import results as results_io
 from xbackend.cli.exits import (
     EXIT_BROKEN_PIPE,
@@ -27,7 +27,7 @@ from xbackend.cli.exits import (
     silence_stdout,
 )
 from xbackend.cli.summary import summary_table
-from xbackend.configs import VARIANT_SETS, resolve_variants
+from xbackend.configs import VARIANT_SETS, configs, resolve_variants
 from xbackend.errors import BackendUnavailable, XBackendError
 from xbackend.isolation import DEFAULT_TIMEOUT_S, TIMEOUT_ENV
 from xbackend.operations import DEFAULT, operation
@@ -332,6 +332,15 @@ def _announce(plan: Plan, opened: list[tuple[str, Backend]], out: Path) -> None:
         f"{what}; variants {variants}; {len(shapes)} sizes from {shapes[0]} to {shapes[-1]}; "
         f"results into {out}/"
     )
+    for line in fairness.summary(_audits(plan, opened)):
+        print(line)
+
+
+def _audits(plan: Plan, opened: list[tuple[str, Backend]]) -> list[fairness.Audit]:
+    """The first two compiled backends' common lines, audited as planned (fairness.py)."""
+    lines = [(c.label, c.op, c.variant, c.tile, c.dtype) for c in configs(plan, opened)
+             if c.problem is None]  # fmt: skip
+    return fairness.audits(opened, lines, plan.shapes[0])
 
 
 def _run_and_report(
@@ -351,6 +360,9 @@ def _run_and_report(
         try:
             if display.mode != "quiet":
                 _announce(plan, opened, out)
+            audited = _audits(plan, opened)
+            if audited:
+                fairness.write_csv(audited, out / fairness.CSV_NAME)
             records = runner.run(plan, opened, out, resume=args.resume, display=display)
         except KeyboardInterrupt:
             if not holds_points(out):  # stopped before its first point: nothing to resume
