@@ -3,7 +3,7 @@
 A ratio of two APIs' times means what it says only where they ran the same thing the same
 way. For each (operation, variant, tile, element type) two compiled backends both run,
 ``audits`` plans the product on each at one shape (planning only: nothing is allocated on
-a device, nothing is built) and compares what would run: which kernels (a library's GEMM,
+a device) and compares what would run: which kernels (a library's GEMM,
 or a family's kernel by name), each launch's grid and block, its build options beyond the
 language's own, and the clock that would time it. The verdict is FAIR, or UNFAIR with
 every reason; the kind says what a ratio of the two compares: kernel against kernel (the

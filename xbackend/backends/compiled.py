@@ -44,6 +44,7 @@ from xbackend.backends.plans import plan_vendor
 from xbackend.backends.specs import VariantSpec, VariantTable
 from xbackend.errors import UnsupportedParameter, XBackendError
 from xbackend.measuring.monitor import DeviceMonitor, monitor_for
+from xbackend.measuring.stamps import StampTimer
 from xbackend.operations import Shape, operation
 
 Array = np.ndarray[Any, Any]
@@ -369,14 +370,20 @@ class CompiledBackend(Backend):
 
     def planned(self, op: str, variant: str, tile: int | None, A: Array, B: Array) -> Product:
         """The product as it would run for A and B, planned only: nothing is allocated on
-        the device and nothing built (``fairness.py`` compares two backends' plans)."""
+        the device (a variant that sizes its launch by its kernel's registers builds the
+        kernel to read them); ``fairness.py`` compares two backends' plans."""
         A, B = check_operands(A, B, op)
         tile = self.resolve_tile(variant, tile, op, A.dtype)
-        return self._as_built(self._plan(op, variant, tile, A, B))
+        with self._active():
+            return self._as_built(self._plan(op, variant, tile, A, B))
 
     def clock_of(self, product: Product) -> str:
-        """Which clock would time ``product`` here (``Execution.clock``)."""
-        return self._device_handle().timer(product).clock
+        """Which clock would time ``product`` here (``Execution.clock``): the kernels'
+        stamps where it is stamped, else the device's timer."""
+        if product.stamped:
+            return StampTimer.clock
+        with self._active():
+            return self._device_handle().timer(product).clock
 
     def _launch_execution(self, product: Product) -> LaunchExecution:
         """A planned product on this device: its kernels compiled, its buffers allocated."""
