@@ -337,7 +337,10 @@ def _announce(plan: Plan, opened: list[tuple[str, Backend]], out: Path) -> None:
 
 
 def _audits(plan: Plan, opened: list[tuple[str, Backend]]) -> list[fairness.Audit]:
-    """The first two compiled backends' common lines, audited as planned (fairness.py)."""
+    """The first two compiled backends' common lines, audited as planned (fairness.py);
+    none on a cluster, whose devices plan on their workers."""
+    if sum(hasattr(backend, "planned") for _, backend in opened) < 2:
+        return []
     lines = [(c.label, c.op, c.variant, c.tile, c.dtype) for c in configs(plan, opened)
              if c.problem is None]  # fmt: skip
     return fairness.audits(opened, lines, plan.shapes[0])
