@@ -18,7 +18,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import io
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +26,10 @@ import numpy as np
 
 from xbackend.backends.kernels import STAMP
 from xbackend.backends.launch import KernelLaunch, Product
+from xbackend.configs import configs
 from xbackend.errors import XBackendError
 from xbackend.operations import Shape, operation
+from xbackend.plan import Plan
 from xbackend.problems import make_operands
 from xbackend.safeio import atomic_write
 
@@ -95,10 +97,8 @@ def compared(first: tuple[str, Product, str], second: tuple[str, Product, str]) 
 
 
 def _kind(one: Product, other: Product) -> str:
-    vendor = [not any(isinstance(s, KernelLaunch) for s in p.steps) for p in (one, other)]
-    return {0: "kernel against kernel", 1: "kernel against vendor"}.get(
-        sum(vendor), "vendor against vendor"
-    )
+    vendors = sum(not any(isinstance(s, KernelLaunch) for s in p.steps) for p in (one, other))
+    return ("kernel against kernel", "kernel against vendor", "vendor against vendor")[vendors]
 
 
 def audit(
@@ -107,7 +107,7 @@ def audit(
 ) -> Audit:  # fmt: skip
     """One configuration planned on two compiled backends (label, backend) and compared;
     ``second_tile``: the second's tile where it differs (a mismatched pair)."""
-    A, B = make_operands(shape, 0, np.dtype(dtype), batch=(operation(op).batched and 2) or None)
+    A, B = make_operands(shape, 0, np.dtype(dtype), batch=2 if operation(op).batched else None)
     planned = []
     for (label, backend), chosen in ((first, tile), (second, second_tile or tile)):
         product = backend.planned(op, variant, chosen, A, B)
@@ -117,20 +117,19 @@ def audit(
     return Audit(op, variant, tile, dtype, shape, first[0], second[0], kind, reasons)
 
 
-def audits(
-    opened: Sequence[tuple[str, Any]], lines: Iterable[tuple[str, str, str, int | None, str]],
-    shape: Shape,
-) -> list[Audit]:  # fmt: skip
-    """Every configuration the first two compiled backends of ``opened`` both run
-    (``lines``: label, op, variant, tile, dtype of each runnable line), at ``shape``."""
+def audits(plan: Plan, opened: Sequence[tuple[str, Any]]) -> list[Audit]:
+    """Every runnable configuration of ``plan`` that the first two compiled backends of
+    ``opened`` both run, at its first shape; none where fewer than two plan here (a
+    cluster's devices plan on their workers)."""
     compiled = [(label, b) for label, b in opened if hasattr(b, "planned")][:2]
     if len(compiled) < 2:
         return []
     (a, _), (b, _) = compiled
+    shape = plan.shapes[0]
     keys: dict[str, set[tuple[str, str, int | None, str]]] = {a: set(), b: set()}
-    for label, op, variant, tile, dtype in lines:
-        if label in keys:
-            keys[label].add((op, variant, tile, dtype))
+    for line in configs(plan, compiled):
+        if line.problem is None:
+            keys[line.label].add((line.op, line.variant, line.tile, line.dtype))
     both = sorted(keys[a] & keys[b], key=lambda k: (k[0], k[1], k[2] or 0, k[3]))
     found = []
     for op, variant, tile, dtype in both:

@@ -187,9 +187,25 @@ def copy_product(floats: int, vector: int = 4, source: Array | None = None) -> P
         "copy", FAMILY, options, (blocks, 1, 1), (BLOCK, 1, 1), dims=1,
         src=Buffer("src"), dst=Buffer(OUTPUT), n=vectors,
     )  # fmt: skip
-    inputs = {} if source is None else {"src": np.ascontiguousarray(source, np.float32)}
-    workspaces = {"src": 4 * floats} if source is None else {}
-    return Product(inputs, (floats,), np.dtype(np.float32), (launch,), workspaces)
+    sources = None if source is None else {"src": source}
+    return _streaming(launch, ("src",), floats, np.dtype(np.float32), sources)
+
+
+def _streaming(
+    launch: KernelLaunch,
+    reads: tuple[str, ...],
+    elements: int,
+    dtype: np.dtype[Any],
+    sources: dict[str, Array] | None,
+) -> Product:
+    """A product of one launch that reads the arrays ``reads`` (``elements`` of ``dtype``
+    each) and writes its output: from ``sources`` where given, else from workspaces
+    filled on the device (poisoned), so that nothing crosses the bus."""
+    if sources is None:
+        workspaces = {name: dtype.itemsize * elements for name in reads}
+        return Product({}, (elements,), dtype, (launch,), workspaces)
+    inputs = {name: np.ascontiguousarray(sources[name], dtype) for name in reads}
+    return Product(inputs, (elements,), dtype, (launch,))
 
 
 def fma_ceiling(device: DeviceInfo, run: ProductRunner, dtype: str) -> Measured:
@@ -247,9 +263,8 @@ def stream_product(
     blocks: int | None = None,
 ) -> Product:
     """One launch of ``stream_OP`` over ``elements`` of ``dtype``, one a thread (at most
-    ``blocks`` blocks: then each thread strides over several). Without
-    ``sources`` the arrays it reads are workspaces filled on the device (poisoned), so
-    that nothing crosses the bus; the array it writes is the product's output."""
+    ``blocks`` blocks: then each thread strides over several); the array it writes is
+    the product's output, those it reads ``sources``' (else workspaces: ``_streaming``)."""
     dtype = np.dtype(dtype)
     reads, writes = STREAM[op]
     blocks = min(-(-elements // BLOCK), blocks or elements)
@@ -258,19 +273,14 @@ def stream_product(
         f"stream_{op}", FAMILY, _options(dtype, 4), (blocks, 1, 1), (BLOCK, 1, 1), dims=1,
         scalar=dtype.type(STREAM_SCALAR), n=elements, **buffers, **{writes: Buffer(OUTPUT)},
     )  # fmt: skip
-    if sources is None:
-        return Product(
-            {}, (elements,), dtype, (launch,), {n: dtype.itemsize * elements for n in reads}
-        )
-    inputs = {name: np.ascontiguousarray(sources[name], dtype) for name in reads}
-    return Product(inputs, (elements,), dtype, (launch,))
+    return _streaming(launch, reads, elements, dtype, sources)
 
 
 def stream_rates(
     device: DeviceInfo, run: ProductRunner, dtype: str = "float32", blocks: int | None = None
 ) -> dict[str, Measured]:
     """Each of BabelStream's operations on ``device``: bytes read and written per second
-    (the best of ``SAMPLES`` runs), and how it was measured."""
+    (the best of ``STREAM_RUNS`` runs), and how it was measured."""
     elements = copy_floats(device)
     rates = {}
     for op, (reads, _) in STREAM.items():
@@ -311,8 +321,8 @@ def intensity_product(
     blocks: int | None = None,
 ) -> Product:
     """One launch of ``intensity`` built with ``ROUNDS=rounds``: ``elements`` read, each
-    through ``rounds`` fused multiply-adds, and written, by at most ``blocks`` blocks.
-    Without ``source`` the input is a workspace filled on the device (poisoned)."""
+    through ``rounds`` fused multiply-adds, and written, by at most ``blocks`` blocks;
+    from ``source`` where given, else from a workspace (``_streaming``)."""
     dtype = np.dtype(dtype)
     options = (*_options(dtype, 4), f"-DROUNDS={rounds}")
     blocks = min(-(-elements // BLOCK), blocks or elements)
@@ -320,9 +330,7 @@ def intensity_product(
         "intensity", FAMILY, options, (blocks, 1, 1), (BLOCK, 1, 1), dims=1,
         **{"in": Buffer("in")}, out=Buffer(OUTPUT), n=elements,
     )  # fmt: skip
-    if source is None:
-        return Product({}, (elements,), dtype, (launch,), {"in": dtype.itemsize * elements})
-    return Product({"in": np.ascontiguousarray(source, dtype)}, (elements,), dtype, (launch,))
+    return _streaming(launch, ("in",), elements, dtype, None if source is None else {"in": source})
 
 
 def intensity_sweep(

@@ -34,7 +34,7 @@ from xbackend.backends.ceilings import (
     fma_ceiling,
 )
 from xbackend.backends.choices import ChoiceRequest
-from xbackend.backends.execution import Device, LaunchExecution
+from xbackend.backends.execution import Device, LaunchExecution, clock_of
 from xbackend.backends.geometries import geometry_of
 from xbackend.backends.interface import Backend, Execution
 from xbackend.backends.kernels import SUM_BLOCK, WIDE_INDEX, has_stamps, source_digest
@@ -44,7 +44,6 @@ from xbackend.backends.plans import plan_vendor
 from xbackend.backends.specs import VariantSpec, VariantTable
 from xbackend.errors import UnsupportedParameter, XBackendError
 from xbackend.measuring.monitor import DeviceMonitor, monitor_for
-from xbackend.measuring.stamps import StampTimer
 from xbackend.operations import Shape, operation
 
 Array = np.ndarray[Any, Any]
@@ -379,11 +378,9 @@ class CompiledBackend(Backend):
 
     def clock_of(self, product: Product) -> str:
         """Which clock would time ``product`` here (``Execution.clock``): the kernels'
-        stamps where it is stamped, else the device's timer."""
-        if product.stamped:
-            return StampTimer.clock
+        stamps where it is stamped, else the device's timer (``execution.clock_of``)."""
         with self._active():
-            return self._device_handle().timer(product).clock
+            return clock_of(self._device_handle(), product)
 
     def _launch_execution(self, product: Product) -> LaunchExecution:
         """A planned product on this device: its kernels compiled, its buffers allocated."""

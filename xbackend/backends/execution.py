@@ -93,6 +93,13 @@ def red_zone(elements: int) -> int:
     return max(4096, elements) if os.environ.get(RED_ZONE_ENV, "") not in ("", "0") else 0
 
 
+def clock_of(device: Device, product: Product) -> str:
+    """The clock an execution of ``product`` on ``device`` is timed by: its kernels' stamps
+    where it is stamped (``LaunchExecution`` then wraps the device's timer in a
+    ``StampTimer``), else the device's timer."""
+    return StampTimer.clock if product.stamped else device.timer(product).clock
+
+
 class LaunchExecution(Execution):
     """A planned product on a device: its buffers, and its steps bound to them."""
 

@@ -25,12 +25,12 @@ from xbackend.backends.ceilings import (
     FLOAT_DTYPES,
     STREAM_DTYPE,
     SWEEP_ROUNDS,
-    SweepPoint,
     intensity_sweep,
     stream_rates,
 )
 from xbackend.backends.peaks import peaks
 from xbackend.errors import XBackendError
+from xbackend.measuring.timing import rate_text
 from xbackend.safeio import atomic_write
 
 Quantities = dict[str, dict[str, Any]]  # quantity -> value, unit, peak, how
@@ -72,10 +72,10 @@ def _rounds(text: str) -> list[int]:
     return found
 
 
-def measured(backend: Any, dtypes: list[str]) -> Quantities:
+def measured(backend: Any, dtypes: list[str], sweep: list[int] | None = None) -> Quantities:
     """What ``backend`` measures of its device: the FMA loop per float type it computes
     in, the copy, and (compiled backends) BabelStream's operations in its float64 (in
-    float32 on a device without doubles)."""
+    float32 on a device without doubles) and the intensity sweep at ``sweep``'s rounds."""
     found = backend.ceilings(dtypes)
     if found is None:
         return {}
@@ -91,6 +91,9 @@ def measured(backend: Any, dtypes: list[str]) -> Quantities:
         dtype = STREAM_DTYPE if not backend.dtype_problem(np.dtype(STREAM_DTYPE)) else "float32"
         for op, (rate, how) in stream_rates(device, run_product, dtype).items():
             quantities[f"stream {op}"] = _row(rate, "B", bandwidth, how)
+        for point in intensity_sweep(device, run_product, "float32", sweep or ()):
+            name = f"sweep {point.rounds} ({point.flops_per_byte:g} FLOP/B)"
+            quantities[name] = _row(point.flops_per_s, "FLOP", None, point.how)
     return quantities
 
 
@@ -101,8 +104,6 @@ def _row(value: float, unit: str, peak: float | None, how: str) -> dict[str, Any
 def table(columns: dict[str, tuple[str, Quantities]]) -> list[str]:
     """The side-by-side lines: a quantity a row, a backend a column (its value and its
     share of the peak), then each later backend's ratio to the first."""
-    from xbackend.figures.roofline import rate_text
-
     labels = list(columns)
     names = list(dict.fromkeys(q for _, quantities in columns.values() for q in quantities))
     head = ["quantity", *(f"{label} ({columns[label][0]})" for label in labels)]
@@ -124,38 +125,22 @@ def table(columns: dict[str, tuple[str, Quantities]]) -> list[str]:
             for line in lines]  # fmt: skip
 
 
-def add_sweeps(
-    columns: dict[str, tuple[str, Quantities]], sweeps: dict[str, list[SweepPoint]]
-) -> None:
-    """The sweeps as rows of the same table: one a count of rounds, in FLOP/s."""
-    for label, points in sweeps.items():
-        for point in points:
-            name = f"sweep {point.rounds} ({point.flops_per_byte:g} FLOP/B)"
-            columns[label][1][name] = _row(point.flops_per_s, "FLOP", None, point.how)
-
-
 def run(args: argparse.Namespace) -> int:
     import xbackend
     from xbackend.plan import Target
 
     columns: dict[str, tuple[str, Quantities]] = {}
-    sweeps: dict[str, list[SweepPoint]] = {}
     failed = False
     for name in args.backends:
         target = Target.parse(name)
         try:
             with xbackend.get_backend(target.name, target.device) as backend:
                 print(f"{target.label}: measuring on {backend.device.name}", flush=True)
-                columns[target.label] = (backend.device.name, measured(backend, args.dtypes))
-                run_product = getattr(backend, "run_product", None)
-                if args.sweep and run_product is not None:
-                    sweeps[target.label] = intensity_sweep(
-                        backend.device, run_product, "float32", args.sweep
-                    )
+                found = measured(backend, args.dtypes, args.sweep)
+                columns[target.label] = (backend.device.name, found)
         except XBackendError as error:
             print(f"{target.label}: not measured: {error}".splitlines()[0], file=sys.stderr)
             failed = True
-    add_sweeps(columns, sweeps)
     if columns:
         print("\n".join(table(columns)))
     if args.json is not None:

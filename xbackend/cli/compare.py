@@ -27,7 +27,7 @@ from xbackend.cli.exits import (
     silence_stdout,
 )
 from xbackend.cli.summary import summary_table
-from xbackend.configs import VARIANT_SETS, configs, resolve_variants
+from xbackend.configs import VARIANT_SETS, resolve_variants
 from xbackend.errors import BackendUnavailable, XBackendError
 from xbackend.isolation import DEFAULT_TIMEOUT_S, TIMEOUT_ENV
 from xbackend.operations import DEFAULT, operation
@@ -306,7 +306,7 @@ def _dry_run(
 ) -> int:
     """Print what the plan would run, and how long it may take; run and write nothing."""
     out = args.out or Path("results/run-<date-time>")
-    _announce(plan, opened, out)
+    _announce(plan, opened, out, fairness.audits(plan, opened))
     recorded: list[results_io.PointRecord] = []
     holds = (out / results_io.JSONL_NAME).is_file()
     if holds:  # read, never written: what a resume would keep
@@ -320,7 +320,9 @@ def _dry_run(
     return 0
 
 
-def _announce(plan: Plan, opened: list[tuple[str, Backend]], out: Path) -> None:
+def _announce(
+    plan: Plan, opened: list[tuple[str, Backend]], out: Path, audited: list[fairness.Audit]
+) -> None:
     for label, backend in opened:
         print(f"{label}: {backend.device.name} ({backend.device.platform})")
     what = f"{', '.join(plan.ops)} in {', '.join(plan.dtypes)}"
@@ -332,18 +334,8 @@ def _announce(plan: Plan, opened: list[tuple[str, Backend]], out: Path) -> None:
         f"{what}; variants {variants}; {len(shapes)} sizes from {shapes[0]} to {shapes[-1]}; "
         f"results into {out}/"
     )
-    for line in fairness.summary(_audits(plan, opened)):
+    for line in fairness.summary(audited):
         print(line)
-
-
-def _audits(plan: Plan, opened: list[tuple[str, Backend]]) -> list[fairness.Audit]:
-    """The first two compiled backends' common lines, audited as planned (fairness.py);
-    none on a cluster, whose devices plan on their workers."""
-    if sum(hasattr(backend, "planned") for _, backend in opened) < 2:
-        return []
-    lines = [(c.label, c.op, c.variant, c.tile, c.dtype) for c in configs(plan, opened)
-             if c.problem is None]  # fmt: skip
-    return fairness.audits(opened, lines, plan.shapes[0])
 
 
 def _run_and_report(
@@ -361,9 +353,9 @@ def _run_and_report(
     interrupted = False
     try:
         try:
+            audited = fairness.audits(plan, opened)
             if display.mode != "quiet":
-                _announce(plan, opened, out)
-            audited = _audits(plan, opened)
+                _announce(plan, opened, out, audited)
             if audited:
                 fairness.write_csv(audited, out / fairness.CSV_NAME)
             records = runner.run(plan, opened, out, resume=args.resume, display=display)

@@ -19,8 +19,8 @@ def _row(key: LineKey, group: list[PointRecord]) -> tuple[str, ...]:
     skipped = len(group) - len(measured) - len(failed)
     equal = f"{len(good)}/{len(measured) + len(failed)}"
     size = kernel = noise = end_to_end = gflops = "—"
-    if good:
-        top = max(good, key=lambda p: (p.flops, p.M))
+    top = _largest(group)
+    if top is not None:
         batch = f"{top.batch}×" if top.batched else ""
         size = f"{batch}{top.M}×{top.K}·{top.K}×{top.N}"
         kernel = format_seconds((top.kernel_s or {})["median"])
@@ -36,11 +36,15 @@ def _row(key: LineKey, group: list[PointRecord]) -> tuple[str, ...]:
             equal, str(skipped), size, kernel, noise, end_to_end, gflops)  # fmt: skip
 
 
-def _energy_cell(group: list[PointRecord]) -> str:
+def _largest(group: list[PointRecord]) -> PointRecord | None:
+    """The line's largest verified point, whose numbers the row shows."""
     good = [p for p in group if p.status == "ok"]
-    if not good:
-        return "—"
-    value = gflops_per_joule(max(good, key=lambda p: (p.flops, p.M)))
+    return max(good, key=lambda p: (p.flops, p.M)) if good else None
+
+
+def _energy_cell(group: list[PointRecord]) -> str:
+    top = _largest(group)
+    value = gflops_per_joule(top) if top is not None else None
     return "—" if value is None else f"{value:.4g}"
 
 

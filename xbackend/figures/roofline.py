@@ -46,6 +46,7 @@ from xbackend.figures.style import (
     with_cache_note,
     with_clock_note,
 )
+from xbackend.measuring.timing import rate_text
 from xbackend.results import LineKey, PointRecord
 from xbackend.roofs import Roof, Roofs, intensity, roof_of
 
@@ -55,14 +56,6 @@ ROOF_STYLES: tuple[RoofStyle, ...] = ("-", "--", "-.", ":")
 LARGEST_EDGE = "0.1"
 _DTYPES = ("float32", "float64", "int32")
 Configuration = tuple[LineKey, int]  # a line, at one batch
-
-
-def rate_text(value: float, unit: str) -> str:
-    """``value`` per second in the prefix that reads best: 470 GFLOP/s, 3.1 TB/s."""
-    for prefix, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if value >= scale:
-            return f"{value / scale:.3g} {prefix}{unit}/s"
-    return f"{value:.3g} {unit}/s"
 
 
 def _drawable(point: PointRecord) -> bool:

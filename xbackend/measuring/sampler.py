@@ -155,9 +155,9 @@ def measure_energy(
     microseconds a batch); a counter updated every few milliseconds needs a window of
     many of its updates: a second reads within a percent where it is updated every 10 ms.
     """
-    counter = getattr(monitor, "energy_mj", None)
+    counter = getattr(monitor, "energy_mj", None)  # a monitor may have none (a plugin's)
     first = counter() if counter is not None else None
-    if first is None:
+    if counter is None or first is None:
         return {"unread": "the device has no energy counter here (NVML, an NVIDIA GPU)"}
     per_launch = max(statistics.median(sampled.kernel_s), 1e-7)
     batch = int(min(sampling.max_launches, max(1, sampling.energy_s / 20 / per_launch)))
@@ -166,7 +166,7 @@ def measure_energy(
         execution.run_batch(batch)
         products += batch
     window = time.perf_counter() - start
-    last = counter() if counter is not None else None
+    last = counter()
     if last is None or last < first:
         return {"unread": "the energy counter could not be read after the window"}
     joules = (last - first) / 1000

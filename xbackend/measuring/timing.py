@@ -306,6 +306,14 @@ def stop_reason(
     return None
 
 
+def rate_text(value: float, unit: str) -> str:
+    """``value`` per second in the prefix that reads best: 470 GFLOP/s, 3.1 TB/s."""
+    for prefix, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if value >= scale:
+            return f"{value / scale:.3g} {prefix}{unit}/s"
+    return f"{value:.3g} {unit}/s"
+
+
 def format_seconds(seconds: float) -> str:
     """A duration with a unit that keeps three significant digits readable."""
     if seconds != seconds:  # NaN

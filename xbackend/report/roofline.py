@@ -9,7 +9,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from xbackend.figures.roofline import rate_text, roofline
+from xbackend.figures.roofline import roofline
+from xbackend.measuring.timing import rate_text
 from xbackend.report.document import Block, Cell, Fold, Heading, Image, Paragraph, Table
 from xbackend.report.figures import ROOFLINE, FigureFolder, Section, save
 from xbackend.report.points import dtype_sort, size_text, three_digits
