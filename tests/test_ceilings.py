@@ -115,7 +115,8 @@ def _plausible(found: ceilings.Ceilings, device: DeviceInfo, dtypes) -> None:
             assert rate <= TOLERANCE * peak.flops_per_s, (dtype, rate, peak.how)
         if peak.bytes_per_s is not None:
             assert found.bytes_per_s <= TOLERANCE * peak.bytes_per_s
-    assert set(found.how) == {*dtypes, "bandwidth"} and found.date
+    triad = {"triad"} if found.triad_bytes_per_s is not None else set()
+    assert set(found.how) == {*dtypes, "bandwidth", *triad} and found.date
 
 
 @pytest.mark.slow
@@ -125,12 +126,17 @@ def test_the_compiled_ceilings_are_plausible_and_measured_once(backend, monkeypa
     found = backend.ceilings(["int32", *dtypes])  # int32 has no compute ceiling
     _plausible(found, backend.device, dtypes)
     assert "fma_loop" in found.how[dtypes[0]] and "copy" in found.how["bandwidth"]
+    # BabelStream's triad, in float64 where the device has it: reads two arrays, writes one.
+    assert found.triad_bytes_per_s is not None and 1e8 < found.triad_bytes_per_s < 1e14
+    assert found.how["triad"].startswith(f"stream_triad: {ceilings.copy_floats(backend.device)} ")
+    assert ceilings.stream_dtype(backend.dtype_problem) in found.how["triad"]
 
     def again(*_):
         raise AssertionError("measured twice")
 
     monkeypatch.setattr(compiled, "fma_ceiling", again)
     monkeypatch.setattr(compiled, "copy_ceiling", again)
+    monkeypatch.setattr(compiled, "stream_rates", again)
     assert backend.ceilings(dtypes) is found
 
 

@@ -9,8 +9,10 @@ language's own, and the clock that would time it. The verdict is FAIR, or UNFAIR
 every reason; the kind says what a ratio of the two compares: kernel against kernel (the
 twins of one family), kernel against vendor, or vendor against vendor (each API's library).
 
-Not yet audited here (issue 42): registers, spills and shared memory from the built
-kernels, and the hot loop's instructions.
+Beside the verdict, what the compilers made of each pair of twin kernels
+(``backends/machine_code.py``): registers, spills and shared memory, and the hot loop's
+instructions where a disassembler is installed. A difference there is not UNFAIR: it is
+part of what a ratio of two APIs compares (their compilers), and the audit says it.
 """
 
 from __future__ import annotations
@@ -24,14 +26,15 @@ from typing import Any
 
 import numpy as np
 
-from xbackend.backends.kernels import STAMP
+from xbackend.backends.kernels import STAMP, source_digest
 from xbackend.backends.launch import KernelLaunch, Product
+from xbackend.backends.machine_code import differences
 from xbackend.configs import configs
 from xbackend.errors import XBackendError
 from xbackend.operations import Shape, operation
 from xbackend.plan import Plan
 from xbackend.problems import make_operands
-from xbackend.safeio import atomic_write
+from xbackend.safeio import atomic_write, read_small_text
 
 # Options one language needs and its twin does not: not a difference between the kernels.
 _LANGUAGE_OPTIONS = ("-DXB_FP64", "-cl-", "-I", "--", "-arch", "-lineinfo")
@@ -50,6 +53,10 @@ class Audit:
     second: str
     kind: str  # "kernel against kernel", "kernel against vendor", "vendor against vendor"
     reasons: tuple[str, ...]  # empty: FAIR
+    # What each pair of twin kernels compiled to, or why it was not read (machine_code.py).
+    compiled: tuple[str, ...] = ()
+    # The digests of the two sides' kernel files (their last kernel's), "" for a library.
+    digests: tuple[str, str] = ("", "")
 
     @property
     def verdict(self) -> str:
@@ -76,7 +83,7 @@ def _geometry(launch: KernelLaunch) -> str:
 def compared(first: tuple[str, Product, str], second: tuple[str, Product, str]) -> tuple[str, ...]:
     """Why two planned products (label, product, clock) do not run the same way."""
     (a, one, clock_a), (b, other, clock_b) = first, second
-    kernels = [[s for s in p.steps if isinstance(s, KernelLaunch)] for p in (one, other)]
+    kernels = [_kernels(p) for p in (one, other)]
     reasons = []
     if len(one.steps) != len(other.steps):
         reasons.append(f"{a} runs {len(one.steps)} steps, {b} {len(other.steps)}")
@@ -114,7 +121,32 @@ def audit(
         planned.append((label, product, backend.clock_of(product)))
     kind = _kind(planned[0][1], planned[1][1])
     reasons = compared(planned[0], planned[1])
-    return Audit(op, variant, tile, dtype, shape, first[0], second[0], kind, reasons)
+    kernels = [_kernels(product) for _, product, _ in planned]
+    compiled = tuple(
+        _machine_code((first[0], first[1], x), (second[0], second[1], y), np.dtype(dtype))
+        for x, y in zip(*kernels, strict=False)
+        if (x.family, x.function) == (y.family, y.function)
+    )
+    digests = tuple(source_digest(k[-1].family, b.name) if k else "" for k, (_, b) in
+                    zip(kernels, (first, second), strict=True))  # fmt: skip
+    return Audit(op, variant, tile, dtype, shape, first[0], second[0], kind, reasons,
+                 compiled, (digests[0], digests[1]))  # fmt: skip
+
+
+def _kernels(product: Product) -> list[KernelLaunch]:
+    return [step for step in product.steps if isinstance(step, KernelLaunch)]
+
+
+def _machine_code(first: tuple[str, Any, KernelLaunch], second: tuple[str, Any, KernelLaunch],
+                  dtype: np.dtype[Any]) -> str:  # fmt: skip
+    """One line on what two backends (label, backend, launch) compiled a twin kernel to."""
+    built = []
+    for label, backend, launch in (first, second):
+        try:
+            built.append((label, backend.machine_code(launch, dtype)))
+        except XBackendError as error:
+            return f"{launch.function}: machine code not read in {label}: {error}".splitlines()[0]
+    return differences(first[2].function, built[0], built[1])
 
 
 def audits(plan: Plan, opened: Sequence[tuple[str, Any]]) -> list[Audit]:
@@ -152,16 +184,33 @@ def summary(found: Sequence[Audit]) -> list[str]:
     first = found[0]
     head = (f"fairness of {first.second} against {first.first}, as planned at {first.shape}: "
             f"{len(found) - len(unfair)} FAIR, {len(unfair)} UNFAIR ({CSV_NAME})")  # fmt: skip
-    return [head, *(f"  {each.line()}" for each in unfair)]
+    apart = [line for each in found for line in each.compiled if " compiled apart: " in line]
+    built = [f"  {len(apart)} twin kernels compiled apart (registers, shared memory or the hot "
+             "loop: the compilers'), listed in the CSV"] if apart else []  # fmt: skip
+    return [head, *(f"  {each.line()}" for each in unfair), *built]
 
 
 def write_csv(found: Sequence[Audit], path: Path) -> None:
     """One row a configuration: what was compared, the kind, the verdict, the reasons."""
     rows = [("op", "variant", "tile", "dtype", "M", "K", "N", "first", "second", "kind",
-             "verdict", "reasons")]  # fmt: skip
+             "verdict", "reasons", "compiled", "digest_first", "digest_second")]  # fmt: skip
     rows += [(a.op, a.variant, str(a.tile or ""), a.dtype, str(a.shape.M), str(a.shape.K),
-              str(a.shape.N), a.first, a.second, a.kind, a.verdict, "; ".join(a.reasons))
-             for a in found]  # fmt: skip
+              str(a.shape.N), a.first, a.second, a.kind, a.verdict, "; ".join(a.reasons),
+              " | ".join(a.compiled), *a.digests) for a in found]  # fmt: skip
     buffer = io.StringIO()
     csv.writer(buffer).writerows(rows)
     atomic_write(path, buffer.getvalue())
+
+
+def read_csv(folder: Path) -> list[dict[str, str]]:
+    """The audit a ``compare`` wrote into a results folder, as rows of text (the report
+    shows them as data); none where there is no such file or it cannot be read."""
+    try:
+        text = read_small_text(folder / CSV_NAME)
+    except (OSError, ValueError):
+        return []
+    try:
+        rows = list(csv.DictReader(io.StringIO(text)))
+    except csv.Error:
+        return []
+    return [row for row in rows if row.get("verdict") in ("FAIR", "UNFAIR")]

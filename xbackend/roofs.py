@@ -115,15 +115,22 @@ def _highest(known: Roof | None, roof: Roof) -> Roof:
     return Roof(label, known.device, flops, bandwidth, known.host, by)
 
 
-def roofs(runs: Iterable[RunHeader]) -> Roofs:
-    """The roof of every device of every run whose header kept its ceilings: one set
-    per device (its name on its host), the highest each of its backends measured."""
-    measured: dict[tuple[str, str], Roof] = {}
+def api_roofs(runs: Iterable[RunHeader]) -> Roofs:
+    """The roof each backend of each run measured of its device, as it measured it: a
+    point's share of its own API's ceilings (``roofs`` pools a device's backends)."""
+    measured: Roofs = {}
     for run in runs:
         for label, device in run.devices.items():
             roof = _roof(label, device, run.host)
             if roof is not None:
                 measured[(run.run_id, label)] = roof
+    return measured
+
+
+def roofs(runs: Iterable[RunHeader]) -> Roofs:
+    """The roof of every device of every run whose header kept its ceilings: one set
+    per device (its name on its host), the highest each of its backends measured."""
+    measured = api_roofs(runs)
 
     def device_of(key: tuple[str, str], roof: Roof) -> tuple[str, ...]:
         run_id, label = key

@@ -66,6 +66,9 @@ class Ceilings:
     how: dict[str, str]  # dtype, or "bandwidth" -> what measured it, at which size
     date: str  # when, ISO 8601 in UTC
     statistic: str = "best"  # of the runs ``how`` counts
+    # BabelStream's triad (``stream_rates``): bytes read and written per second, where
+    # the backend runs kernels (``how["triad"]``); None on the CPU backend's NumPy.
+    triad_bytes_per_s: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -96,9 +99,11 @@ def extended(
     dtypes: Iterable[str],
     compute: Callable[[str], Measured],
     bandwidth: Callable[[], Measured],
+    triad: Callable[[], Measured] | None = None,
 ) -> Ceilings:
     """``known`` with what it lacks measured: the compute ceiling of each float dtype of
-    ``dtypes``, and the bandwidth. A backend keeps the result: each is measured once."""
+    ``dtypes``, the bandwidth and, where given, the triad. A backend keeps the result:
+    each is measured once."""
     flops = dict(known.flops_per_s) if known else {}
     how = dict(known.how) if known else {}
     for dtype in dict.fromkeys(dtypes):
@@ -107,9 +112,14 @@ def extended(
     bytes_per_s = known.bytes_per_s if known else None
     if bytes_per_s is None:
         bytes_per_s, how["bandwidth"] = bandwidth()
-    if known is not None and (flops, bytes_per_s) == (known.flops_per_s, known.bytes_per_s):
+    triad_bytes_per_s = known.triad_bytes_per_s if known else None
+    if triad_bytes_per_s is None and triad is not None:
+        triad_bytes_per_s, how["triad"] = triad()
+    if known is not None and known == dataclasses.replace(
+        known, flops_per_s=flops, bytes_per_s=bytes_per_s, triad_bytes_per_s=triad_bytes_per_s
+    ):
         return known
-    return Ceilings(flops, bytes_per_s, how, now())
+    return Ceilings(flops, bytes_per_s, how, now(), triad_bytes_per_s=triad_bytes_per_s)
 
 
 def _rate(amount: float, seconds: list[float], what: str) -> float:
@@ -276,14 +286,22 @@ def stream_product(
     return _streaming(launch, reads, elements, dtype, sources)
 
 
+def stream_dtype(dtype_problem: Callable[[np.dtype[Any]], str | None]) -> str:
+    """The streams' element type on a device: ``STREAM_DTYPE``, else float32 where it
+    has no doubles (``dtype_problem``: the backend's)."""
+    return STREAM_DTYPE if dtype_problem(np.dtype(STREAM_DTYPE)) is None else "float32"
+
+
 def stream_rates(
-    device: DeviceInfo, run: ProductRunner, dtype: str = "float32", blocks: int | None = None
-) -> dict[str, Measured]:
-    """Each of BabelStream's operations on ``device``: bytes read and written per second
-    (the best of ``STREAM_RUNS`` runs), and how it was measured."""
+    device: DeviceInfo, run: ProductRunner, dtype: str = "float32", blocks: int | None = None,
+    ops: Iterable[str] = tuple(STREAM),
+) -> dict[str, Measured]:  # fmt: skip
+    """BabelStream's operations ``ops`` on ``device``: bytes read and written per second
+    (the best of ``STREAM_RUNS`` runs), and how each was measured."""
     elements = copy_floats(device)
     rates = {}
-    for op, (reads, _) in STREAM.items():
+    for op in ops:
+        reads, _ = STREAM[op]
         timed = run(
             stream_product(op, elements, dtype, blocks=blocks), _size_of(STREAM_RUNS, device)
         )

@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from xbackend import families
-from xbackend.backends import element, warp
+from xbackend.backends import element, machine_code, warp
 from xbackend.backends.ceilings import (
     FLOAT_DTYPES,
     Ceilings,
@@ -32,6 +32,8 @@ from xbackend.backends.ceilings import (
     copy_ceiling,
     extended,
     fma_ceiling,
+    stream_dtype,
+    stream_rates,
 )
 from xbackend.backends.choices import ChoiceRequest
 from xbackend.backends.execution import Device, LaunchExecution, clock_of
@@ -39,6 +41,7 @@ from xbackend.backends.geometries import geometry_of
 from xbackend.backends.interface import Backend, Execution
 from xbackend.backends.kernels import SUM_BLOCK, WIDE_INDEX, has_stamps, source_digest
 from xbackend.backends.launch import KernelLaunch, Product
+from xbackend.backends.machine_code import MachineCode
 from xbackend.backends.operands import check_operands, dimension_problem
 from xbackend.backends.plans import plan_vendor
 from xbackend.backends.specs import VariantSpec, VariantTable
@@ -247,8 +250,14 @@ class CompiledBackend(Backend):
             wanted,
             lambda dtype: fma_ceiling(self.device, self.run_product, dtype),
             lambda: copy_ceiling(self.device, self.run_product),
+            self._triad,
         )
         return self._measured
+
+    def _triad(self) -> tuple[float, str]:
+        """BabelStream's triad on this device, in its element type (``stream_dtype``)."""
+        dtype = stream_dtype(self.dtype_problem)
+        return stream_rates(self.device, self.run_product, dtype, ops=["triad"])["triad"]
 
     def run_product(self, product: Product, runs: int, keep_output: bool = False) -> Timed:
         """Run a planned product as a measurement does (compiled once, this device's
@@ -381,6 +390,21 @@ class CompiledBackend(Backend):
         stamps where it is stamped, else the device's timer (``execution.clock_of``)."""
         with self._active():
             return clock_of(self._device_handle(), product)
+
+    def machine_code(self, launch: KernelLaunch, dtype: np.dtype[Any]) -> MachineCode:
+        """What the compiler made of a planned kernel (``machine_code.py``): its registers,
+        spills and shared memory, and its hot loop's instructions where nvdisasm is
+        installed; an ``XBackendError`` where its PTX cannot be had or read here."""
+        built = self._ptx(launch, dtype)
+        if built is None:
+            raise XBackendError(f"{self.name} on {self.device.name} gives no PTX to read")
+        ptx, arch = built
+        return machine_code.read(ptx, launch.kernel, arch)
+
+    def _ptx(self, launch: KernelLaunch, dtype: np.dtype[Any]) -> tuple[str, str] | None:
+        """A kernel's PTX as this backend builds it, and the architecture it runs on; None
+        where its build is not PTX (a CPU's OpenCL, another vendor's GPU)."""
+        return None
 
     def _launch_execution(self, product: Product) -> LaunchExecution:
         """A planned product on this device: its kernels compiled, its buffers allocated."""

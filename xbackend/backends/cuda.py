@@ -33,6 +33,7 @@ from xbackend.backends.launch import (
     Step,
     packing,
 )
+from xbackend.backends.machine_code import cuda_ptx
 from xbackend.backends.specs import DeviceInfo
 from xbackend.backends.vendor import check_library
 from xbackend.errors import KernelCompileError, UnsupportedParameter, XBackendError
@@ -187,8 +188,7 @@ class _CudaDevice(Device):
         drv.Context.synchronize()
 
     def pinned(self, shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
-        array: np.ndarray[Any, Any] = drv.pagelocked_empty(shape, dtype)
-        return array
+        return np.asarray(drv.pagelocked_empty(shape, dtype))  # the same array, typed
 
     def unpin(self, array: np.ndarray[Any, Any]) -> None:
         allocation: Any = array.base  # PyCUDA's HostAllocation
@@ -443,6 +443,9 @@ class CudaBackend(CompiledBackend):
         signature += "Pi" if launch.stamped else ""  # the stamps buffer and the slot
         instanced = instances(launch.family, dtype.name)
         return self._function(launch.family, launch.options, launch.kernel, signature, instanced)
+
+    def _ptx(self, launch: KernelLaunch, dtype: np.dtype[Any]) -> tuple[str, str]:
+        return cuda_ptx(launch, dtype, self._arch), self._arch
 
     def _device_clock(self) -> bool:
         return True  # every NVIDIA GPU has %globaltimer

@@ -422,6 +422,16 @@ class OpenCLBackend(CompiledBackend):
     def _compile(self, launch: KernelLaunch, dtype: np.dtype[Any]) -> Any:
         return self._kernel(launch.family, launch.options, launch.function, dtype)
 
+    def _ptx(self, launch: KernelLaunch, dtype: np.dtype[Any]) -> tuple[str, str] | None:
+        """NVIDIA's OpenCL keeps a program's PTX as its binary; no other runtime here does."""
+        capability = self._device.extra.get("compute_capability")
+        if not capability or not self._device_clock():
+            return None
+        self._compile(launch, dtype)  # its program built, as a run builds it
+        program = self._programs[launch.family, (*launch.options, *self._extra_options())]
+        binary = bytes(program.get_info(cl.program_info.BINARIES)[0])
+        return binary.decode("utf-8", errors="replace"), f"sm_{capability.replace('.', '')}"
+
     def _device_clock(self) -> bool:
         # NVIDIA's compiler takes the inline PTX that reads %globaltimer; no other does.
         platform = self._cl_device.platform.name

@@ -18,14 +18,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 import xbackend.cli.arguments as arguments
 from xbackend.backends.ceilings import (
     FLOAT_DTYPES,
-    STREAM_DTYPE,
     SWEEP_ROUNDS,
     intensity_sweep,
+    stream_dtype,
     stream_rates,
 )
 from xbackend.backends.peaks import peaks
@@ -88,7 +86,7 @@ def measured(backend: Any, dtypes: list[str], sweep: list[int] | None = None) ->
         quantities["copy (roof)"] = _row(found.bytes_per_s, "B", bandwidth, found.how["bandwidth"])
     run_product = getattr(backend, "run_product", None)
     if run_product is not None:
-        dtype = STREAM_DTYPE if not backend.dtype_problem(np.dtype(STREAM_DTYPE)) else "float32"
+        dtype = stream_dtype(backend.dtype_problem)
         for op, (rate, how) in stream_rates(device, run_product, dtype).items():
             quantities[f"stream {op}"] = _row(rate, "B", bandwidth, how)
         for point in intensity_sweep(device, run_product, "float32", sweep or ()):

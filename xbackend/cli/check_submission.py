@@ -27,6 +27,7 @@ from xbackend import families
 from xbackend.backends.compiled import clock_mode
 from xbackend.backends.execution import RED_ZONE_ENV
 from xbackend.backends.kernels import extern_c
+from xbackend.backends.machine_code import cuda_tool
 from xbackend.cli.compare import open_backends
 from xbackend.cli.exits import EXIT_USAGE
 from xbackend.errors import XBackendError
@@ -211,7 +212,7 @@ def _tool(args: argparse.Namespace, language: str) -> str | None:
     if args.sanitize == "off" or language not in SANITIZERS:
         return None
     name = SANITIZERS[language]
-    found = compilers.cuda_tool(name) if language == "cuda" else shutil.which(name)
+    found = cuda_tool(name) if language == "cuda" else shutil.which(name)
     if found is None and args.sanitize == "on" and language == "opencl":
         raise XBackendError("--sanitize on needs oclgrind (apt-get install oclgrind)")
     return found

@@ -13,7 +13,6 @@ from __future__ import annotations
 import functools
 import os
 import re
-import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -26,6 +25,7 @@ from xbackend import families
 from xbackend.backends.element import fitted, plan_element
 from xbackend.backends.geometries import per_product
 from xbackend.backends.kernels import cuda_text, include_folders, instances, read_kernel
+from xbackend.backends.machine_code import cuda_tool
 from xbackend.errors import XBackendError
 from xbackend.grading.checking import default_dtype
 from xbackend.grading.records import COMPILER, Verdict
@@ -35,13 +35,6 @@ if TYPE_CHECKING:
 
 ARCH = "sm_90"  # any will do to find a syntax error; the H100's and H200's
 TIMEOUT_S = 120
-
-
-def cuda_tool(name: str) -> str | None:
-    """A tool of CUDA's (nvcc, compute-sanitizer) on the PATH, else in CUDA's usual place
-    (``CUDA_HOME``, else /usr/local/cuda); None where there is none."""
-    usual = Path(os.environ.get("CUDA_HOME", "/usr/local/cuda")) / "bin" / name
-    return shutil.which(name) or (str(usual) if usual.is_file() else None)
 
 
 @functools.cache

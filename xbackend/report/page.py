@@ -7,7 +7,9 @@ its source document asks for (``sections.py``); where results of several machine
 measured the same configurations, those machines side by side (``side_by_side.py``); then
 code equality (counts, every wrong result and error in plain sight, the full log folded
 away) and the machines every run happened on (``equality.py``). The report opens with
-its findings (``findings.py``): a few sentences computed from the results. Where the kernels timed
+its findings (``findings.py``): a few sentences computed from the results; then, where
+two APIs ran on one device, their own ceilings side by side and the audit of what each
+ratio of the two compares (``control.py``). Where the kernels timed
 themselves on the GPU's clock, the launch overhead has a section of its own
 (``overhead.py``), and the head of the report names the clock that timed each backend's
 kernels (``clocks.clock_note``).
@@ -41,6 +43,7 @@ from pathlib import Path
 
 from xbackend.measuring.clocks import clock_note
 from xbackend.plots import Drawn
+from xbackend.report.control import ceilings_section, fairness_section
 from xbackend.report.counters import counters_section
 from xbackend.report.document import Block, Heading, Paragraph, render_html, render_markdown
 from xbackend.report.equality import equality, machines
@@ -107,8 +110,7 @@ def write_report_of(
     the run ids). ``drawn``: generic figures the command drew already; where a part of
     the report shows the same points, it shows those files instead of drawing again.
     Where several machines measured the same configuration, a section puts them side by
-    side, against ``base_host`` (a host, device or machine name; default: the first
-    met), and writes machines.csv.
+    side against ``base_host`` (a host, device or machine name; default: the first met).
     """
     runs = loaded.runs
     # Runs are told apart within each experiment only: the lab and the blog may both
@@ -129,6 +131,7 @@ def write_report_of(
     experiments = {name: found[name] for name in EXPERIMENTS if name in found}
     blocks = _head(points, len(runs), sources)
     blocks += findings_section(points)  # what the run found, before how
+    blocks += ceilings_section(runs) + fairness_section(sources)  # the control: control.py
     figures = FigureFolder(out, (FIGURES_DIR,), drawn, measured)
     written: list[Path] = []
     for name, points_of in experiments.items():

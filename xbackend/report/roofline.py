@@ -15,7 +15,7 @@ from xbackend.report.document import Block, Cell, Fold, Heading, Image, Paragrap
 from xbackend.report.figures import ROOFLINE, FigureFolder, Section, save
 from xbackend.report.points import dtype_sort, size_text, three_digits
 from xbackend.results import PointRecord, RunHeader
-from xbackend.roofs import Roofs, devices, intensity, profiled, roof_of, roof_share
+from xbackend.roofs import Roofs, api_roofs, devices, intensity, profiled, roof_of, roof_share
 
 _HOW = (
     "Before its first point each run measured the ceilings of its devices: the FLOP/s of "
@@ -30,8 +30,10 @@ _INTRO = (
     "bytes (each input read once, the output written once); its roof is "
     "min(compute ceiling, intensity × bandwidth) of its device; its share is the GFLOP/s "
     "it reached over that roof (↑: above 100%, where operands in a warm cache beat the "
-    "DRAM's slope, or within the 5% tolerance). A point faster than its device's compute "
-    "ceiling by more than 5% is flagged UNTRUSTED, as one beyond its theoretical peak."
+    "DRAM's slope, or within the 5% tolerance); its share of its API's roof, the same over "
+    "the ceilings its own backend measured on the device (each API's FMA loop and copy). A "
+    "point faster than its device's compute ceiling by more than 5% is flagged UNTRUSTED, "
+    "as one beyond its theoretical peak."
 )
 
 
@@ -64,12 +66,13 @@ def _ceilings_table(runs: Mapping[str, RunHeader]) -> Table | None:
                     Cell(_rate(flops.get("float32"), "FLOP")),
                     Cell(_rate(flops.get("float64"), "FLOP")),
                     Cell(_rate(ceilings.get("bytes_per_s"), "B")),
+                    Cell(_rate(ceilings.get("triad_bytes_per_s"), "B")),
                     Cell(f"not measured: {problem}" if problem else text, "error" * bool(problem)),
                 ]
             )
     if not rows:
         return None
-    header = ["backend", "device", "float32", "float64", "bandwidth", "measured by"]
+    header = ["backend", "device", "float32", "float64", "bandwidth", "triad", "measured by"]
     return Table(["run", *header] if several else header, rows, numeric=False)
 
 
@@ -99,8 +102,9 @@ def _one_set(found: Roofs) -> list[Block]:
     ]
 
 
-def _shares_table(points: list[PointRecord], folder: FigureFolder) -> Table | None:
-    """Each configuration at its largest size with a roof: where it stands under it."""
+def _shares_table(points: list[PointRecord], folder: FigureFolder, own: Roofs) -> Table | None:
+    """Each configuration at its largest size with a roof: where it stands under it, and
+    under the ceilings its own backend measured (``own``: ``roofs.api_roofs``)."""
     largest: dict[tuple[object, ...], PointRecord] = {}
     for point in points:
         if roof_share(point, folder.roofs) is None:
@@ -116,6 +120,7 @@ def _shares_table(points: list[PointRecord], folder: FigureFolder) -> Table | No
         flop_per_byte = intensity(point)
         attainable = roof.attainable(point.dtype, flop_per_byte) if roof else None
         share = roof_share(point, folder.roofs)
+        api_share = roof_share(point, own)
         rows.append(
             [
                 Cell(point.label),
@@ -126,14 +131,21 @@ def _shares_table(points: list[PointRecord], folder: FigureFolder) -> Table | No
                 Cell(three_digits(flop_per_byte or 0.0)),
                 Cell(three_digits(point.gflops or 0.0)),
                 Cell(three_digits((attainable or 0.0) / 1e9)),
-                Cell(f"{three_digits((share or 0.0) * 100)}%" + ("↑" if (share or 0) > 1 else "")),
+                Cell(_percent(share)),
+                Cell(_percent(api_share)),
             ]
         )
     if not rows:
         return None
     header = ["backend", "op", "variant", "dtype", "largest size", "FLOP/byte", "GFLOP/s",
-              "roof (GFLOP/s)", "share of roof"]  # fmt: skip
+              "roof (GFLOP/s)", "share of roof", "of its API's roof"]  # fmt: skip
     return Table(header, rows, numeric=False)
+
+
+def _percent(share: float | None) -> str:
+    if share is None:
+        return "—"
+    return f"{three_digits(share * 100)}%" + ("↑" if share > 1 else "")
 
 
 def roofline_section(
@@ -162,7 +174,7 @@ def roofline_section(
             image, written = save(figure, folder, ROOFLINE, caption)
             blocks.append(dataclasses.replace(image, side=True))
     blocks += [Paragraph(_INTRO), *_one_set(folder.roofs)]
-    shares = _shares_table(points, folder)
+    shares = _shares_table(points, folder, api_roofs(runs.values()))
     if shares is not None:
         rows = len(shares.rows)
         summary = f"Each configuration's share of its roof at its largest size ({rows} rows)"
