@@ -429,8 +429,9 @@ class OpenCLBackend(CompiledBackend):
             return None
         self._compile(launch, dtype)  # its program built, as a run builds it
         program = self._programs[launch.family, (*launch.options, *self._extra_options())]
-        binary = bytes(program.get_info(cl.program_info.BINARIES)[0])
-        return binary.decode("utf-8", errors="replace"), f"sm_{capability.replace('.', '')}"
+        binary = bytes(program.get_info(cl.program_info.BINARIES)[0]).rstrip(b"\0")
+        ptx = binary.decode("utf-8", errors="replace") + "\n"  # NUL-ended: ptxas reads EOF
+        return ptx, f"sm_{capability.replace('.', '')}"
 
     def _device_clock(self) -> bool:
         # NVIDIA's compiler takes the inline PTX that reads %globaltimer; no other does.
