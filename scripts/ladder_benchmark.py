@@ -107,6 +107,19 @@ class Timed:
     equal: bool = True
     params: dict[str, int] | None = None
     tile: int | None = None
+    # A vendor line's kernels, as its first turn's trace recorded them (measuring/launched.py).
+    kernels: Any = None
+
+
+def launched_text(found: Any) -> str:
+    """A vendor line's kernels, each with its grid, block and registers, or why none."""
+    if not isinstance(found, list):
+        return str(found or "nothing recorded")
+    return "; ".join(
+        f"{k['name']} (grid {'x'.join(map(str, k['grid']))}, block "
+        f"{'x'.join(map(str, k['block']))}, {k['registers']} registers)"
+        for k in found
+    )
 
 
 def interleaved(
@@ -130,6 +143,8 @@ def interleaved(
                 min_samples=repeat,
             )
             timed.samples_s.extend(measured.kept[0])  # without marked samples
+            if number == 0:
+                timed.kernels = (measured.state or {}).get("vendor_kernels")
             if number == 0 and line is rung:
                 timed.equal = all(
                     check(output, reference).equal
@@ -184,6 +199,7 @@ class Ladder:
             None,
         )
         beside: dict[str, list[list[float]]] = {}  # each vendor line's samples, per rung
+        self.launched: dict[str, Any] = {}  # each vendor line's kernels, as traced
         for label, backend in opened:
             if self.op not in backend.variant_table():
                 continue
@@ -207,6 +223,7 @@ class Ladder:
                 f"{min(rates):.2f} to {max(rates):.2f} beside one)",
                 flush=True,
             )
+            print(f"{shape}: {name} launched {launched_text(self.launched.get(name))}")
 
     def _rung(self, shape, A, B, rung: Line, vendors, rounds, repeat, beside) -> None:
         """Time one rung beside the vendor lines (cuBLAS, its own) that are not itself."""
@@ -219,6 +236,7 @@ class Ladder:
         for line, vendor in zip(others, timed_vendors, strict=True):
             name = f"{line.label} {VENDOR_NAMES.get(line.backend.name, 'vendor')}"
             beside.setdefault(name, []).append(vendor.samples_s)
+            self.launched.setdefault(name, vendor.kernels)
         tflops = flops(self.op, shape) / statistics.median(timed.samples_s) / 1e12
         tuned = per_product(rung.backend.variant_spec(rung.variant, self.op))
         setting = rung.choices or "tuned"

@@ -26,6 +26,17 @@ def cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
+def nvidia_kernel_driver() -> str:
+    """The NVIDIA kernel driver's version (580.159.04), as /proc says it; "" elsewhere."""
+    try:
+        with open("/proc/driver/nvidia/version", encoding="utf-8") as file:
+            first = file.readline()
+    except OSError:
+        return ""
+    words = first.split()
+    return next((w for w in words if w.count(".") >= 1 and w[0].isdigit()), "")
+
+
 def _git_commit() -> dict[str, Any]:
     """The commit of the source tree xbackend runs from, if it is a git checkout."""
     root = Path(__file__).resolve().parent.parent

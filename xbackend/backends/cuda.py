@@ -12,7 +12,7 @@ each compiled module is kept in xbackend's cache of cubins (``cubins.py``).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from types import TracebackType
 from typing import Any
@@ -37,7 +37,9 @@ from xbackend.backends.machine_code import cuda_ptx
 from xbackend.backends.specs import DeviceInfo
 from xbackend.backends.vendor import check_library
 from xbackend.errors import KernelCompileError, UnsupportedParameter, XBackendError
+from xbackend.machine import nvidia_kernel_driver
 from xbackend.measuring.handles import Queued, Timer
+from xbackend.measuring.launched import Launched, launched
 from xbackend.measuring.stamps import StampSlots
 
 try:
@@ -70,16 +72,6 @@ def _version(encoded: int) -> str:
     return f"{encoded // 1000}.{encoded % 1000 // 10}"
 
 
-def _kernel_driver() -> str:
-    try:
-        with open("/proc/driver/nvidia/version", encoding="utf-8") as file:
-            first = file.readline()
-    except OSError:
-        return ""
-    words = first.split()
-    return next((w for w in words if w.count(".") >= 1 and w[0].isdigit()), "")
-
-
 def _describe(index: int) -> DeviceInfo:
     device = drv.Device(index)
     attributes = drv.device_attribute
@@ -102,7 +94,7 @@ def _describe(index: int) -> DeviceInfo:
         vendor="NVIDIA",
         kind="gpu",
         platform="CUDA",
-        driver_version=_kernel_driver() or _version(drv.get_driver_version()),
+        driver_version=nvidia_kernel_driver() or _version(drv.get_driver_version()),
         runtime_version=_version(drv.get_driver_version()),
         global_mem_bytes=device.total_memory(),
         compute_units=device.get_attribute(attributes.MULTIPROCESSOR_COUNT),
@@ -189,6 +181,9 @@ class _CudaDevice(Device):
 
     def pinned(self, shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
         return np.asarray(drv.pagelocked_empty(shape, dtype))  # the same array, typed
+
+    def launched(self, work: Callable[[], object]) -> Launched | str:
+        return launched(work, own=("hold",))  # CUPTI's records, but the stream's hold
 
     def unpin(self, array: np.ndarray[Any, Any]) -> None:
         allocation: Any = array.base  # PyCUDA's HostAllocation

@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import abc
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from xbackend.backends.interface import Execution
-from xbackend.backends.launch import OUTPUT, Product, Step
+from xbackend.backends.launch import OUTPUT, LibraryCall, Product, Step
 from xbackend.backends.operands import poison_value
 from xbackend.errors import UnsupportedParameter, XBackendError
 from xbackend.measuring.handles import Queued, Timer
+from xbackend.measuring.launched import Launched
 from xbackend.measuring.stamps import StampSlots, StampTimer
 
 Array = np.ndarray[Any, Any]
@@ -77,6 +78,11 @@ class Device(abc.ABC):
     def unpin(self, array: Array) -> None:  # noqa: B027 - nothing to give back by default
         """Give back an array made by ``pinned``."""
 
+    def launched(self, work: Callable[[], object]) -> Launched | str:
+        """The kernels ``work`` launched here, as the device's tracer saw them (CUDA:
+        CUPTI, ``measuring/launched.py``), or why none could be recorded."""
+        return "not recorded: no tracer of launched kernels on this device"
+
 
 RED_ZONE_ENV = "XBACKEND_RED_ZONE"  # set (``check`` does): C gets a zone past its end
 
@@ -122,6 +128,7 @@ class LaunchExecution(Execution):
             self._poisoned.append((self._buffers[name], nbytes))
         # A stamped product's kernels time themselves (stamps.py), the API's clock beside.
         self._stamps = StampSlots(device) if product.stamped else None
+        self._calls_library = any(isinstance(step, LibraryCall) for step in product.steps)
         self._queued = [
             device.bind(step, kernel, self._buffers, product.dtype, self._stamps)
             for step, kernel in zip(product.steps, kernels, strict=True)
@@ -172,6 +179,9 @@ class LaunchExecution(Execution):
 
     def flush_cache(self) -> None:
         self._device.flush_cache()
+
+    def vendor_kernels(self) -> Launched | str | None:
+        return self._device.launched(self.run) if self._calls_library else None
 
     def download(self) -> Array:
         self._device.download(self._C, self._buffers[OUTPUT])

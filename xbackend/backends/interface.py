@@ -28,14 +28,10 @@ import numpy as np
 from xbackend.backends.ceilings import Ceilings
 from xbackend.backends.choices import Choices
 from xbackend.backends.geometries import per_product
-from xbackend.backends.operands import (
-    check_operands,
-    format_bytes,
-    out_of_memory,
-    uploaded_nbytes,
-)
+from xbackend.backends.operands import check_operands, format_bytes, out_of_memory, uploaded_nbytes
 from xbackend.backends.specs import DeviceInfo, Measurement, VariantSpec, VariantTable
 from xbackend.errors import DeviceOutOfMemory, UnsupportedParameter, XBackendError
+from xbackend.measuring.launched import Launched
 from xbackend.measuring.sampler import NO_MONITOR, Monitor, sample
 from xbackend.measuring.timing import Sampling
 from xbackend.operations import Shape, operation
@@ -105,6 +101,12 @@ class Execution(abc.ABC):
         if kind != "pageable":
             raise UnsupportedParameter(f"{type(self).__name__} has no {kind} host memory")
         return kind
+
+    def vendor_kernels(self) -> Launched | str | None:
+        """The kernels a library call of the product launched (a vendor's GEMM), as the
+        device's tracer saw one run of it, or why they were not recorded; None where the
+        product calls no library (its kernels are its plan's)."""
+        return None
 
     def release(self) -> None:  # noqa: B027 - optional hook, nothing to free by default
         """Free the device buffers."""
@@ -353,6 +355,9 @@ class Backend(abc.ABC):
             try:
                 host_memory = execution.use_host_memory(sampling.host_memory)
                 sampled = sample(execution, sampling, self.monitor(), self.device.kind == "cpu")
+                seen = execution.vendor_kernels() if sampling.max_samples > 0 else None
+                if seen is not None:
+                    sampled.state = {**(sampled.state or {}), "vendor_kernels": seen}
             finally:
                 execution.release()
         chosen = execution.tile if execution.tile is not None else tile
@@ -489,11 +494,6 @@ def _overridden(
     sampling: Sampling, warmup: int | None, samples: int | None, min_samples: int | None
 ) -> Sampling:
     """``sampling`` with the counts a caller gave by keyword."""
-    changes: dict[str, Any] = {}
-    if warmup is not None:
-        changes["warmup"] = warmup
-    if samples is not None:
-        changes["max_samples"] = samples
-    if min_samples is not None:
-        changes["min_samples"] = min_samples
+    given: dict[str, Any] = {"warmup": warmup, "max_samples": samples, "min_samples": min_samples}
+    changes = {field: value for field, value in given.items() if value is not None}
     return dataclasses.replace(sampling, **changes) if changes else sampling
