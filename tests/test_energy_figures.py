@@ -18,7 +18,7 @@ from matplotlib.lines import Line2D
 from xbackend import plots
 from xbackend.backends.cpu import CpuBackend
 from xbackend.figures.energy import NAME, energy_figure
-from xbackend.joules import gflops_per_joule
+from xbackend.joules import gflops_per_joule, joules
 from xbackend.measuring.timing import Sampling
 from xbackend.problems import Shape
 from xbackend.report.page import write_report
@@ -71,14 +71,20 @@ def _lines(figure: Figure, prefix: str) -> dict[str, Line2D]:
     }
 
 
+def _xy(line: Line2D) -> list[tuple[float, float]]:
+    """The points a line draws, as numbers."""
+    x = np.asarray(line.get_xdata(), dtype=float)
+    y = np.asarray(line.get_ydata(), dtype=float)
+    return [(float(a), float(b)) for a, b in zip(x, y, strict=True)]
+
+
 def _legend(figure: Figure) -> list[str]:
     return [text.get_text() for legend in figure.legends for text in legend.get_texts()]
 
 
 def _expected(points: list[PointRecord], label: str, variant: str) -> list[tuple[int, float]]:
     mine = [p for p in points if (p.label, p.variant) == (label, variant)]
-    return sorted((p.M * p.N, p.flops / p.state["energy"]["joules_per_product"] / 1e9)
-                  for p in mine)  # fmt: skip
+    return sorted((p.M * p.N, p.flops / (joules(p) or 0.0) / 1e9) for p in mine)
 
 
 def test_each_line_draws_its_records_gflops_per_joule(tmp_path):
@@ -94,7 +100,7 @@ def test_each_line_draws_its_records_gflops_per_joule(tmp_path):
         for variant in VARIANTS:
             tile = None if variant == "vendor" else 16
             line = lines[f"energy:{label}:{variant}:{tile}"]
-            drawn_xy = list(zip(line.get_xdata(), line.get_ydata(), strict=True))
+            drawn_xy = _xy(line)
             expected = _expected(points, label, variant)
             assert [x for x, _ in drawn_xy] == [x for x, _ in expected]
             assert [y for _, y in drawn_xy] == pytest.approx([y for _, y in expected], rel=1e-12)
@@ -120,7 +126,7 @@ def test_points_without_a_reading_are_left_out_and_counted():
     figure = energy_figure(points)
     assert figure is not None
     assert f"left out: {len(unread) + 1} without an energy reading" in _legend(figure)
-    drawn = sum(len(line.get_xdata()) for line in _lines(figure, "energy:").values())
+    drawn = sum(len(_xy(line)) for line in _lines(figure, "energy:").values())
     assert drawn == len(points) - len(unread) - 1
 
 
@@ -134,15 +140,15 @@ def test_wrong_noisy_throttled_and_untrusted_points_are_drawn_as_every_figure_dr
     figure = energy_figure(points)
     assert figure is not None
     lines = _lines(figure, "energy:")
-    on_lines = {(x, y) for line in lines.values() for x, y in zip(*line.get_data(), strict=True)}
+    on_lines = {xy for line in lines.values() for xy in _xy(line)}
     value = {i: (points[i].M * points[i].N, gflops_per_joule(points[i])) for i in range(24)}
     assert value[wrong] not in on_lines  # a wrong result is no point of a line ...
     (cross,) = _lines(figure, "wrong:").values()
-    assert list(zip(*cross.get_data(), strict=True)) == [value[wrong]]  # ... but a red cross
+    assert _xy(cross) == [value[wrong]]  # ... but a red cross
     assert value[throttled] not in on_lines and value[untrusted] not in on_lines
     assert value[noisy] in on_lines
     (hollow,) = _lines(figure, "noisy:").values()
-    assert list(zip(*hollow.get_data(), strict=True)) == [value[noisy]]
+    assert _xy(hollow) == [value[noisy]]
     legend = _legend(figure)
     assert "wrong result" in legend and "hollow: noisy" in legend
     assert "left out: 1 throttled, 1 above peak" in legend
@@ -164,9 +170,9 @@ def test_the_report_has_an_energy_section_only_where_points_have_readings(tmp_pa
     assert "## Energy per product" in markdown
     assert any(path.name == f"{NAME}.png" for path in written)
     top = max((p for p in points if (p.label, p.variant) == ("cuda", "tiled")), key=lambda p: p.M)
-    joules = top.state["energy"]["joules_per_product"]
+    reading = joules(top) or 0.0
     size = f"{top.M}×{top.K}·{top.K}×{top.N}"
-    row = f"| cuda tiled T=16 | mm | float32 | {size} | {three_digits(joules)} | "
+    row = f"| cuda tiled T=16 | mm | float32 | {size} | {three_digits(reading)} | "
     assert row + f"{three_digits(gflops_per_joule(top) or 0)} |" in markdown
     without = _write_run(tmp_path / "without", _points(energy=False))
     write_report([without], tmp_path / "plain")
@@ -226,4 +232,4 @@ def test_a_run_with_a_counter_draws_what_it_recorded(tmp_path):
     for gid, line in _lines(figure, "energy:").items():
         variant = gid.split(":")[2]
         mine = sorted((p for p in records if p.variant == variant), key=lambda p: p.M)
-        assert list(line.get_ydata()) == pytest.approx([gflops_per_joule(p) for p in mine])
+        assert [y for _, y in _xy(line)] == pytest.approx([gflops_per_joule(p) for p in mine])
