@@ -97,6 +97,14 @@ LOWER_LAYERS = {
         "xbackend.figures",
         "xbackend.report",
     ),
+    # Energy per product reads records, as diff does: never the devices or the drawing.
+    "xbackend.joules": (
+        "xbackend.backends",
+        "xbackend.cli",
+        "xbackend.plots",
+        "xbackend.figures",
+        "xbackend.report",
+    ),
     # Machines side by side read records, as diff does: never the devices or the drawing.
     "xbackend.side_by_side": (
         "xbackend.backends",

@@ -28,6 +28,9 @@ that, whatever the kernel did (the points' ``host_load``; files from before have
 A point in one run only, not measured (skipped, failed) or not trusted (timed
 faster than the device's peak) in either, or without raw samples, gets no verdict:
 it is listed as such. Wrong results are compared (their time is a time) with a note.
+Where both runs read a point's energy (``--energy``), its joules per product are compared
+too, by a fixed tolerance: one reading has no interval, and no A/A floor of energy is
+measured (``joules.py``).
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
+from xbackend import joules
 from xbackend.diff_machines import cache_warning as cache_warning  # for diff's callers
 from xbackend.diff_machines import machine_warning as machine_warning
 from xbackend.floors import Floors, describe, measured
@@ -221,6 +225,8 @@ class Comparison:
     # A CPU device's FASTER or SLOWER taken back: the host's load or speed differed
     # between the runs (:func:`load_reason`, in the note).
     host_differed: bool = False
+    # Joules per product in A and B, where both runs read them (``joules.compare``).
+    energy: joules.EnergyChange | None = None
 
     @property
     def judged(self) -> bool:
@@ -321,7 +327,7 @@ def _hosts(a: PointRecord | None, b: PointRecord | None) -> str:
 
 def _compared(
     pair: Pair, threshold: float, time: str, several: bool, floors: Floors,
-    cpu_devices: frozenset[str],
+    cpu_devices: frozenset[str], energy_tolerance: float = joules.TOLERANCE,
 ) -> Comparison:  # fmt: skip
     """One pair's comparison, or its listing as in one run only; named by its hosts
     where either side held the point from ``several`` hosts."""
@@ -331,7 +337,9 @@ def _compared(
         floor = floors.floor(a) if time == "kernel" else 0.0
         on_cpu = a.clock == "host" or a.device in cpu_devices
         compared = compare_pair(a, b, threshold, time, floor, on_cpu)
-        return dataclasses.replace(compared, hosts=hosts, floor_from=_floor_from(floors, a, floor))
+        energy = joules.compare(a, b, energy_tolerance)
+        return dataclasses.replace(compared, hosts=hosts, floor_from=_floor_from(floors, a, floor),
+                                   energy=energy)  # fmt: skip
     if a is not None:
         note = f"B has no point of host {a.host or '?'}" if several else ""
         return Comparison(a.key, a, None, ONLY_A, hosts=hosts, note=note)
@@ -358,6 +366,7 @@ def compare_points(
     any_device: bool = False,
     floors: Floors | None = None,
     cpu_devices: Iterable[str] = (),
+    energy_tolerance: float = joules.TOLERANCE,
 ) -> list[Comparison]:
     """Every point of A and B, matched by configuration and size, each with its verdict.
 
@@ -367,8 +376,8 @@ def compare_points(
     matched by backend label whatever their device (two machines' ``cuda`` lines). A
     kernel time's verdict claims no change under its A/A floor (``floors``: none given,
     no floor), nor, on a CPU (the host's clock, or a device named in ``cpu_devices``),
-    one between runs whose host's load differed.
-    Sorted by configuration, then by size, then by hosts.
+    one between runs whose host's load differed. Joules, where both runs read them, against
+    ``energy_tolerance`` (``joules.compare``). Sorted by configuration, size, hosts.
     """
     if not threshold >= 0:
         raise ValueError(f"threshold {threshold}: expected a share of 0 or more")
@@ -383,7 +392,8 @@ def compare_points(
         a_list, b_list = a_by.get(key, []), b_by.get(key, [])
         several = max(len({p.host for p in a_list}), len({p.host for p in b_list})) > 1
         for pair in host_pairs(a_list, b_list):
-            found.append(_compared(pair, threshold, time, several, floors or Floors(), cpus))
+            found.append(_compared(pair, threshold, time, several, floors or Floors(), cpus,
+                                   energy_tolerance))  # fmt: skip
     return sorted(found, key=lambda c: (_sort(c.key), c.hosts))
 
 
@@ -443,7 +453,7 @@ ROW_FIELDS = (
     "label", "device", "op", "variant", "tile", "dtype", "batch", "M", "K", "N",
     "a_median_s", "b_median_s", "ratio", "ratio_low", "ratio_high", "verdict",
     "a_samples", "b_samples", "a_noise", "b_noise", "floor", "note", "a_host", "b_host",
-    "floor_from",
+    "floor_from", *joules.ENERGY_FIELDS,
 )  # fmt: skip
 
 
@@ -477,4 +487,5 @@ def row(comparison: Comparison, time: str = "kernel") -> dict[str, object]:
         "a_host": None if a is None else a.host,
         "b_host": None if b is None else b.host,
         "hosts": comparison.hosts,
+        **joules.row(comparison.energy),
     }

@@ -13,7 +13,9 @@
   (``figures/roofline.py``);
 * ``launch_overhead``: where the kernels timed themselves on the GPU's clock and the
   API's clock timed the same launches, what a launch costs beyond its kernel, per
-  backend and variant (``figures/overhead.py``).
+  backend and variant (``figures/overhead.py``);
+* ``energy``: where ``--energy`` read the device's energy counter, GFLOP per joule
+  against size, per backend and variant (``figures/energy.py``).
 
 Every figure of kernel times names the clock that timed them under its title
 (``clocks.clock_note``): a span on the GPU's clock where the kernels have one, never
@@ -51,6 +53,8 @@ from matplotlib.lines import Line2D
 
 from xbackend import families
 from xbackend.figures import bars
+from xbackend.figures.energy import NAME as ENERGY
+from xbackend.figures.energy import energy_figure
 from xbackend.figures.overhead import NAME as OVERHEAD
 from xbackend.figures.overhead import overhead_figure
 from xbackend.figures.roofline import roofline
@@ -414,7 +418,10 @@ def figures(points: list[PointRecord], roofs: Roofs | None = None) -> list[tuple
     if speedup is not None:
         found.append((SPEEDUP, speedup))
     overhead = overhead_figure(points, palette) if has_overhead(points) else None
-    return [*found, (OVERHEAD, overhead)] if overhead is not None else found
+    if overhead is not None:
+        found.append((OVERHEAD, overhead))
+    energy = energy_figure(points, palette)  # where --energy read the device's counter
+    return [*found, (ENERGY, energy)] if energy is not None else found
 
 
 def _size_figures(

@@ -144,11 +144,10 @@ def _coarse_rank(config: warp.WarpConfig) -> tuple[int, int, int, int]:
 
 
 def _best(trials: list[Trial], key: Callable[[Trial], Key], count: int) -> list[Key]:
-    """The ``count`` best distinct keys of the timed trials, fastest first."""
+    """The ``count`` best distinct keys of the timed trials, best first (``Trial.score``:
+    the fastest, or in an energy tune the fewest joules)."""
     chosen: list[Key] = []
-    for trial in sorted(
-        (t for t in trials if t.tflops), key=lambda t: t.tflops or 0.0, reverse=True
-    ):
+    for trial in sorted((t for t in trials if t.tflops), key=lambda t: t.score, reverse=True):
         if key(trial) not in chosen:
             chosen.append(key(trial))
         if len(chosen) == count:

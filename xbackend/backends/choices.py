@@ -122,6 +122,16 @@ class Trial:
     config: Candidate
     tflops: float | None  # None: not timed (wrong result or error)
     status: str  # "ok", "wrong", or the error
+    # Joules per product, where the tune's objective is energy (tuning/objective.py).
+    joules: float | None = None
+
+    @property
+    def score(self) -> float:
+        """How the search ranks a trial, higher first: the fewer joules per product where
+        they were read (an energy tune), else the higher rate; 0 where not timed."""
+        if self.joules is not None and self.joules > 0:
+            return 1.0 / self.joules
+        return self.tflops or 0.0
 
 
 # Times a batch of configurations, one trial each, in their order.

@@ -1,6 +1,8 @@
 """``xbackend diff A B``: two runs compared point by point, with a verdict for each point
 (FASTER, SLOWER, SAME, UNCERTAIN) from a bootstrap interval of the ratio of medians
-(``xbackend.diff``); a table on the terminal, ``diff.csv`` and ``diff.png``."""
+(``xbackend.diff``), and where both read its energy, its joules per product (MORE, LESS,
+WITHIN a fixed tolerance: ``xbackend.joules``); a table on the terminal, ``diff.csv`` and
+``diff.png``."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import xbackend.cli.arguments as arguments
-from xbackend import diff, floors
+from xbackend import diff, floors, joules
 from xbackend.cli.results_commands import add_filters, selected
 from xbackend.measuring.timing import format_seconds
 from xbackend.results import JSONL_NAME, Loaded, latest, load, warn_on_stderr
@@ -50,7 +52,10 @@ def add_parser(commands: Any) -> None:
         "clock and the decade of its time (--floors). Writes diff.csv and diff.png "
         "(beyond a thousand points, the share of points at each ratio, per backend). "
         "A point's host is part of it: where a run holds the same points from several "
-        "hosts, they are compared host by host.",
+        "hosts, they are compared host by host. Where both runs read a point's energy "
+        "(compare --energy), its joules per product B/A are compared too: MORE or LESS "
+        "beyond --energy-tolerance, WITHIN it (one reading a point: no interval, and no "
+        "A/A floor; docs/energy.md).",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=_EXIT_STATUSES,
     )
@@ -96,7 +101,8 @@ def add_parser(commands: Any) -> None:
 
 
 def _add_floor_options(command: argparse.ArgumentParser) -> None:
-    """--floors and --write-floors: the A/A floors a verdict must clear (floors.py)."""
+    """--floors and --write-floors: the A/A floors a verdict must clear (floors.py); and
+    --energy-tolerance, what a change of joules must clear (no floor: joules.py)."""
     command.add_argument(
         "--floors", default=None, metavar="FILE",
         help="the A/A floors (default: those measured on xbackend's machines, "
@@ -106,6 +112,12 @@ def _add_floor_options(command: argparse.ArgumentParser) -> None:
         "--write-floors", type=Path, default=None, metavar="FILE",
         help="A and B are two runs of the same plan: add the changes they show to the "
         "floors in FILE (made if missing; each kind keeps its largest), for --floors",
+    )  # fmt: skip
+    command.add_argument(
+        "--energy-tolerance", type=threshold, default=joules.TOLERANCE, metavar="SHARE",
+        help="how far a point's joules per product may move before it counts, e.g. 10%% "
+        "(default 10%%: a stated rule of thumb, twice the time's default threshold, not a "
+        "measured floor; docs/energy.md)",
     )  # fmt: skip
 
 
@@ -165,6 +177,7 @@ def run(args: argparse.Namespace) -> int:
     comparisons = diff.compare_points(
         a.points, b.points, threshold=args.threshold, time=args.time,
         any_device=args.any_device, floors=_floors(args), cpu_devices=_cpu_devices(a, b),
+        energy_tolerance=args.energy_tolerance,
     )  # fmt: skip
     if args.write_floors is not None:
         _write_floors(comparisons, args)
@@ -179,6 +192,9 @@ def run(args: argparse.Namespace) -> int:
     print(diff_table(comparisons, width))
     print()
     print(summary_line(comparisons, args.threshold))
+    energy = energy_line(comparisons, args.energy_tolerance)
+    if energy:
+        print(energy)
     out = output_folder(args.out or arguments.default_out("diff"))
     written = [write_csv(comparisons, out, args.time)]
     if not args.no_plots and any(c.interval is not None for c in comparisons):
@@ -251,6 +267,18 @@ def summary_line(comparisons: list[diff.Comparison], threshold: float) -> str:
     return "; ".join(parts)
 
 
+def energy_line(comparisons: list[diff.Comparison], tolerance: float) -> str | None:
+    """The joules compared counted, and their tolerance; None where none was compared."""
+    found = joules.counts(c.energy for c in comparisons)
+    if not found:
+        return None
+    counted = ", ".join(f"{n} {name}" for name, n in found.items())
+    return (
+        f"energy (joules per product B/A, tolerance ±{tolerance * 100:.3g}%: fixed, no A/A "
+        f"floor; one reading a point, no interval): {counted}"
+    )
+
+
 # -- the table ---------------------------------------------------------------------------------
 
 
@@ -296,6 +324,8 @@ _COLUMNS = (
     ("95% interval", _interval, True, 0),
     ("A/A floor", lambda r: _floor(r["floor"]), True, 6),
     ("verdict", lambda r: str(r["verdict"]), False, 0),
+    ("J B/A", lambda r: "" if r["joules_ratio"] is None else _ratio(r["joules_ratio"]), True, 7),
+    ("energy", lambda r: str(r["energy"] or ""), False, 7),
     ("note", lambda r: printable(r["note"]), False, 5),
 )
 

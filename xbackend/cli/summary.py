@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from xbackend.joules import gflops_per_joule as gflops_per_joule  # the summary's column
 from xbackend.measuring import host_load
 from xbackend.measuring.timing import format_seconds
 from xbackend.problems import FREIVALDS
@@ -62,16 +63,6 @@ def _noise(top: PointRecord, group: list[PointRecord]) -> str:
     if impossible:
         text += f" ({impossible} above peak)"
     return text
-
-
-def gflops_per_joule(point: PointRecord) -> float | None:
-    """The point's GFLOP per joule where ``--energy`` read the device's energy counter
-    over its product launched back to back (``sampler.measure_energy``), else None."""
-    energy = (point.state or {}).get("energy") or {}
-    joules = energy.get("joules_per_product")
-    if not isinstance(joules, int | float) or not joules > 0:
-        return None
-    return point.flops / joules / 1e9
 
 
 def summary_table(points: list[PointRecord]) -> str:

@@ -11,6 +11,7 @@ from xbackend.cli.compare import open_backends
 from xbackend.errors import XBackendError
 from xbackend.problems import dtype_named, flops
 from xbackend.sweep import parse_shapes
+from xbackend.tuning.objective import ENERGY, OBJECTIVES, RACE_S, WINDOW_S, objective_of
 from xbackend.tuning.searching import FINALIST_TIME_S, SEARCHES, tunable, tuned_variants
 
 if TYPE_CHECKING:
@@ -38,7 +39,11 @@ DESCRIPTION = (
     "derived from the device's registers and the product's shape."
     " A fixed-tile variant (a family of --kernels that declares several tiles, or one named "
     "in --variants) is raced over its tiles the same way; a compare without --tile then "
-    "runs it at the tile cached."
+    "runs it at the tile cached. With --objective energy, the joules per product take the "
+    "time's place: each candidate's product is launched back to back for a window while "
+    "the GPU's energy counter (NVML) is read at both ends, the search ranks the fewest "
+    "joules first, the finalists race in windows, and the entry says it was tuned for "
+    "energy (docs/energy.md)."
 )
 
 
@@ -51,6 +56,7 @@ def add_parser(commands: Any) -> None:
         epilog="examples:\n"
         "  xbackend tune --backends cuda\n"
         "  xbackend tune --backends opencl:nvidia --variants warp_db --sizes 4096x4096x4096\n"
+        "  xbackend tune --backends cuda --objective energy --energy 1\n"
         "  xbackend tune --show                         # print the cache, run nothing\n"
         "\nthe cache: $XDG_CACHE_HOME/xbackend/tuned.json (~/.cache by default), or the file "
         "named by XBACKEND_TUNE_CACHE",
@@ -83,6 +89,7 @@ def add_parser(commands: Any) -> None:
         "--samples", type=samples, default=5, help="timed runs per candidate of the search"
     )
     _add_search_options(tune)
+    _add_objective_options(tune)
     seed = arguments.bounded_int(0, arguments.MAX_SEED)
     tune.add_argument("--seed", type=seed, default=0, help="seed of the random operands")
     tune.add_argument(
@@ -101,16 +108,49 @@ def _add_search_options(tune: Any) -> None:
         "search's choice",
     )  # fmt: skip
     tune.add_argument(
-        "--finalist-time", type=arguments.non_negative(float), default=FINALIST_TIME_S,
+        "--finalist-time", type=arguments.non_negative(float), default=None,
         metavar="SECONDS",
-        help="the finalists' race, at most, per variant, operation and size "
-        f"(default {FINALIST_TIME_S:g}; 0: no race, the search's best is cached)",
+        help="the finalists' race, at most, per variant, operation and size (default "
+        f"{FINALIST_TIME_S:g} s, with --objective energy {RACE_S:g} s; 0: no race, the search's "
+        "best is cached)",
     )  # fmt: skip
     tune.add_argument(
         "--kernels", action="append", default=None, metavar="DIR",
         help="a folder of your own kernels (docs/kernels.md): its variants that declare "
         "several tiles are tuned over them. Repeat for several folders",
     )  # fmt: skip
+
+
+def _add_objective_options(tune: Any) -> None:
+    """--objective and --energy: what the choice minimises, and the energy window."""
+    tune.add_argument(
+        "--objective", choices=OBJECTIVES, default="time",
+        help="what the choice minimises: the median kernel time (default), or the joules "
+        "per product read from the GPU's energy counter (needs an NVIDIA GPU and NVML: "
+        "pip install 'xbackend[nvml]'; refused before tuning where there is none). The "
+        "cache entry records it",
+    )  # fmt: skip
+    tune.add_argument(
+        "--energy", type=arguments.positive(float), default=None, metavar="SECONDS",
+        help="with --objective energy: each measurement's window of the product launched "
+        f"back to back (default {WINDOW_S:g} s; a second reads the counter within a percent, "
+        "and costs a second a candidate)",
+    )  # fmt: skip
+
+
+def _objective(args: argparse.Namespace) -> Any:
+    """The ``tuning.Objective`` the options ask for; the race's default cap set by it.
+    --energy without --objective energy, or an energy tune on a cluster, is refused."""
+    from xbackend.tuning import Objective
+
+    energy = args.objective == ENERGY
+    if args.energy is not None and not energy:
+        raise XBackendError("--energy SECONDS is the window of --objective energy; add it")
+    if energy and cluster_options.spec(args) is not None:
+        raise XBackendError("tune --objective energy runs here, on one device, not on a cluster")
+    if args.finalist_time is None:
+        args.finalist_time = RACE_S if energy else FINALIST_TIME_S
+    return Objective(args.objective, args.energy or WINDOW_S)
 
 
 def _show() -> int:
@@ -136,6 +176,8 @@ def _show() -> int:
         margin = entry.get("margin")
         sure = f" margin {margin:+.1%}" if isinstance(margin, float | int) else ""
         sure += " (a tie: the default kept)" if entry.get("tie") is True else ""
+        if objective_of(entry) == ENERGY:
+            sure += f" [tuned for energy: {entry.get('joules_per_product', 0):.4g} J a product]"
         print(f"  {key}: {entry['params']} {rate} GFLOP/s at {entry.get('shape')}{sure}")
     return 0
 
@@ -172,6 +214,34 @@ def _print(results: list[TuneResult]) -> None:
         "margin: the runner-up's median kernel time over the choice's, minus 1; tuned 95%: "
         "a bootstrap interval of the choice's median, from the finalists' race"
     )
+
+
+def _print_energy(results: list[TuneResult]) -> None:
+    """The table of an energy tune: joules per product before and after, the race's
+    margin and interval of the choice's joules."""
+    print()
+    print(f"{'size':<21} {'op':<4} {'class':<7} {'variant':<8} {'untuned J':>10} "
+          f"{'tuned J':>10} {'margin':>7} {'tuned 95% (J)':>21}  choice")  # fmt: skip
+    for result in results:
+        chosen = result.chosen
+        before, after = (_joules(t.joules if t else None) for t in (result.untuned, chosen))
+        choice = chosen.config.label if chosen else "nothing ran correctly"
+        margin, interval, outcome = "—", "—", result.race
+        if outcome is not None:
+            if outcome.margin is not None:
+                margin = f"{outcome.margin:+.1%}"
+            interval = "–".join(_joules(value) for value in outcome.winner.interval_s)
+            choice += " (a tie: the default kept)" if outcome.tie else ""
+        print(f"{result.shape!s:<21} {result.op:<4} {result.shape_class:<7} {result.variant:<8} "
+              f"{before:>10} {after:>10} {margin:>7} {interval:>21}  {choice}")  # fmt: skip
+    print(
+        "margin: the runner-up's median joules per product over the choice's, minus 1; tuned "
+        "95%: a bootstrap interval of the choice's median, from the finalists' race of windows"
+    )
+
+
+def _joules(value: float | None) -> str:
+    return "—" if value is None else f"{value:.4g}"
 
 
 def _gflops(tflops: object) -> str:
@@ -212,6 +282,7 @@ def run(args: argparse.Namespace) -> int:
         return _show()
     if not args.backends:
         raise XBackendError("tune needs --backends NAME: the one backend to tune, e.g. cuda")
+    objective = _objective(args)
     if cluster_options.spec(args) is None:  # the workers write the caches of their hosts
         tuning.check_writable()
     dtype = dtype_named(args.dtype)
@@ -226,15 +297,19 @@ def run(args: argparse.Namespace) -> int:
         return cluster_options.tune(args, ops, _print, (TUNE_SIZES_GPU, TUNE_SIZES_CPU))
     ((label, backend),) = open_backends(name, instead="name another with tune --backends")
     with backend:
+        problem = tuning.counter_problem(backend) if objective.energy else None
+        if problem:  # before anything is tuned: never a silent fall back to time
+            raise XBackendError(problem)
         variants = _variants(backend, label, args.variants, ops, dtype)
         gpu = backend.device.kind == "gpu"
         sizes = args.sizes or parse_shapes(TUNE_SIZES_GPU if gpu else TUNE_SIZES_CPU)
-        print(f"tuning {label} on {backend.device.name}; cache {tuning.cache_path()}")
+        goal = f" for energy ({objective.window_s:g} s windows)" if objective.energy else ""
+        print(f"tuning {label} on {backend.device.name}{goal}; cache {tuning.cache_path()}")
         results = tuning.tune(
             backend, variants, sizes, dtype, ops=ops, seed=args.seed, samples=args.samples,
-            finalist_time_s=args.finalist_time, how=args.search,
+            finalist_time_s=args.finalist_time, how=args.search, objective=objective,
         )  # fmt: skip
-    _print(results)
+    (_print_energy if objective.energy else _print)(results)
     wrong = sum(trial.status == "wrong" for result in results for trial in result.trials)
     if wrong:
         print(f"{wrong} candidates computed wrong results and were not chosen")

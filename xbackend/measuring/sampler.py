@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import math
 import statistics
 import time
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 import numpy as np
@@ -172,6 +174,21 @@ def measure_energy(
     joules = (last - first) / 1000
     return {"joules_per_product": joules / products, "watts": joules / window,
             "window_s": window, "products": products}  # fmt: skip
+
+
+def joules_per_product(state: Mapping[str, Any] | None) -> float | None:
+    """The joules per product ``measure_energy`` put in a point's state; None where it
+    read none (no window, or ``unread``) or the value is no positive finite number (a
+    results file is read, not trusted)."""
+    energy = (state or {}).get("energy")
+    joules = energy.get("joules_per_product") if isinstance(energy, Mapping) else None
+    if isinstance(joules, bool) or not isinstance(joules, int | float):
+        return None
+    try:
+        value = float(joules)
+    except OverflowError:  # an integer no float holds
+        return None
+    return value if math.isfinite(value) and value > 0 else None
 
 
 def _stamped(execution: Runs, into: Sampled) -> None:

@@ -155,6 +155,7 @@ _GENERIC_CAPTIONS = {
 _SIDE_BY_SIDE = ("runtime_all", "gflops")
 ROOFLINE = "roofline"  # plots.figures' name of the roofline
 OVERHEAD = "launch_overhead"  # and of the launch overhead (figures/overhead.NAME)
+ENERGY = "energy"  # and of the energy per product (figures/energy.NAME)
 
 
 def generic_figures(points: list[PointRecord], folder: FigureFolder) -> Section:
@@ -178,7 +179,7 @@ def generic_figures(points: list[PointRecord], folder: FigureFolder) -> Section:
         sub = folder / subfolders[(op, dtype, batch)] if len(groups) > 1 else folder
         what = f"{op}, {dtype}" + (f", batch {batch}" if batch != 1 else "")
         for name, (png, data) in _drawn(part, sub, written).items():
-            if name in (ROOFLINE, OVERHEAD):
+            if name in (ROOFLINE, OVERHEAD, ENERGY):
                 continue  # the report's own sections show them, once for every point
             caption = _GENERIC_CAPTIONS.get(name, name.replace("_", " "))
             half = name in _SIDE_BY_SIDE  # one axes each: read side by side

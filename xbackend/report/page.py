@@ -12,7 +12,8 @@ two APIs ran on one device, their own ceilings side by side and the audit of wha
 ratio of the two compares (``control.py``). Where the kernels timed
 themselves on the GPU's clock, the launch overhead has a section of its own
 (``overhead.py``), and the head of the report names the clock that timed each backend's
-kernels (``clocks.clock_note``).
+kernels (``clocks.clock_note``); where ``--energy`` read the device's energy counter, the
+energy per product has one too (``energy.py``).
 
 The page reads short: a run of many sizes shows a table of its key sizes, with the whole
 table folded away (``<details>``) and written as ``report_figures/EXPERIMENT/sizes.csv``
@@ -46,6 +47,7 @@ from xbackend.plots import Drawn
 from xbackend.report.control import ceilings_section, fairness_section
 from xbackend.report.counters import counters_section
 from xbackend.report.document import Block, Heading, Paragraph, render_html, render_markdown
+from xbackend.report.energy import energy_section
 from xbackend.report.equality import equality, machines
 from xbackend.report.figures import FigureFolder
 from xbackend.report.findings import findings_section
@@ -123,8 +125,7 @@ def write_report_of(
     measured_on = checked(latest(loaded.points), measured)  # as measured, each on its machine
     base_machine(measured_on, base_host)  # before drawing: a machine asked for must be there
     output_folder(out)
-    html_path = out / HTML_NAME
-    markdown_path = out / MARKDOWN_NAME
+    html_path, markdown_path = out / HTML_NAME, out / MARKDOWN_NAME
     for path in (html_path, markdown_path):
         refuse_link(path)  # before drawing anything: atomic_write would refuse it at the end
     found = group(points, lambda p: experiment_of(p, runs))
@@ -143,6 +144,7 @@ def write_report_of(
         machines_section(measured_on, figures / "machines", base=base_host),
         roofline_section(points, figures, runs),
         overhead_section(points, figures),  # where the kernels timed themselves
+        energy_section(points, figures),  # where --energy read the device's counter
         counters_section(points, figures, runs),  # xbackend profile's points
     )
     for section, files in sections:

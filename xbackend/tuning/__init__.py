@@ -11,7 +11,8 @@ A best that does not separate from the default is a tie, and the default is kept
 The choice of each variant, operation, dtype and shape class goes to the tune cache
 with its margin and intervals (``tune_cache.py``, whose names this module also gives:
 ``load_entries``, ``lookup``, ``attach``, ...), which the tuned variants then take
-their configurations from.
+their configurations from. What is minimised is the kernel time, or with the objective
+``energy`` the joules per product read from the device's energy counter (``objective.py``).
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ from xbackend.backends.choices import Candidate, ParameterChoice, Trial, shape_c
 from xbackend.backends.compiled import CompiledBackend
 from xbackend.backends.geometries import geometry_of
 from xbackend.backends.interface import Backend
+from xbackend.errors import XBackendError
+from xbackend.measuring.sampler import joules_per_product
 from xbackend.measuring.timing import Sampling
 from xbackend.operations import OPERATIONS
 from xbackend.problems import Reference, Shape, check, flops, make_operands, output_size
@@ -51,6 +54,13 @@ from xbackend.tuning.cache import (
     lookup,
     save_entries,
     update_entries,
+)
+from xbackend.tuning.objective import (
+    OBJECTIVES,
+    Objective,
+    counter_problem,
+    entry_fields,
+    objective_of,
 )
 from xbackend.tuning.racing import (
     FINALIST_WITHIN,
@@ -74,11 +84,13 @@ __all__ = [
     "MAX_RACE_SAMPLES",
     "MIN_RACE_SAMPLES",
     "NEIGHBOUR",
+    "OBJECTIVES",
     "OPS",
     "SEARCHES",
     "TURN_SAMPLES",
     "CachedChoices",
     "Finalist",
+    "Objective",
     "Race",
     "Sampler",
     "Trial",
@@ -91,6 +103,7 @@ __all__ = [
     "cached_choices",
     "check_writable",
     "choose",
+    "counter_problem",
     "current_build",
     "entry_problem",
     "finalists",
@@ -127,6 +140,7 @@ class TuneResult:
     seconds: float = 0.0  # the search's time
     default: Trial | None = None  # the variant's configuration without a cache
     race: Race | None = None  # the finalists' race; None: not run (``--finalist-time 0``)
+    objective: Objective = dataclasses.field(default_factory=Objective)  # what was minimised
 
     @property
     def untuned_tflops(self) -> float | None:
@@ -134,28 +148,34 @@ class TuneResult:
 
     @property
     def best(self) -> Trial | None:
-        """The fastest correct candidate of the search; the untuned choice where it beat
-        them all (it can lie outside the search space: a split refitted from another size)."""
+        """The best correct candidate of the search (the fastest, or in an energy tune the
+        fewest joules: ``Trial.score``); the untuned choice where it beat them all (it can
+        lie outside the search space: a split refitted from another size)."""
         timed = [trial for trial in (*self.trials, self.untuned) if trial.tflops is not None]
-        return max(timed, key=lambda trial: trial.tflops or 0.0) if timed else None
+        return max(timed, key=lambda trial: trial.score) if timed else None
 
     @property
     def chosen(self) -> Trial | None:
-        """What goes to the cache: the race's winner at its race median, else the best."""
+        """What goes to the cache: the race's winner at its race median (of joules in an
+        energy tune, its rate then the search's), else the best."""
         if self.race is None:
             return self.best
-        seconds = self.race.winner.median_s
-        return Trial(self.race.winner.config, flops(self.op, self.shape) / seconds / 1e12, "ok")
+        winner = self.race.winner
+        if self.objective.energy:
+            known = [t for t in (*self.trials, self.untuned, self.default) if t is not None]
+            rate = next((t.tflops for t in known if t.config == winner.config and t.tflops), None)
+            return Trial(winner.config, rate, "ok", winner.median_s)
+        return Trial(winner.config, flops(self.op, self.shape) / winner.median_s / 1e12, "ok")
 
 
 def finalists(result: TuneResult) -> list[Finalist]:
     """The configurations worth a race: the search's best two, the others within
     FINALIST_WITHIN of the best (FINALISTS at most), and the default, each once."""
     timed = [trial for trial in (*result.trials, result.untuned) if trial.tflops]
-    ranked = sorted(timed, key=lambda trial: -(trial.tflops or 0.0))
+    ranked = sorted(timed, key=lambda trial: -trial.score)
     chosen: list[Finalist] = []
     for trial in ranked:
-        close = (trial.tflops or 0.0) >= (1 - FINALIST_WITHIN) * (ranked[0].tflops or 0.0)
+        close = trial.score >= (1 - FINALIST_WITHIN) * ranked[0].score
         if len(chosen) >= FINALISTS or (len(chosen) >= 2 and not close):
             break
         if all(trial.config != finalist.config for finalist in chosen):
@@ -211,13 +231,20 @@ def tune(
     how: str = "coarse",
     progress: Callable[[str], None] = print,
     path: Path | None = None,
+    objective: Objective | None = None,
 ) -> list[TuneResult]:
     """Search the candidates of every variant (None: every tuned one) at every shape
     (``how``: coarse to fine, or exhaustive; see ``tune_search``), for each operation of
     ``ops`` that the variant is tuned for (rmm: at shapes with even M and N; a variant
     with nothing to tune for an operation is said through ``progress``: ``tunable``);
     race the finalists for up to ``finalist_time_s`` (0: no race, the search's best is
-    chosen); cache the choice of each."""
+    chosen); cache the choice of each. ``objective``: what is minimised (None: the
+    kernel time); for energy, a device without a counter is refused (XBackendError)
+    before anything runs."""
+    objective = objective or Objective()
+    problem = counter_problem(backend) if objective.energy else None
+    if problem:
+        raise XBackendError(problem)
     results = []
     found, notes = items(backend, variants, shapes, ops, dtype)
     for note in notes:
@@ -233,12 +260,12 @@ def tune(
         if (item.shape, item.op) not in references:
             references = {(item.shape, item.op): Reference.of(A, B, item.op)}
         product = _Product(item.op, item.shape, A, B, references[item.shape, item.op])
-        result = _search(backend, product, item.variant, samples, how, progress)
+        result = _search(backend, product, item.variant, samples, how, progress, objective)
         if result.best is not None and finalist_time_s > 0:
             result.race = _race(backend, product, result, finalist_time_s, progress)
         results.append(result)
         if result.chosen is not None:
-            _remember(backend, product, result, path)
+            _remember(backend, product, result, path, progress)
     return results
 
 
@@ -249,6 +276,7 @@ def _search(
     samples: int,
     how: str,
     progress: Callable[[str], None],
+    objective: Objective,
 ) -> TuneResult:
     """Time the candidates the search picks, then the untuned choice and the default,
     of one variant for one product. The untuned choice comes after the search, on a
@@ -271,29 +299,32 @@ def _search(
         timed = []
         for config in batch:
             count += 1
-            trial = _time(backend, product, variant, config, samples)
+            trial = _time(backend, product, variant, config, samples, objective)
             timed.append(trial)
             speed = f"{gflops_text(trial.tflops)} GFLOP/s" if trial.tflops else trial.status
-            progress(f"  [{count}] {config.label}: {speed}")
+            energy = f", {trial.joules:.4g} J a product" if trial.joules else ""
+            progress(f"  [{count}] {config.label}: {speed}{energy}")
         return timed
 
     started = time.perf_counter()
     trials = search(space, time_batch, how, geometry)
     seconds = round(time.perf_counter() - started, 1)
-    untuned = _time(backend, product, variant, None, samples)
-    default = _default(backend, product, variant, samples, untuned)
-    return TuneResult(variant, product.op, product.shape, key, trials, untuned, seconds, default)
+    untuned = _time(backend, product, variant, None, samples, objective)
+    default = _default(backend, product, variant, samples, untuned, objective)
+    return TuneResult(variant, product.op, product.shape, key, trials, untuned, seconds, default,
+                      objective=objective)  # fmt: skip
 
 
 def _default(
-    backend: Backend, product: _Product, variant: str, samples: int, untuned: Trial
-) -> Trial:
+    backend: Backend, product: _Product, variant: str, samples: int, untuned: Trial,
+    objective: Objective,
+) -> Trial:  # fmt: skip
     """The variant's configuration without a cache, timed (the untuned one where the
     cache holds no choice for the product: then they are the same)."""
     held = backend.choices
     backend.use_choices(None)
     try:
-        default = _time(backend, product, variant, None, samples)
+        default = _time(backend, product, variant, None, samples, objective)
     finally:
         backend.use_choices(held)
     return untuned if default.config == untuned.config else default
@@ -306,9 +337,14 @@ def _race(
     time_cap_s: float,
     progress: Callable[[str], None],
 ) -> Race:
-    """Race ``result``'s finalists on the device (see ``race``), and say who won."""
+    """Race ``result``'s finalists on the device (see ``race``), and say who won. In an
+    energy tune a turn is one window a finalist, its sample the joules per product."""
+    objective = result.objective
 
     def sampler(config: Candidate, count: int) -> list[float]:
+        if objective.energy:
+            return [_joules(backend, product, result.variant, config, objective)
+                    for _ in range(count)]  # fmt: skip
         measured = backend.measure(
             product.A, product.B, result.variant, op=product.op, params=config.to_dict(),
             sampling=SAMPLING, warmup=1, samples=count, min_samples=count,
@@ -317,7 +353,14 @@ def _race(
 
     racers = finalists(result)
     progress(f"  race of {len(racers)} finalists (at most {time_cap_s:g} s)")
-    outcome = race(racers, sampler, time_cap_s)
+    outcome = race(racers, sampler, time_cap_s, turn_samples=objective.turn_samples)
+    if objective.energy:
+        for finalist in racers:
+            low, high = finalist.interval_s
+            role = " (default)" if finalist.default else ""
+            progress(f"  {finalist.config.label}{role}: {finalist.median_s:.4g} J a product "
+                     f"(95%: {low:.4g}–{high:.4g}; {len(finalist.samples_s)} windows)")  # fmt: skip
+        return outcome
     work = flops(product.op, product.shape)
     for finalist in racers:
         low, high = (work / seconds / 1e9 for seconds in reversed(finalist.interval_s))
@@ -330,17 +373,32 @@ def _race(
     return outcome
 
 
+def _joules(
+    backend: Backend, product: _Product, variant: str, config: Candidate, objective: Objective
+) -> float:
+    """One window's joules per product of ``config`` (the race of an energy tune)."""
+    measured = backend.measure(
+        product.A, product.B, variant, op=product.op, params=config.to_dict(),
+        sampling=objective.sampling(SAMPLING), warmup=1, samples=1, min_samples=1,
+    )  # fmt: skip
+    unread = objective.unread(measured)
+    if unread:
+        raise XBackendError(f"the race of {variant} {config.label}: {unread}")
+    return joules_per_product(measured.state) or 0.0
+
+
 def cache_entry(result: TuneResult, build: dict[str, str]) -> dict[str, Any]:
     """The cache entry of ``result``'s choice, with the blocks its launch had (see
     lookup), and the race's margin, intervals (seconds of the median kernel time) and
     verdict where it ran."""
     chosen = result.chosen
-    assert chosen is not None and chosen.tflops is not None
+    assert chosen is not None
     config = chosen.config
     entry: dict[str, Any] = {
         "params": config.to_dict(),
         "blocks": config.blocks(*output_size(result.op, result.shape)),
-        "tflops": _digits(chosen.tflops),  # 4 significant digits, however small
+        # 4 significant digits, however small (none where an energy race's winner had none)
+        "tflops": None if chosen.tflops is None else _digits(chosen.tflops),
         "shape": str(result.shape),
         "tuned_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "seconds": result.seconds,
@@ -358,7 +416,10 @@ def cache_entry(result: TuneResult, build: dict[str, str]) -> dict[str, Any]:
             entry["runner_up_interval_s"] = [
                 _digits(value) for value in outcome.runner_up.interval_s
             ]
-    return entry
+    if result.objective.energy:  # the race's intervals are of joules: named as such
+        entry.pop("interval_s", None)
+        entry.pop("runner_up_interval_s", None)
+    return {**entry, **entry_fields(result.objective, chosen, outcome)}
 
 
 def gflops_text(tflops: float) -> str:
@@ -372,16 +433,18 @@ def _digits(value: float) -> float:
     return float(f"{value:.4g}")
 
 
-def _remember(backend: Backend, product: _Product, result: TuneResult, path: Path | None) -> None:
-    """Cache the choice of ``result``."""
-    key = entry_key(
-        backend.name,
-        backend.device.name,
-        result.variant,
-        product.op,
-        product.A.dtype.name,
-        result.shape_class,
-    )
+def _remember(
+    backend: Backend, product: _Product, result: TuneResult, path: Path | None,
+    progress: Callable[[str], None],
+) -> None:  # fmt: skip
+    """Cache the choice of ``result``; say so where it replaces a choice tuned for the
+    other objective (a key holds one choice: ``objective.py``)."""
+    key = entry_key(backend.name, backend.device.name, result.variant, product.op,
+                    product.A.dtype.name, result.shape_class)  # fmt: skip
+    before = load_entries(path).get(key)
+    wanted = result.objective.name
+    if before is not None and objective_of(before) != wanted:
+        progress(f"  replaces the choice tuned for {objective_of(before)} of {key} ({wanted} now)")
     entry = cache_entry(result, current_build(backend, result.variant, product.op))
     update_entries({key: entry}, path)
 
@@ -392,6 +455,7 @@ def _time(
     variant: str,
     config: Candidate | None,
     samples: int,
+    objective: Objective,
 ) -> Trial:
     params = None if config is None else config.to_dict()
     geometry = geometry_of(backend.variant_spec(variant, product.op))
@@ -402,7 +466,7 @@ def _time(
             variant,
             op=product.op,
             params=params,
-            sampling=SAMPLING,
+            sampling=objective.sampling(SAMPLING),
             warmup=1,
             samples=samples,
             min_samples=samples,
@@ -420,5 +484,9 @@ def _time(
         check(out, product.reference).equal for out in (measured.result, measured.last_result)
     ):
         return Trial(chosen, None, "wrong")
+    unread = objective.unread(measured)
+    if unread:  # an energy tune ranks joules: a candidate without them is not ranked
+        return Trial(chosen, None, unread)
     seconds = statistics.median(measured.kernel_s)
-    return Trial(chosen, flops(product.op, product.shape) / seconds / 1e12, "ok")
+    rate = flops(product.op, product.shape) / seconds / 1e12
+    return Trial(chosen, rate, "ok", joules_per_product(measured.state))  # None: not read

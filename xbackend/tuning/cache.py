@@ -64,6 +64,7 @@ from xbackend.safeio import (
 from xbackend.tuning.entries import KEY_FIELDS, _shorten, candidate
 from xbackend.tuning.entries import entry_problem as entry_problem  # the tuner's name for it
 from xbackend.tuning.entries import key_fields as key_fields
+from xbackend.tuning.objective import ENERGY
 from xbackend.version import VERSION
 
 CACHE_ENV = "XBACKEND_TUNE_CACHE"
@@ -370,7 +371,8 @@ class CachedChoices:
 
     def describe(self, backend: str, device: str) -> dict[str, Any]:
         """Where a device's tuned variants take their choices from, for a run's header:
-        the cache and the database, each with its entries for this backend and device."""
+        the cache and the database, each with its entries for this backend and device
+        (and the cache's tuned for energy, where it has any: ``objective.py``)."""
         prefix = f"{backend}|{device}|"
         path, entries = self.entries()
         described: dict[str, Any] = {
@@ -378,6 +380,11 @@ class CachedChoices:
             "tune_cache_entries": sum(key.startswith(prefix) for key in entries),
             "tuning_db": tuning_db.HIDDEN,
         }
+        energy = [
+            k for k, e in entries.items() if k.startswith(prefix) and e.get("objective") == ENERGY
+        ]
+        if energy:  # choices tuned for joules, not time: the run says which it ran
+            described["tune_cache_energy_entries"] = len(energy)
         database = self.database()
         if database is not None:
             described["tuning_db"] = str(database[0])

@@ -1,6 +1,6 @@
 """What a tune cache entry may hold, checked: its key's fields, its parameters (as the
-geometry they belong to says: ``geometries.of_entry``), its counts and its race; and its
-parameters as the tuner's candidate (``candidate``)."""
+geometry they belong to says: ``geometries.of_entry``), its counts, its race and its
+objective (``objective.py``); and its parameters as the tuner's candidate (``candidate``)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any
 
 from xbackend.backends import geometries
 from xbackend.backends.choices import Candidate, is_count
+from xbackend.tuning.objective import ENTRY_INTERVALS, ENTRY_NUMBERS, OBJECTIVES
 
 KEY_FIELDS = ("backend", "device", "variant", "operation", "dtype", "shape class")
 
@@ -48,7 +49,31 @@ def entry_problem(entry: Any) -> str | None:
     build = entry.get("build", {})
     if not isinstance(build, dict) or not all(isinstance(v, str) for v in build.values()):
         return f"build must be an object of texts, not {_shorten(build)!r}"
-    return _race_problem(entry)
+    return _race_problem(entry) or _objective_problem(entry)
+
+
+def _objective_problem(entry: dict[str, Any]) -> str | None:
+    """Why an entry's objective and its energy fields are malformed, or None (each is
+    optional: an entry without ``objective`` was tuned for time)."""
+    objective = entry.get("objective", OBJECTIVES[0])
+    if objective not in OBJECTIVES:
+        return f"objective must be one of {', '.join(OBJECTIVES)}, not {_shorten(objective)!r}"
+    for name in ENTRY_NUMBERS:
+        value = entry.get(name, 1.0)
+        if not (_is_number(value) and value > 0):
+            return f"{name} must be a positive number, not {_shorten(value)!r}"
+    for name in ENTRY_INTERVALS:
+        if not _interval(entry.get(name, [0.0, 0.0])):
+            return f"{name} must be [low, high] joules, not {_shorten(entry[name])!r}"
+    return None
+
+
+def _interval(value: object) -> bool:
+    """Whether ``value`` is [low, high], two numbers from 0 up."""
+    return (
+        isinstance(value, list) and len(value) == 2 and all(_is_number(v) for v in value)
+        and 0 <= value[0] <= value[1]
+    )  # fmt: skip
 
 
 def _is_number(value: object) -> bool:
@@ -85,12 +110,7 @@ def _race_problem(entry: dict[str, Any]) -> str | None:
         return f"race_samples must be a count, not {_shorten(entry['race_samples'])!r}"
     for name in ("interval_s", "runner_up_interval_s"):
         interval = entry.get(name, [0.0, 0.0])
-        if not (
-            isinstance(interval, list)
-            and len(interval) == 2
-            and all(_is_number(value) for value in interval)
-            and 0 <= interval[0] <= interval[1]
-        ):
+        if not _interval(interval):
             return f"{name} must be [low, high] seconds, not {_shorten(interval)!r}"
     return None
 
