@@ -47,7 +47,12 @@ def _stand_in(monkeypatch, kernels, fail_on=None):
     module.activity_register_callbacks = register
     module.activity_enable = enable
     module.activity_disable = lambda kind: calls.append(f"disable {kind}")
-    module.activity_flush_all = lambda flag: (calls.append("flush"), module.completed(kernels))
+
+    def flush(flag):
+        calls.append("flush")
+        module.completed(kernels)
+
+    module.activity_flush_all = flush
     package = types.ModuleType("cupti")
     package.cupti = module  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "cupti", package)
@@ -112,8 +117,9 @@ def test_a_vendor_point_says_what_its_device_recorded():
     rng = np.random.default_rng(3)
     A, B = rng.standard_normal((40, 24), np.float32), rng.standard_normal((24, 56), np.float32)
     with xbackend.get_backend("opencl") as backend:
-        if backend.variant_problem("vendor", A.dtype):
-            pytest.skip(backend.variant_problem("vendor", A.dtype))
+        problem = backend.variant_problem("vendor", A.dtype)
+        if problem:
+            pytest.skip(problem)
         vendor = backend.measure(A, B, "vendor", samples=3, min_samples=3)
         tiled = backend.measure(A, B, "tiled", 16, samples=3, min_samples=3)
     assert vendor.state is not None and vendor.state["vendor_kernels"] == (
@@ -121,3 +127,38 @@ def test_a_vendor_point_says_what_its_device_recorded():
     )
     assert "vendor_kernels" not in (tiled.state or {})
     np.testing.assert_allclose(vendor.result, A.astype(np.float64) @ B, rtol=1e-4, atol=1e-4)
+
+
+def test_the_summary_names_the_kernels_each_vendor_line_launched():
+    from xbackend.cli.summary import summary_table
+    from xbackend.results import PointRecord
+
+    def point(n, state):
+        stats = {"median": 1e-3, "q1": 1e-3, "q3": 1e-3, "min": 1e-3, "noise": 0.01}
+        return PointRecord(
+            run_id="r", backend="cuda", label="cuda", device="H200", variant="vendor", tile=None,
+            dtype="float32", M=n, K=n, N=n, flops=2 * n**3, status="ok", kernel_s=stats,
+            end_to_end_s=stats, gflops=2 * n**3 / 1e-3 / 1e9, state=state,
+        )  # fmt: skip
+
+    small = {"vendor_kernels": [{"name": "gemm_64x64", "grid": [1, 1, 1], "block": [128, 1, 1]}]}
+    gemm = {"name": "gemm_256x128", "grid": [8, 16, 1], "block": [256, 1, 1]}
+    large = {"vendor_kernels": [gemm, dict(gemm)]}  # one name, said once
+    table = summary_table([point(64, small), point(4096, large)])
+    assert "\nthe vendor's kernels:\n  cuda mm vendor float32 at 4096×4096·4096×4096 launched " \
+           "gemm_256x128\n" in table + "\n"  # fmt: skip
+    untraced = summary_table([point(4096, {"vendor_kernels": "not recorded: why"})])
+    assert "the vendor's kernels" not in untraced
+
+
+@pytest.mark.skipif(__import__("shutil").which("c++filt") is None, reason="needs binutils")
+def test_cuptis_mangled_names_are_shown_as_the_source_names_them():
+    from xbackend.measuring.launched import demangled
+
+    rng = np.random.default_rng(11)
+    tile = int(rng.integers(16, 512))
+    kernel = f"gemm_{tile}x128"
+    symbol = f"_ZN7cutlass7Kernel2I{len(kernel)}{kernel}EEvNT_6ParamsE"
+    assert demangled([symbol, "hold"]) == [f"void cutlass::Kernel2<{kernel}>({kernel}::Params)",
+                                          "hold"]  # fmt: skip
+    assert demangled(["mm_tiled"]) == ["mm_tiled"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import time
 
 import numpy as np
 import pytest
@@ -543,14 +544,19 @@ def test_a_sampling_option_is_one_field_and_one_row(monkeypatch):
 
 
 class _Metered(_Throttling):
-    """A monitor with an energy counter that gains 1 mJ a call after the first."""
+    """A monitor whose energy counter steps as NVML's does: every ``STEP_S`` of the host's
+    clock, by what ``WATTS`` draw in a step (millijoules)."""
+
+    STEP_S, WATTS = 0.01, 300.0
 
     def __init__(self):
         super().__init__([False] * 1000)
         self.reads = []
+        self.began = time.perf_counter()
 
     def energy_mj(self):
-        self.reads.append(1e6 + 1000.0 * len(self.reads))
+        steps = int((time.perf_counter() - self.began) / self.STEP_S)
+        self.reads.append(1e6 + steps * self.STEP_S * self.WATTS * 1000)
         return self.reads[-1]
 
 
@@ -570,15 +576,20 @@ def test_energy_reads_the_counter_around_back_to_back_products(tmp_path):
     from xbackend.cli.summary import gflops_per_joule, summary_table
 
     backend = _MeteredCpu()
-    sampling = Sampling(max_samples=3, min_samples=3, energy_s=0.05)
+    sampling = Sampling(max_samples=3, min_samples=3, energy_s=0.1)
     plan = Plan(shapes=SHAPES[:1], variants=["vendor"], sampling=sampling)
     (record,) = run(plan, [("cpu", backend)], tmp_path, log=lambda line: None)
     assert record.state is not None
     energy = record.state["energy"]
-    assert backend.meter.reads == [1e6, 1e6 + 1000.0]  # one read each side of the window
-    assert energy["products"] >= 1 and energy["window_s"] >= 0.05
-    assert energy["joules_per_product"] == pytest.approx(1.0 / energy["products"])
-    assert energy["watts"] == pytest.approx(1.0 / energy["window_s"])
+    meter = backend.meter
+    # The window runs from one step of the counter to the first after energy_s: whole steps,
+    # over about as long, so that the watts read are the ones drawn.
+    joules = energy["joules_per_product"] * energy["products"]
+    steps = joules / (meter.STEP_S * meter.WATTS)
+    assert steps == pytest.approx(round(steps)) and round(steps) >= 5
+    assert energy["window_s"] >= 0.1
+    assert energy["watts"] == pytest.approx(meter.WATTS, rel=0.3)  # a loaded host is late
+    assert len(meter.reads) > 2  # read after each batch, to find the step that ends it
     expected = record.flops / energy["joules_per_product"] / 1e9
     assert gflops_per_joule(record) == pytest.approx(expected)
     header = summary_table([record]).splitlines()[0]

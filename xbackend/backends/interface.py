@@ -355,9 +355,6 @@ class Backend(abc.ABC):
             try:
                 host_memory = execution.use_host_memory(sampling.host_memory)
                 sampled = sample(execution, sampling, self.monitor(), self.device.kind == "cpu")
-                seen = execution.vendor_kernels() if sampling.max_samples > 0 else None
-                if seen is not None:
-                    sampled.state = {**(sampled.state or {}), "vendor_kernels": seen}
             finally:
                 execution.release()
         chosen = execution.tile if execution.tile is not None else tile

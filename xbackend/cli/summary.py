@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from xbackend.joules import gflops_per_joule as gflops_per_joule  # the summary's column
 from xbackend.measuring import host_load
+from xbackend.measuring.launched import names
 from xbackend.measuring.timing import format_seconds
 from xbackend.problems import FREIVALDS
 from xbackend.results import MEASURED, LineKey, PointRecord
@@ -86,7 +87,7 @@ def summary_table(points: list[PointRecord]) -> str:
         for row in rows
     ]
     lines.insert(1, "  ".join("-" * width for width in widths))
-    lines += _skip_notes(groups)
+    lines += _skip_notes(groups) + _vendor_notes(groups)
     all_measured = [p for p in points if p.status in ("ok", "mismatch", "error")]
     verdict = sum(p.status == "ok" for p in all_measured)
     sketched = sum(p.check == FREIVALDS for p in all_measured)
@@ -114,3 +115,17 @@ def _skip_notes(groups: dict[LineKey, list[PointRecord]], width: int = 110) -> l
         note = f"  {what}: {count} skipped: {reason}"
         notes.append(note if len(note) <= width else note[: width - 1] + "…")
     return ["", "skipped (the first reason of each line):", *notes] if notes else []
+
+
+def _vendor_notes(groups: dict[LineKey, list[PointRecord]]) -> list[str]:
+    """Under the table: the kernels each vendor line launched at its largest verified point,
+    as the device's tracer recorded them (``measuring/launched.py``)."""
+    notes = []
+    for key, group in groups.items():
+        top = _largest(group)
+        seen = names((top.state or {}).get("vendor_kernels")) if top is not None else ""
+        if top is not None and seen:
+            what = printable(f"{key.label} {key.op} {key.variant} {key.dtype} at {top.M}×{top.K}"
+                             f"·{top.K}×{top.N}")  # fmt: skip
+            notes.append(f"  {what} launched {printable(seen)}")
+    return ["\nthe vendor's kernels:", *notes] if notes else []

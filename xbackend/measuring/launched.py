@@ -7,7 +7,8 @@ the block it launched say what a hand-written rung is compared with. CUPTI's act
 it on around one run of a product, off after it, and returns each kernel with its grid,
 block, registers a thread and shared memory a block. CUPTI reports asynchronously; the
 records are flushed before they are read. Where ``cupti-python`` is not installed or CUPTI
-cannot trace (another tool, Nsight Compute for one, holds it), a sentence says why.
+cannot trace (another tool, Nsight Compute for one, holds it), a sentence says why. Names
+are demangled where binutils' ``c++filt`` is installed.
 
 Tracing is on only while that one run is made, after the point's samples: the samples and
 the energy window run untraced.
@@ -15,6 +16,8 @@ the energy window run untraced.
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 import threading
 from collections.abc import Callable, Collection
 from typing import Any
@@ -72,7 +75,26 @@ def launched(work: Callable[[], object], own: Collection[str] = ()) -> Launched 
     except Exception as error:  # CUPTI's own errors, whatever their class in this version
         return f"not recorded: CUPTI: {error}".splitlines()[0]
     with _lock:
-        return [record for record in _records if record["name"] not in own]
+        found = [record for record in _records if record["name"] not in own]
+    for record, name in zip(found, demangled([r["name"] for r in found]), strict=True):
+        record["name"] = name
+    return found
+
+
+def demangled(symbols: list[str]) -> list[str]:
+    """C++ symbols as their source names them (CUPTI's are mangled: ``_ZN7cutlass7Kernel2I
+    ...`` is ``cutlass::Kernel2<...>``), through binutils' c++filt where it is installed;
+    as they are elsewhere."""
+    tool = shutil.which("c++filt")
+    if tool is None or not any(symbol.startswith("_Z") for symbol in symbols):
+        return symbols
+    try:
+        done = subprocess.run([tool], input="\n".join(symbols), capture_output=True, text=True,
+                              timeout=30, check=True)  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return symbols
+    names = done.stdout.splitlines()
+    return names if len(names) == len(symbols) else symbols
 
 
 def names(found: Launched | str | None) -> str:

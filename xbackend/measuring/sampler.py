@@ -118,6 +118,10 @@ def sample(
         sampled.host_load = host.finish()
     if energy is not None:
         sampled.state = {**(sampled.state or {}), "energy": energy}
+    # A library's kernels (a vendor point's), traced over one more run (launched.py).
+    seen = getattr(execution, "vendor_kernels", lambda: None)()
+    if seen is not None:
+        sampled.state = {**(sampled.state or {}), "vendor_kernels": seen}
     # The last sample's output, copied once (before its host array is reused or freed).
     sampled.last_result = sampled.last_result.copy()
     return sampled
@@ -146,34 +150,60 @@ def _take_samples(execution: Runs, sampling: Sampling, monitor: Monitor, into: S
             return
 
 
+# The longest wait for the energy counter's next update at either end of a window.
+TICK_WAIT_S = 0.5
+# Batches a window is cut into (at least): the window's end is known to one batch.
+ENERGY_BATCHES = 100
+
+
 def measure_energy(
     execution: Runs, sampling: Sampling, monitor: Monitor, sampled: Sampled
 ) -> dict[str, Any]:
     """Joules per product: the product launched back to back, in batches of at most
-    ``max_launches``, until ``energy_s`` have passed, the device's energy counter read
-    before the first batch and after the last. Where there is no counter, why not.
+    ``max_launches``, for ``energy_s``, between two updates of the device's energy
+    counter. Where there is no counter, why not.
 
-    The window holds the launches and the host's time between batches (a few
-    microseconds a batch); a counter updated every few milliseconds needs a window of
-    many of its updates: a second reads within a percent where it is updated every 10 ms.
+    NVML's counter moves in steps (every 20-100 ms on an H200): read at arbitrary times,
+    a one-second window was off by up to a step at each end (two identical runs' joules
+    apart by 0.91-1.11x). So the window starts as the counter steps, and ends at the
+    first step after ``energy_s``: the energy is then the steps' difference, and the
+    products those launched between them, to within the last batch (a hundredth of the
+    window, or one product where a product is longer). The host's time between batches
+    (a few microseconds each, the GPU idle) is in the window, as in a user's loop.
     """
     counter = getattr(monitor, "energy_mj", None)  # a monitor may have none (a plugin's)
-    first = counter() if counter is not None else None
+    first = _next_step(counter, counter()) if counter is not None else None
     if counter is None or first is None:
         return {"unread": "the device has no energy counter here (NVML, an NVIDIA GPU)"}
     per_launch = max(statistics.median(sampled.kernel_s), 1e-7)
-    batch = int(min(sampling.max_launches, max(1, sampling.energy_s / 20 / per_launch)))
-    products, start = 0, time.perf_counter()
-    while time.perf_counter() - start < sampling.energy_s:
+    batch = int(min(sampling.max_launches, max(1, sampling.energy_s / ENERGY_BATCHES / per_launch)))
+    products, start, seen = 0, time.perf_counter(), first
+    while True:
         execution.run_batch(batch)
         products += batch
-    window = time.perf_counter() - start
-    last = counter()
-    if last is None or last < first:
-        return {"unread": "the energy counter could not be read after the window"}
-    joules = (last - first) / 1000
-    return {"joules_per_product": joules / products, "watts": joules / window,
-            "window_s": window, "products": products}  # fmt: skip
+        value, elapsed = counter(), time.perf_counter() - start
+        stepped = value is not None and value != seen
+        seen = seen if value is None else value
+        if elapsed >= sampling.energy_s and (stepped or elapsed >= sampling.energy_s + TICK_WAIT_S):
+            break
+    if seen < first or seen == first:
+        return {"unread": "the energy counter did not move over the window"}
+    joules = (seen - first) / 1000
+    return {"joules_per_product": joules / products, "watts": joules / elapsed,
+            "window_s": elapsed, "products": products}  # fmt: skip
+
+
+def _next_step(counter: Any, since: float | None) -> float | None:
+    """The counter's first value other than ``since`` (polled for ``TICK_WAIT_S``); the
+    last value read where it does not move; None where it cannot be read."""
+    if since is None:
+        return None
+    deadline = time.perf_counter() + TICK_WAIT_S
+    value: float | None = since
+    while value == since and time.perf_counter() < deadline:
+        time.sleep(0.0005)
+        value = counter()
+    return value
 
 
 def joules_per_product(state: Mapping[str, Any] | None) -> float | None:
