@@ -116,8 +116,8 @@ def _add_floor_options(command: argparse.ArgumentParser) -> None:
     command.add_argument(
         "--energy-tolerance", type=threshold, default=joules.TOLERANCE, metavar="SHARE",
         help="how far a point's joules per product may move before it counts, e.g. 10%% "
-        "(default 10%%: a stated rule of thumb, twice the time's default threshold, not a "
-        "measured floor; docs/energy.md)",
+        "(default 10%%: two identical runs on an H200 read within 4.2%%; a fixed "
+        "tolerance, not a floor measured per kind: docs/energy.md)",
     )  # fmt: skip
 
 
