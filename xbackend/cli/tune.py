@@ -146,7 +146,8 @@ def _objective(args: argparse.Namespace) -> Any:
     energy = args.objective == ENERGY
     if args.energy is not None and not energy:
         raise XBackendError("--energy SECONDS is the window of --objective energy; add it")
-    if energy and cluster_options.spec(args) is not None:
+    cluster = (getattr(args, name, None) for name in ("gpus", "workers", "scheduler"))
+    if energy and any(option is not None for option in cluster):  # before Dask is needed
         raise XBackendError("tune --objective energy runs here, on one device, not on a cluster")
     if args.finalist_time is None:
         args.finalist_time = RACE_S if energy else FINALIST_TIME_S

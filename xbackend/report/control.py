@@ -137,8 +137,8 @@ def _audit_table(rows: list[dict[str, str]]) -> Fold | Table:
             Cell(f"{row.get('op', '')} {row.get('variant', '')}{tile} {row.get('dtype', '')}"),
             Cell(row.get("kind", "")),
             Cell(row.get("verdict", "")),
-            Cell(row.get("reasons", "") or "—"),
-            Cell(row.get("compiled", "") or "—"),
+            Cell(row.get("reasons", "") or "—", "wrap"),  # long sentences: wrapped
+            Cell(row.get("compiled", "") or "—", "wrap"),
         ])  # fmt: skip
     table = Table(["configuration", "kind", "verdict", "why", "compiled"], cells, numeric=False)
     return table if len(cells) <= 12 else Fold(f"The audit ({len(cells)} rows)", [table])
