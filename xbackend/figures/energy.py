@@ -17,7 +17,6 @@ reading there is no figure.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterable
 
 from matplotlib.artist import Artist
@@ -26,7 +25,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from xbackend.figures.overhead import Group
+from xbackend.figures.panels import Lines, by_panel, line_entries, panel_figure, size_of
 from xbackend.figures.style import (
     WRONG_COLOUR,
     Palette,
@@ -34,21 +33,14 @@ from xbackend.figures.style import (
     kernel_style,
     literal,
     noisy,
-    output_elements,
-    output_label,
     outside_legend,
-    panel_grid,
-    series_name,
-    short,
     suptitle,
     throttled,
     title_width,
     trust_handles,
-    variant_sort,
 )
 from xbackend.joules import gflops_per_joule
 from xbackend.measuring.clocks import wrapped
-from xbackend.operations import operation
 from xbackend.results import LineKey, PointRecord
 
 NAME = "energy"  # the figure's file name, without suffix
@@ -56,10 +48,6 @@ _HOW = (
     "joules per product: the device's energy counter (NVML) over a window of the product "
     "launched back to back (--energy)"
 )
-
-
-def _x(point: PointRecord) -> int:
-    return output_elements(point.op, point.M, point.K, point.N)
 
 
 def _value(point: PointRecord) -> float:
@@ -77,38 +65,11 @@ def _shown(point: PointRecord) -> bool:
     )  # fmt: skip
 
 
-def _line_sort(item: tuple[LineKey, list[PointRecord]]) -> tuple[object, ...]:
-    key, _ = item
-    return (key.label, key.device, variant_sort(key.variant), key.tile or 0)
-
-
-def _panels(points: Iterable[PointRecord]) -> dict[Group, dict[LineKey, list[PointRecord]]]:
-    """Per (operation, batch, data type), each line's shown points by size."""
-    panels: dict[Group, dict[LineKey, list[PointRecord]]] = defaultdict(dict)
-    for point in points:
-        if _shown(point):
-            group = (point.op, point.batch, point.dtype)
-            panels[group].setdefault(point.line_key, []).append(point)
-    for lines in panels.values():
-        for line in lines.values():
-            line.sort(key=lambda p: (_x(p), p.K))
-    return {group: dict(sorted(panels[group].items(), key=_line_sort)) for group in sorted(panels)}
-
-
-def _panel_title(group: Group) -> str:
-    op, batch, dtype = group
-    try:
-        name = operation(op).title(batch)
-    except ValueError:
-        name = op
-    return short(f"{name}, {dtype}")
-
-
 def _draw_line(axes: Axes, key: LineKey, points: list[PointRecord], palette: Palette) -> None:
     """A line's verified points (hollow where noisy), and its wrong ones as red crosses."""
     colour, marker = palette.colour(key.variant, key.tile), palette.marker(key.label)
     good = [p for p in points if p.status == "ok"]
-    x, y = [_x(p) for p in good], [_value(p) for p in good]
+    x, y = [size_of(p) for p in good], [_value(p) for p in good]
     axes.plot(
         x, y, color=colour, marker=marker, markersize=4, linewidth=1.6,
         linestyle=kernel_style(key.variant), gid=f"energy:{key.label}:{key.variant}:{key.tile}",
@@ -119,13 +80,13 @@ def _draw_line(axes: Axes, key: LineKey, points: list[PointRecord], palette: Pal
     bad = [p for p in points if p.status != "ok"]
     if bad:
         axes.plot(
-            [_x(p) for p in bad], [_value(p) for p in bad], linestyle="none", marker="x",
+            [size_of(p) for p in bad], [_value(p) for p in bad], linestyle="none", marker="x",
             color=WRONG_COLOUR, markersize=9, markeredgewidth=2,
             gid=f"wrong:{key.label}:{key.variant}:{key.tile}",
         )  # fmt: skip
 
 
-def _draw_panel(axes: Axes, lines: dict[LineKey, list[PointRecord]], palette: Palette) -> None:
+def _draw_panel(axes: Axes, lines: Lines, palette: Palette) -> None:
     for key, points in lines.items():
         _draw_line(axes, key, points, palette)
     values = [_value(p) for points in lines.values() for p in points]
@@ -146,17 +107,9 @@ def _handles(
     keys: Iterable[LineKey], palette: Palette, drawn: list[PointRecord], points: list[PointRecord]
 ) -> list[Artist]:
     """One entry per backend and variant, then what is hollow, crossed and left out."""
-    entries: dict[str, Artist] = {}
-    for key in keys:
-        name = literal(f"{key.label} {series_name(key.variant, key.tile)}")
-        entries.setdefault(
-            name,
-            Line2D([], [], color=palette.colour(key.variant, key.tile),
-                   linestyle=kernel_style(key.variant), marker=palette.marker(key.label),
-                   markersize=4, label=name),
-        )  # fmt: skip
     read = [p for p in points if p.measured and gflops_per_joule(p) is not None]
-    handles = [*entries.values(), *trust_handles(drawn, [p for p in read if not _shown(p)])]
+    left_out = [p for p in read if not _shown(p)]
+    handles = [*line_entries(keys, palette, styled=True), *trust_handles(drawn, left_out)]
     if any(p.status != "ok" for p in drawn):
         handles.append(
             Line2D([], [], linestyle="none", marker="x", color=WRONG_COLOUR, markeredgewidth=2,
@@ -177,18 +130,10 @@ def unread(points: Iterable[PointRecord]) -> int:
 
 def energy_figure(points: list[PointRecord], palette: Palette | None = None) -> Figure | None:
     """GFLOP per joule of ``points`` against size; None where no point shown has a reading."""
-    panels = _panels(points)
+    panels = by_panel(points, _shown)
     if not panels:
         return None
-    drawn = [p for lines in panels.values() for line in lines.values() for p in line]
-    if palette is None:
-        palette = Palette((p.label, p.variant, p.tile) for p in drawn)
-    figure, rows, columns = panel_grid(len(panels), (5.4, 3.8), (3.0, 1.0))
-    for index, (group, lines) in enumerate(panels.items()):
-        axes = figure.add_subplot(rows, columns, index + 1)
-        _draw_panel(axes, lines, palette)
-        axes.set_title(_panel_title(group), fontsize=9)
-        axes.set_xlabel(output_label([group[0]]))
+    figure, palette, drawn = panel_figure(panels, palette, _draw_panel)
     how = map(literal, wrapped(_HOW, title_width(figure)))
     suptitle(figure, "\n".join(["Energy per product: GFLOP per joule against size", *how]))
     keys = [key for lines in panels.values() for key in lines]

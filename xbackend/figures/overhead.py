@@ -15,7 +15,6 @@ none throttled.
 from __future__ import annotations
 
 import math
-from collections import defaultdict
 from collections.abc import Iterable
 from typing import Final
 
@@ -25,31 +24,20 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
+from xbackend.figures.panels import Lines, by_panel, line_entries, panel_figure, size_of
 from xbackend.figures.style import (
     Palette,
     literal,
-    output_elements,
-    output_label,
     outside_legend,
-    panel_grid,
-    series_name,
-    short,
     suptitle,
     throttled,
     title_width,
-    variant_sort,
 )
 from xbackend.measuring.clocks import OVERHEAD_MEANING, wrapped
-from xbackend.operations import operation
 from xbackend.results import LineKey, PointRecord
 
 NAME = "launch_overhead"  # the figure's file name, without suffix
-Group = tuple[str, int, str]  # op, batch, dtype
 _GAP: Final = ":"
-
-
-def _x(point: PointRecord) -> int:
-    return output_elements(point.op, point.M, point.K, point.N)
 
 
 def _drawable(point: PointRecord) -> bool:
@@ -57,33 +45,6 @@ def _drawable(point: PointRecord) -> bool:
         point.status == "ok" and point.trusted and not throttled(point)
         and point.overhead_s is not None
     )  # fmt: skip
-
-
-def _panels(points: Iterable[PointRecord]) -> dict[Group, dict[LineKey, list[PointRecord]]]:
-    """Per (operation, batch, data type), each line's drawable points by size."""
-    panels: dict[Group, dict[LineKey, list[PointRecord]]] = defaultdict(dict)
-    for point in points:
-        if _drawable(point):
-            group = (point.op, point.batch, point.dtype)
-            panels[group].setdefault(point.line_key, []).append(point)
-    for lines in panels.values():
-        for line in lines.values():
-            line.sort(key=lambda p: (_x(p), p.K))
-    return {group: dict(sorted(panels[group].items(), key=_line_sort)) for group in sorted(panels)}
-
-
-def _line_sort(item: tuple[LineKey, list[PointRecord]]) -> tuple[object, ...]:
-    key, _ = item
-    return (key.label, key.device, variant_sort(key.variant), key.tile or 0)
-
-
-def _panel_title(group: Group) -> str:
-    op, batch, dtype = group
-    try:
-        name = operation(op).title(batch)
-    except ValueError:
-        name = op
-    return short(f"{name}, {dtype}")
 
 
 def _micro(seconds: float | None) -> float:
@@ -94,7 +55,7 @@ def _draw_line(axes: Axes, key: LineKey, points: list[PointRecord], palette: Pal
     """A line's overheads; hollow where a sample was one launch (no batch to share the
     launch's fixed costs, so its overhead is larger)."""
     colour, marker = palette.colour(key.variant, key.tile), palette.marker(key.label)
-    x = [_x(p) for p in points]
+    x = [size_of(p) for p in points]
     y = [_micro(p.overhead_s) for p in points]
     axes.plot(
         x, y, color=colour, marker=marker, markersize=4, linewidth=1.6,
@@ -108,11 +69,11 @@ def _draw_line(axes: Axes, key: LineKey, points: list[PointRecord], palette: Pal
         )  # fmt: skip
 
 
-def _draw_panel(axes: Axes, lines: dict[LineKey, list[PointRecord]], palette: Palette) -> None:
+def _draw_panel(axes: Axes, lines: Lines, palette: Palette) -> None:
     values: list[float] = []
     for key, points in lines.items():
         colour = palette.colour(key.variant, key.tile)
-        x = [_x(p) for p in points]
+        x = [size_of(p) for p in points]
         y = [_micro(p.overhead_s) for p in points]
         _draw_line(axes, key, points, palette)
         gaps = [_micro(p.gap_median_s) for p in points]
@@ -137,15 +98,7 @@ def _draw_panel(axes: Axes, lines: dict[LineKey, list[PointRecord]], palette: Pa
 
 def _handles(keys: Iterable[LineKey], palette: Palette, gaps: bool, single: bool) -> list[Artist]:
     """One entry per backend and variant, then what the line styles mean."""
-    entries: dict[str, Artist] = {}
-    for key in keys:
-        name = literal(f"{key.label} {series_name(key.variant, key.tile)}")
-        entries.setdefault(
-            name,
-            Line2D([], [], color=palette.colour(key.variant, key.tile),
-                   marker=palette.marker(key.label), markersize=4, label=name),
-        )  # fmt: skip
-    handles = list(entries.values())
+    handles = line_entries(keys, palette)
     handles.append(Line2D([], [], color="0.3", label="overhead: API time − span"))
     if single:
         handles.append(
@@ -161,18 +114,10 @@ def _handles(keys: Iterable[LineKey], palette: Palette, gaps: bool, single: bool
 
 def overhead_figure(points: list[PointRecord], palette: Palette | None = None) -> Figure | None:
     """The launch overhead of ``points`` against size; None where none has one."""
-    panels = _panels(points)
+    panels = by_panel(points, _drawable)
     if not panels:
         return None
-    drawn = [p for lines in panels.values() for line in lines.values() for p in line]
-    if palette is None:
-        palette = Palette((p.label, p.variant, p.tile) for p in drawn)
-    figure, rows, columns = panel_grid(len(panels), (5.4, 3.8), (3.0, 1.0))
-    for index, (group, lines) in enumerate(panels.items()):
-        axes = figure.add_subplot(rows, columns, index + 1)
-        _draw_panel(axes, lines, palette)
-        axes.set_title(_panel_title(group), fontsize=9)
-        axes.set_xlabel(output_label([group[0]]))
+    figure, palette, drawn = panel_figure(panels, palette, _draw_panel)
     keys = [key for lines in panels.values() for key in lines]
     gaps = any(p.gap_median_s is not None for p in drawn)
     meaning = wrapped(OVERHEAD_MEANING[0].upper() + OVERHEAD_MEANING[1:], title_width(figure))

@@ -5,14 +5,11 @@ have no section."""
 
 from __future__ import annotations
 
-import dataclasses
-from pathlib import Path
-
 from xbackend.figures.energy import NAME, energy_figure, unread
 from xbackend.figures.style import throttled
 from xbackend.joules import gflops_per_joule, has_energy, joules
-from xbackend.report.document import Block, Cell, Fold, Heading, Image, Paragraph, Table
-from xbackend.report.figures import FigureFolder, Section, save
+from xbackend.report.document import Block, Cell, Fold, Heading, Paragraph, Table
+from xbackend.report.figures import FigureFolder, Section, side_figure
 from xbackend.report.points import group, line_names, line_sort, size_text, three_digits
 from xbackend.results import PointRecord
 
@@ -69,16 +66,8 @@ def energy_section(points: list[PointRecord], folder: FigureFolder) -> Section:
     if not has_energy(points):
         return [], []
     blocks: list[Block] = [Heading("Energy per product", 2)]
-    written: list[Path] = []
-    drawn = folder.drawn
-    if drawn is not None and drawn.shows(points) and NAME in drawn.pngs:
-        png, data = drawn.pngs[NAME]
-        blocks.append(Image(png, data, _CAPTION, side=True))
-    else:
-        figure = energy_figure(points)
-        if figure is not None:
-            image, written = save(figure, folder, NAME, _CAPTION)
-            blocks.append(dataclasses.replace(image, side=True))
+    images, written = side_figure(points, folder, NAME, _CAPTION, lambda: energy_figure(points))
+    blocks += images
     missing = unread(points)
     without = f" {missing} measured points have no reading and are left out." if missing else ""
     blocks.append(Paragraph(_HOW + without))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -100,6 +100,23 @@ def unique_names(names: dict[_Key, tuple[str, bool]]) -> dict[_Key, str]:
 def save(figure: Figure, folder: FigureFolder, name: str, caption: str) -> tuple[Image, list[Path]]:
     paths, png = plots.save(figure, folder.make(), name, dpi=110)
     return Image(paths[0], png, caption), paths
+
+
+def side_figure(
+    points: list[PointRecord], folder: FigureFolder, name: str, caption: str,
+    draw: Callable[[], Figure | None],
+) -> tuple[list[Image], list[Path]]:  # fmt: skip
+    """A section's figure at the right of its text: the one the command drew already of
+    these points, else ``draw``'s, saved; none where there is nothing to draw."""
+    drawn = folder.drawn
+    if drawn is not None and drawn.shows(points) and name in drawn.pngs:
+        png, data = drawn.pngs[name]
+        return [Image(png, data, caption, side=True)], []
+    figure = draw()
+    if figure is None:
+        return [], []
+    image, written = save(figure, folder, name, caption)
+    return [dataclasses.replace(image, side=True)], written
 
 
 def style(palette: Palette, label: str, variant: str, tile: int | None) -> dict[str, Any]:

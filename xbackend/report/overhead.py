@@ -5,13 +5,10 @@ themselves have no section: their kernel time is the API's."""
 
 from __future__ import annotations
 
-import dataclasses
-from pathlib import Path
-
 from xbackend.figures.overhead import NAME, overhead_figure
 from xbackend.measuring.clocks import OVERHEAD_MEANING, Overhead, has_overhead, overheads
-from xbackend.report.document import Block, Cell, Fold, Heading, Image, Paragraph, Table
-from xbackend.report.figures import FigureFolder, Section, save
+from xbackend.report.document import Block, Cell, Fold, Heading, Paragraph, Table
+from xbackend.report.figures import FigureFolder, Section, side_figure
 from xbackend.report.points import three_digits
 from xbackend.results import PointRecord
 
@@ -63,16 +60,8 @@ def overhead_section(points: list[PointRecord], folder: FigureFolder) -> Section
         return [], []
     # The figure at the right, the text beside it; the table per backend folded below.
     blocks: list[Block] = [Heading("Launch overhead", 2)]
-    written: list[Path] = []
-    drawn = folder.drawn
-    if drawn is not None and drawn.shows(points) and NAME in drawn.pngs:
-        png, data = drawn.pngs[NAME]
-        blocks.append(Image(png, data, _CAPTION, side=True))
-    else:
-        figure = overhead_figure(points)
-        if figure is not None:
-            image, written = save(figure, folder, NAME, _CAPTION)
-            blocks.append(dataclasses.replace(image, side=True))
+    images, written = side_figure(points, folder, NAME, _CAPTION, lambda: overhead_figure(points))
+    blocks += images
     blocks += [
         Paragraph(
             f"Launch overhead: {OVERHEAD_MEANING}. Each point's is the median of the API's "

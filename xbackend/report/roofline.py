@@ -4,15 +4,13 @@ its largest size (``xbackend.roofs``). Runs that measured no ceilings have no se
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from xbackend.figures.roofline import roofline
 from xbackend.measuring.timing import rate_text
-from xbackend.report.document import Block, Cell, Fold, Heading, Image, Paragraph, Table
-from xbackend.report.figures import ROOFLINE, FigureFolder, Section, save
+from xbackend.report.document import Block, Cell, Fold, Heading, Paragraph, Table
+from xbackend.report.figures import ROOFLINE, FigureFolder, Section, side_figure
 from xbackend.report.points import dtype_sort, size_text, three_digits
 from xbackend.results import PointRecord, RunHeader
 from xbackend.roofs import Roofs, api_roofs, devices, intensity, profiled, roof_of, roof_share
@@ -158,21 +156,15 @@ def roofline_section(
         return [], []
     # The figure at the right, the text beside it; the tables folded away below it.
     blocks: list[Block] = [Heading("Roofline", 2)]
-    written: list[Path] = []
     caption = (
         "Roofline: each configuration's arithmetic intensity against its GFLOP/s (colour: "
         "variant; marker: backend; large: its largest size) under its device's measured "
         "roofs (grey: the bandwidth's slope, then the compute ceiling)."
     )
-    drawn = folder.drawn
-    if drawn is not None and drawn.shows(points) and ROOFLINE in drawn.pngs:
-        png, data = drawn.pngs[ROOFLINE]
-        blocks.append(Image(png, data, caption, side=True))
-    else:
-        figure = roofline(points, folder.roofs)
-        if figure is not None:
-            image, written = save(figure, folder, ROOFLINE, caption)
-            blocks.append(dataclasses.replace(image, side=True))
+    images, written = side_figure(
+        points, folder, ROOFLINE, caption, lambda: roofline(points, folder.roofs)
+    )
+    blocks += images
     blocks += [Paragraph(_INTRO), *_one_set(folder.roofs)]
     shares = _shares_table(points, folder, api_roofs(runs.values()))
     if shares is not None:
