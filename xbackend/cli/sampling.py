@@ -64,7 +64,7 @@ OPTIONS = (
            "of back-to-back launches, divided (0: one launch per sample always)",
            arguments.non_negative(float), metavar="SECONDS"),
     Option("--energy", "energy_s", "after each point's samples, launch its product back to "
-           "back for this long and read the GPU's energy counter (NVML) at both ends: joules "
+           "back for this long, between two steps of the GPU's energy counter (NVML): joules "
            "per product, GFLOP/J (0: off)", arguments.non_negative(float), metavar="SECONDS"),
     Option("--cache", "cache", "; ".join(f"{name}: {text}" for name, text in CACHE_MODES.items()),
            choices=tuple(CACHE_MODES)),

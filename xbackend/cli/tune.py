@@ -41,7 +41,7 @@ DESCRIPTION = (
     "in --variants) is raced over its tiles the same way; a compare without --tile then "
     "runs it at the tile cached. With --objective energy, the joules per product take the "
     "time's place: each candidate's product is launched back to back for a window while "
-    "the GPU's energy counter (NVML) is read at both ends, the search ranks the fewest "
+    "the GPU's energy counter (NVML) steps at both ends, the search ranks the fewest "
     "joules first, the finalists race in windows, and the entry says it was tuned for "
     "energy (docs/energy.md)."
 )
@@ -133,8 +133,8 @@ def _add_objective_options(tune: Any) -> None:
     tune.add_argument(
         "--energy", type=arguments.positive(float), default=None, metavar="SECONDS",
         help="with --objective energy: each measurement's window of the product launched "
-        f"back to back (default {WINDOW_S:g} s; a second reads the counter within a percent, "
-        "and costs a second a candidate)",
+        f"back to back (default {WINDOW_S:g} s; two identical one-second runs read within "
+        "4.2%% of each other on an H200; each candidate costs its window)",
     )  # fmt: skip
 
 

@@ -210,7 +210,7 @@ class Sampling:
     cpu_short_kernel_s: float = 1e-3
     cpu_batch_target_s: float = 2e-3
     # After the samples, launches back to back for this long while the device's energy
-    # counter (NVML) is read at both ends: joules per product (sampler.energy). 0: off.
+    # counter (NVML) steps at both ends: joules per product (sampler.measure_energy). 0: off.
     energy_s: float = 0.0
 
     def __post_init__(self) -> None:

@@ -19,7 +19,7 @@ _CAPTION = (
 )
 _HOW = (
     "After each point's timed samples, its product was launched back to back for the "
-    "window --energy set, and the device's energy counter (NVML) read at both ends: joules "
+    "window --energy set, between two steps of the device's energy counter (NVML): joules "
     "per product are the difference over the products launched, GFLOP per joule the "
     "product's flops over them. The reading is the whole device's, its memory and idle "
     "parts included, and the host's time between batches, in which the GPU idles; "

@@ -2,8 +2,8 @@
 joules per product read from the device's energy counter (``energy``; docs/energy.md).
 
 With ``energy``, each candidate is measured as for time, then its product is launched
-back to back for a window (``Sampling.energy_s``: ``WINDOW_S`` unless given) while the
-device's energy counter (NVML's) is read at both ends (``sampler.measure_energy``). The
+back to back for a window (``Sampling.energy_s``: ``WINDOW_S`` unless given) between two
+steps of the device's energy counter (NVML's; ``sampler.measure_energy``). The
 search ranks the candidates by those joules (``Trial.score``), and the finalists race in
 windows: a turn is one window a finalist, the race's samples are joules per product, and
 its intervals, margin and tie are of joules (``racing.race`` is the same race). A device
@@ -33,9 +33,9 @@ from xbackend.tuning.racing import TURN_SAMPLES, Race
 
 TIME, ENERGY = "time", "energy"
 OBJECTIVES = (TIME, ENERGY)
-# An energy window of half a second: the counter moves every few milliseconds, so a
-# window reads within a few percent (a second: within one, docs/energy.md), and a search
-# of 25 candidates takes some 15 s more than its time alone.
+# An energy window of half a second: about five of an H200 counter's steps (every 64-102
+# ms), the window aligned to them (sampler.measure_energy, docs/energy.md); a search of 25
+# candidates takes some 15 s more than its time alone.
 WINDOW_S = 0.5
 # The race of an energy tune, at most: MIN_RACE_SAMPLES (10) windows of each of four
 # finalists take 20 s at the default window before any may drop out.
