@@ -162,3 +162,26 @@ def test_cuptis_mangled_names_are_shown_as_the_source_names_them():
     assert demangled([symbol, "hold"]) == [f"void cutlass::Kernel2<{kernel}>({kernel}::Params)",
                                           "hold"]  # fmt: skip
     assert demangled(["mm_tiled"]) == ["mm_tiled"]
+
+
+@pytest.mark.slow
+def test_cublas_names_its_kernel_on_a_gpu():
+    """Where CUDA and cupti-python are here: a vendor point records the GEMM cuBLAS ran,
+    with its launch, and not the harness's hold; a kernel's point records nothing."""
+    from xbackend.pytest_plugin import needs_backend
+
+    needs_backend("cuda")
+    pytest.importorskip("cupti")
+    import xbackend
+
+    rng = np.random.default_rng(5)
+    A, B = rng.standard_normal((512, 384), np.float32), rng.standard_normal((384, 640), np.float32)
+    with xbackend.get_backend("cuda") as backend:
+        vendor = backend.measure(A, B, "vendor", samples=3, min_samples=3)
+        tiled = backend.measure(A, B, "tiled", 16, samples=3, min_samples=3)
+    found = (vendor.state or {}).get("vendor_kernels")
+    assert isinstance(found, list) and found, found
+    assert any("gemm" in kernel["name"].lower() for kernel in found)
+    assert all(kernel["name"] != "hold" for kernel in found)
+    assert all(kernel["block"][0] >= 32 and kernel["device_s"] > 0 for kernel in found)
+    assert "vendor_kernels" not in (tiled.state or {})
