@@ -144,7 +144,7 @@ def interleaved(
             )
             timed.samples_s.extend(measured.kept[0])  # without marked samples
             if number == 0:
-                timed.kernels = (measured.state or {}).get("vendor_kernels")
+                timed.kernels = (getattr(measured, "state", None) or {}).get("vendor_kernels")
             if number == 0 and line is rung:
                 timed.equal = all(
                     check(output, reference).equal
