@@ -14,11 +14,14 @@ from xbackend.report.page import write_report
 from xbackend.report.points import three_digits
 from xbackend.results import PointRecord, RunHeader
 
-# One GPU, measured by both APIs: OpenCL's FMA loop 50/60 of CUDA's, its triad 0.98.
+# One GPU, measured by both APIs' twin kernels: OpenCL's FMA loop 50/60 of CUDA's, its
+# triad 0.98.
+KERNELS = {"float32": "fma_loop: ...", "bandwidth": "copy: ...", "triad": "stream_triad: ..."}
 CEILINGS = {
-    "cuda": {"flops_per_s": {"float32": 60e12}, "bytes_per_s": 4.0e12, "triad_bytes_per_s": 4.3e12},
+    "cuda": {"flops_per_s": {"float32": 60e12}, "bytes_per_s": 4.0e12, "triad_bytes_per_s": 4.3e12,
+             "how": KERNELS},
     "opencl": {"flops_per_s": {"float32": 50e12}, "bytes_per_s": 3.9e12,
-               "triad_bytes_per_s": 4.214e12},
+               "triad_bytes_per_s": 4.214e12, "how": KERNELS},
 }  # fmt: skip
 
 
@@ -94,3 +97,17 @@ def test_no_control_without_two_apis_on_a_device_nor_an_audit(tmp_path):
     write_report([tmp_path], tmp_path)
     markdown = (tmp_path / "report.md").read_text()
     assert "hardware's limit" not in markdown and "Fairness:" not in markdown
+
+
+def test_a_librarys_ceilings_are_no_api_to_set_beside_the_kernels(tmp_path):
+    """The CPU backend measures its device by NumPy (its BLAS, copyto), not by the twin
+    kernels: on a CPU, it is not set beside OpenCL's ceilings as another API's."""
+    _results(tmp_path, 30_000.0)
+    header, point = (tmp_path / "results.jsonl").read_text().splitlines()
+    run = json.loads(header)
+    numpy_how = {"float32": "numpy.matmul 1024×1024 · 1024×1024 (the BLAS), 27 runs (host)",
+                 "bandwidth": "numpy.copyto: 33554432 floats read and written"}  # fmt: skip
+    run["devices"]["cuda"]["ceilings"]["how"] = numpy_how
+    (tmp_path / "results.jsonl").write_text(f"{json.dumps(run)}\n{point}\n")
+    write_report([tmp_path], tmp_path)
+    assert "hardware's limit" not in (tmp_path / "report.md").read_text()

@@ -37,13 +37,20 @@ def _read(ceilings: Mapping[str, Any], place: tuple[str, ...]) -> float | None:
     return number(found)
 
 
+def _by_kernels(ceilings: Mapping[str, Any]) -> bool:
+    """Whether a backend's ceilings were measured by the twin kernels (``fma_loop``,
+    ``copy``), not by a library (the CPU backend's NumPy: its BLAS and ``copyto``)."""
+    how = ceilings.get("how")
+    return isinstance(how, Mapping) and str(how.get("bandwidth", "")).startswith("copy:")
+
+
 def _shared_devices(run: RunHeader) -> list[list[tuple[str, Mapping[str, Any]]]]:
-    """The run's devices measured by two or more of its backends: each one's backends
-    with the ceilings they measured there."""
+    """The run's devices whose ceilings two or more of its backends measured by the twin
+    kernels: each one's backends with the ceilings they measured there."""
     by_device: dict[str, list[tuple[str, Mapping[str, Any]]]] = {}
     for label, device in run.devices.items():
         ceilings = device.get("ceilings")
-        if isinstance(ceilings, Mapping) and device.get("name") and not ceilings.get("problem"):
+        if isinstance(ceilings, Mapping) and device.get("name") and _by_kernels(ceilings):
             by_device.setdefault(str(device["name"]), []).append((label, ceilings))
     return [measured for measured in by_device.values() if len(measured) > 1]
 

@@ -29,7 +29,8 @@ _INTRO = (
     "min(compute ceiling, intensity × bandwidth) of its device; its share is the GFLOP/s "
     "it reached over that roof (↑: above 100%, where operands in a warm cache beat the "
     "DRAM's slope, or within the 5% tolerance); its share of its API's roof, the same over "
-    "the ceilings its own backend measured on the device (each API's FMA loop and copy). A "
+    "the ceilings its own backend measured on the device (its FMA loop and copy; NumPy's on "
+    "the CPU backend). A "
     "point faster than its device's compute ceiling by more than 5% is flagged UNTRUSTED, "
     "as one beyond its theoretical peak."
 )
