@@ -397,8 +397,8 @@ def comparison_table(points: Sequence[PointRecord]) -> list[Block]:
         rows.append([
             Cell(first.variant + (" (library)" if first.variant in VENDOR_VARIANTS else "")),
             Cell(size_text(first) + names.where(first)),
-            *(Cell(_kernel_cell(by_name[b], several) if b in by_name else "—")
-              for b in backends),
+            *(Cell(_kernel_cell(by_name[b], several) if b in by_name else "—", "wrap")
+              for b in backends),  # a time and its clock's name: wrapped on the page
             Cell(_ratio_cell(sides, names, _kernel_s)),
             *(Cell(format_seconds(end_to_end(by_name[b])) if ends and b in by_name else "—")
               for b in backends),
