@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 import importlib.util
 import os
 import re
@@ -94,24 +95,32 @@ def cuda_ptx(launch: KernelLaunch, dtype: np.dtype[Any], arch: str) -> str:
     (``cubins.family_cubin``: its template instances, ``extern "C"`` around a file that
     does not say it, its folders' headers), by nvcc for ``arch``."""
     family, options = launch.family, launch.options
-    instanced = instances(family, dtype.name)
+    path, source = read_kernel(family, "cuda", STAMP in options)
+    text, as_it_is = cuda_text(source, instances(family, dtype.name))
+    text = text if as_it_is else f'extern "C" {{\n{text}\n}}\n'
+    folders = tuple(f"-I{folder}" for folder in include_folders(family, "cuda"))
+    return _nvcc_ptx(path.name, text, (*folders, *options), arch)
+
+
+@functools.lru_cache(maxsize=64)
+def _nvcc_ptx(name: str, text: str, options: tuple[str, ...], arch: str) -> str:
+    """The PTX nvcc builds of ``text`` (a file ``name``), kept for the process by what
+    goes into it (an audit meets one build under several configurations: mm and bmm)."""
     nvcc = cuda_tool("nvcc")
     if nvcc is None:
         raise XBackendError("no nvcc here to build the CUDA kernel's PTX")
-    path, source = read_kernel(family, "cuda", STAMP in options)
-    text, as_it_is = cuda_text(source, instanced)
-    text = text if as_it_is else f'extern "C" {{\n{text}\n}}\n'
-    folders = [f"-I{folder}" for folder in include_folders(family, "cuda")]
     with tempfile.TemporaryDirectory(prefix="xbackend-ptx-") as work:
-        copy, ptx = Path(work) / path.name, Path(work) / "built.ptx"
+        copy, ptx = Path(work) / name, Path(work) / "built.ptx"
         copy.write_text(text, encoding="utf-8")
-        _run([nvcc, "-ptx", f"-arch={arch}", *folders, *options, str(copy), "-o", str(ptx)])
+        _run([nvcc, "-ptx", f"-arch={arch}", *options, str(copy), "-o", str(ptx)])
         return ptx.read_text(encoding="utf-8", errors="replace")
 
 
+@functools.lru_cache(maxsize=64)
 def read(ptx: str, function: str, arch: str) -> MachineCode:
     """``function`` of ``ptx`` (its name, or a template's: ``mm<float>``) assembled by
-    ptxas for ``arch`` (``sm_90``), with its hot loop where nvdisasm is installed."""
+    ptxas for ``arch`` (``sm_90``), with its hot loop where nvdisasm is installed; kept
+    for the process by what goes into it."""
     ptxas = cuda_tool("ptxas")
     if ptxas is None:
         raise XBackendError("no ptxas here to read the kernels' machine code")
