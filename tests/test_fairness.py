@@ -99,3 +99,19 @@ def test_compare_writes_the_audit_of_its_two_compiled_backends(tmp_path):
         ("naive", "FAIR", "kernel against kernel"),
         ("tiled", "FAIR", "kernel against kernel"),
     ]
+
+
+def test_compare_says_the_audit_as_it_starts_and_what_it_found(pair):
+    """It builds each kernel and reads its machine code (25 s for every variant on an
+    H200): a line before, then the counts."""
+    from xbackend.cli.compare import _audit
+    from xbackend.plan import Plan
+
+    said: list[str] = []
+    plan = Plan(shapes=[SHAPE], variants=["naive", "tiled"])
+    found = _audit(plan, list(pair), say=said.append)
+    assert [a.verdict for a in found] == ["FAIR", "FAIR"]
+    assert said[0] == "auditing what each pair of APIs would run (docs/fairness.md) ..."
+    assert said[1].startswith("fairness of right against left, as planned at ")
+    assert said[1].endswith(": 2 FAIR, 0 UNFAIR (fairness.csv)")
+    assert _audit(plan, [pair[0]], say=said.append) == [] and len(said) == 2  # one: silent

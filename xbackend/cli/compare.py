@@ -306,7 +306,8 @@ def _dry_run(
 ) -> int:
     """Print what the plan would run, and how long it may take; run and write nothing."""
     out = args.out or Path("results/run-<date-time>")
-    _announce(plan, opened, out, fairness.audits(plan, opened))
+    _announce(plan, opened, out)
+    _audit(plan, opened, say=print)
     recorded: list[results_io.PointRecord] = []
     holds = (out / results_io.JSONL_NAME).is_file()
     if holds:  # read, never written: what a resume would keep
@@ -320,9 +321,21 @@ def _dry_run(
     return 0
 
 
-def _announce(
-    plan: Plan, opened: list[tuple[str, Backend]], out: Path, audited: list[fairness.Audit]
-) -> None:
+def _audit(
+    plan: Plan, opened: list[tuple[str, Backend]], say: Callable[[str], None]
+) -> list[fairness.Audit]:
+    """The audit of the first two compiled backends (``fairness.audits``), said as it
+    starts (it builds each kernel and reads its machine code: 25 s for every variant on
+    an H200, the first time) and as it ends."""
+    if sum(hasattr(backend, "planned") for _, backend in opened) >= 2:
+        say("auditing what each pair of APIs would run (docs/fairness.md) ...")
+    audited = fairness.audits(plan, opened)
+    for line in fairness.summary(audited):
+        say(line)
+    return audited
+
+
+def _announce(plan: Plan, opened: list[tuple[str, Backend]], out: Path) -> None:
     for label, backend in opened:
         print(f"{label}: {backend.device.name} ({backend.device.platform})")
     what = f"{', '.join(plan.ops)} in {', '.join(plan.dtypes)}"
@@ -334,8 +347,6 @@ def _announce(
         f"{what}; variants {variants}; {len(shapes)} sizes from {shapes[0]} to {shapes[-1]}; "
         f"results into {out}/"
     )
-    for line in fairness.summary(audited):
-        print(line)
 
 
 def _run_and_report(
@@ -353,9 +364,9 @@ def _run_and_report(
     interrupted = False
     try:
         try:
-            audited = fairness.audits(plan, opened)
             if display.mode != "quiet":
-                _announce(plan, opened, out, audited)
+                _announce(plan, opened, out)
+            audited = _audit(plan, opened, _quiet_print if display.mode == "quiet" else print)
             if audited:
                 fairness.write_csv(audited, out / fairness.CSV_NAME)
             records = runner.run(plan, opened, out, resume=args.resume, display=display)
