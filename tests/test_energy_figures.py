@@ -162,6 +162,7 @@ def _write_run(folder: Path, points: list[PointRecord]) -> Path:
     return folder
 
 
+@pytest.mark.slow  # two whole reports: 6.5 s on the 2-core machine
 def test_the_report_has_an_energy_section_only_where_points_have_readings(tmp_path):
     points = _points()
     with_energy = _write_run(tmp_path / "with", points)
