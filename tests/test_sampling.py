@@ -573,7 +573,8 @@ def test_energy_reads_the_counter_around_back_to_back_products(tmp_path):
     """``--energy``: the counter read before and after a window of the product launched
     back to back; joules per product are the difference over the products launched,
     and the summary gives the largest point's GFLOP per joule."""
-    from xbackend.cli.summary import gflops_per_joule, summary_table
+    from xbackend.cli.summary import summary_table
+    from xbackend.joules import gflops_per_joule
 
     backend = _MeteredCpu()
     sampling = Sampling(max_samples=3, min_samples=3, energy_s=0.1)

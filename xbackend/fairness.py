@@ -149,12 +149,18 @@ def _machine_code(first: tuple[str, Any, KernelLaunch], second: tuple[str, Any, 
     return differences(first[2].function, built[0], built[1])
 
 
-def audits(plan: Plan, opened: Sequence[tuple[str, Any]]) -> list[Audit]:
-    """Every runnable configuration of ``plan`` that the first two compiled backends of
-    ``opened`` both run, at its first shape; none where fewer than two plan here (a
-    cluster's devices plan on their workers)."""
+def audited_pair(opened: Sequence[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """The two backends of ``opened`` an audit compares: its first two that plan here
+    (compiled ones); none where fewer do (a cluster's devices plan on their workers)."""
     compiled = [(label, b) for label, b in opened if hasattr(b, "planned")][:2]
-    if len(compiled) < 2:
+    return compiled if len(compiled) == 2 else []
+
+
+def audits(plan: Plan, opened: Sequence[tuple[str, Any]]) -> list[Audit]:
+    """Every runnable configuration of ``plan`` that the pair of ``opened`` both run
+    (``audited_pair``), at its first shape; none without a pair."""
+    compiled = audited_pair(opened)
+    if not compiled:
         return []
     (a, _), (b, _) = compiled
     shape = plan.shapes[0]

@@ -404,10 +404,14 @@ class OpenCLBackend(CompiledBackend):
     def _ptx_option(self) -> list[str]:
         """-DXB_PTX=<major><minor> where the compiler takes inline PTX of that compute
         capability (NVIDIA's GPUs): kernels/mm_warp's ASYNC copies with cp.async there."""
+        version = self._ptx_version()
+        return [f"-DXB_PTX={version}"] if version else []
+
+    def _ptx_version(self) -> str:
+        """The compute capability as PTX names it ("90"), where the compiler builds PTX
+        (NVIDIA's GPUs); "" elsewhere."""
         capability = self._device.extra.get("compute_capability")
-        if not capability or not self._device_clock():
-            return []
-        return [f"-DXB_PTX={capability.replace('.', '')}"]
+        return capability.replace(".", "") if capability and self._device_clock() else ""
 
     def variant_problem(self, variant: str, dtype: np.dtype, op: str = "mm") -> str | None:
         if variant != "vendor":
@@ -424,14 +428,15 @@ class OpenCLBackend(CompiledBackend):
 
     def _ptx(self, launch: KernelLaunch, dtype: np.dtype[Any]) -> tuple[str, str] | None:
         """NVIDIA's OpenCL keeps a program's PTX as its binary; no other runtime here does."""
-        capability = self._device.extra.get("compute_capability")
-        if not capability or not self._device_clock():
+        version = self._ptx_version()
+        if not version:
             return None
-        self._compile(launch, dtype)  # its program built, as a run builds it
-        program = self._programs[launch.family, (*launch.options, *self._extra_options())]
+        program = self._compile(launch, dtype).get_info(
+            cl.kernel_info.PROGRAM
+        )  # as a run builds it
         binary = bytes(program.get_info(cl.program_info.BINARIES)[0]).rstrip(b"\0")
         ptx = binary.decode("utf-8", errors="replace") + "\n"  # NUL-ended: ptxas reads EOF
-        return ptx, f"sm_{capability.replace('.', '')}"
+        return ptx, f"sm_{version}"
 
     def _device_clock(self) -> bool:
         # NVIDIA's compiler takes the inline PTX that reads %globaltimer; no other does.

@@ -327,7 +327,7 @@ def _audit(
     """The audit of the first two compiled backends (``fairness.audits``), said as it
     starts (it builds each kernel and reads its machine code: 25 s for every variant on
     an H200, the first time) and as it ends."""
-    if sum(hasattr(backend, "planned") for _, backend in opened) >= 2:
+    if fairness.audited_pair(opened):
         say("auditing what each pair of APIs would run (docs/fairness.md) ...")
     audited = fairness.audits(plan, opened)
     for line in fairness.summary(audited):

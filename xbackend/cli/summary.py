@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from xbackend.joules import gflops_per_joule as gflops_per_joule  # the summary's column
+from xbackend.joules import gflops_per_joule
 from xbackend.measuring import host_load
 from xbackend.measuring.launched import names
 from xbackend.measuring.timing import format_seconds

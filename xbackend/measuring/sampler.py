@@ -163,7 +163,7 @@ def measure_energy(
     ``max_launches``, for ``energy_s``, between two updates of the device's energy
     counter. Where there is no counter, why not.
 
-    NVML's counter moves in steps (every 20-100 ms on an H200): read at arbitrary times,
+    NVML's counter moves in steps (every 64-102 ms on an H200): read at arbitrary times,
     a one-second window was off by up to a step at each end (two identical runs' joules
     apart by 0.91-1.11x). So the window starts as the counter steps, and ends at the
     first step after ``energy_s``: the energy is then the steps' difference, and the
@@ -186,7 +186,7 @@ def measure_energy(
         seen = seen if value is None else value
         if elapsed >= sampling.energy_s and (stepped or elapsed >= sampling.energy_s + TICK_WAIT_S):
             break
-    if seen < first or seen == first:
+    if seen <= first:
         return {"unread": "the energy counter did not move over the window"}
     joules = (seen - first) / 1000
     return {"joules_per_product": joules / products, "watts": joules / elapsed,

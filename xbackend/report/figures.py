@@ -19,6 +19,8 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import NullLocator
 
 from xbackend import plots
+from xbackend.figures.energy import NAME as ENERGY
+from xbackend.figures.overhead import NAME as OVERHEAD
 from xbackend.figures.style import Palette, kernel_style, outside_legend
 from xbackend.report.document import Block, Image, Paragraph
 from xbackend.report.points import dtype_sort, group, op_sort
@@ -171,8 +173,6 @@ _GENERIC_CAPTIONS = {
 
 _SIDE_BY_SIDE = ("runtime_all", "gflops")
 ROOFLINE = "roofline"  # plots.figures' name of the roofline
-OVERHEAD = "launch_overhead"  # and of the launch overhead (figures/overhead.NAME)
-ENERGY = "energy"  # and of the energy per product (figures/energy.NAME)
 
 
 def generic_figures(points: list[PointRecord], folder: FigureFolder) -> Section:

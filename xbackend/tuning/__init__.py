@@ -59,6 +59,7 @@ from xbackend.tuning.objective import (
     OBJECTIVES,
     Objective,
     counter_problem,
+    digits,
     entry_fields,
     objective_of,
 )
@@ -398,7 +399,7 @@ def cache_entry(result: TuneResult, build: dict[str, str]) -> dict[str, Any]:
         "params": config.to_dict(),
         "blocks": config.blocks(*output_size(result.op, result.shape)),
         # 4 significant digits, however small (none where an energy race's winner had none)
-        "tflops": None if chosen.tflops is None else _digits(chosen.tflops),
+        "tflops": None if chosen.tflops is None else digits(chosen.tflops),
         "shape": str(result.shape),
         "tuned_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "seconds": result.seconds,
@@ -408,13 +409,13 @@ def cache_entry(result: TuneResult, build: dict[str, str]) -> dict[str, Any]:
     if outcome is not None:
         entry["tie"] = outcome.tie
         entry["separated"] = outcome.separated
-        entry["interval_s"] = [_digits(value) for value in outcome.winner.interval_s]
+        entry["interval_s"] = [digits(value) for value in outcome.winner.interval_s]
         entry["race_samples"] = len(outcome.winner.samples_s)
         entry["race_seconds"] = outcome.seconds
         if outcome.runner_up is not None and outcome.margin is not None:
-            entry["margin"] = _digits(outcome.margin)
+            entry["margin"] = digits(outcome.margin)
             entry["runner_up_interval_s"] = [
-                _digits(value) for value in outcome.runner_up.interval_s
+                digits(value) for value in outcome.runner_up.interval_s
             ]
     if result.objective.energy:  # the race's intervals are of joules: named as such
         entry.pop("interval_s", None)
@@ -427,10 +428,6 @@ def gflops_text(tflops: float) -> str:
     a GPU's 44820 (neither 0.01 TFLOP/s nor 4.48e+04)."""
     gflops = tflops * 1000
     return f"{gflops:.0f}" if gflops >= 1000 else f"{gflops:.3g}"
-
-
-def _digits(value: float) -> float:
-    return float(f"{value:.4g}")
 
 
 def _remember(

@@ -95,7 +95,8 @@ def counter_problem(backend: Backend) -> str | None:
     )
 
 
-def _digits(value: float) -> float:
+def digits(value: float) -> float:
+    """A number as a cache entry keeps it: four significant digits."""
     return float(f"{value:.4g}")
 
 
@@ -106,13 +107,13 @@ def entry_fields(objective: Objective, chosen: Trial, race: Race | None) -> dict
     if not objective.energy:
         return {"objective": TIME}
     assert chosen.joules is not None
-    fields: dict[str, Any] = {"objective": ENERGY, "joules_per_product": _digits(chosen.joules),
+    fields: dict[str, Any] = {"objective": ENERGY, "joules_per_product": digits(chosen.joules),
                               "energy_window_s": objective.window_s}  # fmt: skip
     if race is not None:
-        fields["joules_interval"] = [_digits(value) for value in race.winner.interval_s]
+        fields["joules_interval"] = [digits(value) for value in race.winner.interval_s]
         if race.runner_up is not None:
             interval = race.runner_up.interval_s
-            fields["runner_up_joules_interval"] = [_digits(value) for value in interval]
+            fields["runner_up_joules_interval"] = [digits(value) for value in interval]
     return fields
 
 
