@@ -77,6 +77,8 @@ def test_a_launch_missing_an_argument_is_named():
 
 # The API words of each language, mapped to common ones: what is left must be the same.
 _CUDA_WORDS = [
+    # mm_warp's DYNAMIC_SHARED: slabs sized at launch, which OpenCL refuses (#error).
+    (r"extern __shared__ __align__\(16\) REAL slabs\[\];", "LAUNCH_SIZED_SLABS"),
     (r'extern "C" __global__ __launch_bounds__\([^()]*(\([^()]*\))?[^()]*\)', "KERNEL"),
     (r'extern "C" __global__', "KERNEL"),
     (r"__device__ __forceinline__", "inline"),
@@ -105,6 +107,7 @@ _OPENCL_WORDS = [
     (r"get_num_groups\((\d)\)", lambda m: "GROUPS_" + "xyz"[int(m.group(1))]),
     (r"#if defined\(XB_PTX\) && XB_PTX >= 80", "#if CP_ASYNC_THERE"),
     (r"#define SHARED_ADDRESS\(p\) .*", "#define SHARED_ADDRESS(p) ADDRESS"),
+    (r'#error "DYNAMIC_SHARED is CUDA\'s[^"]*"', "LAUNCH_SIZED_SLABS"),
 ]
 
 

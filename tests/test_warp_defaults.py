@@ -11,6 +11,7 @@ import os
 import re
 import subprocess
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -304,6 +305,78 @@ def test_warp_async_copies_with_cp_async_where_the_gpu_has_it(arch, copies, tmp_
     text = ptx.read_text()
     found = [w in text for w in ("cp.async.cg.shared.global", "cp.async.wait_group 1")]
     assert found == [copies, copies]
+
+
+class _Planner:
+    """A stand-in for a compiled backend that plans warp_async on ``device``."""
+
+    name: ClassVar[str] = "cuda"
+
+    def __init__(self, device: xbackend.DeviceInfo):
+        from xbackend.families import variant_table
+
+        self.device = device
+        self.spec = variant_table("cuda", "thread", "shared")["mm"]["warp_async"]
+
+    def tile_problem(self, variant, tile, itemsize=4, op="mm", params=None):
+        from xbackend.backends.block_tiles import group_problem
+
+        return group_problem(self.device, self.spec, tile or 0, itemsize, "threads", "shared",
+                             params)  # fmt: skip
+
+    def choice(self, *args, **kwargs):
+        return None
+
+
+def _gpu(opt_in: int | None) -> xbackend.DeviceInfo:
+    """An H100 as the geometry sees it, with or without CUDA's opt-in shared memory."""
+    return xbackend.DeviceInfo(
+        "stand-in", kind="gpu", local_mem_bytes=49152, local_mem_opt_in_bytes=opt_in,
+        max_work_group_size=1024, registers=65536, compute_units=132,
+    )  # fmt: skip
+
+
+def test_slabs_past_the_declarable_memory_are_asked_for_at_launch():
+    """Guards cuBLAS's shape in 4 stages (57,344 bytes of slabs): on a device that lets a
+    block opt into more shared memory than it may declare (CUDA), the kernel is built
+    with DYNAMIC_SHARED and its launch asks for the slabs' bytes; in 3 stages (43,008
+    bytes) nothing changes; a device without the opt-in (OpenCL) refuses it."""
+    from xbackend.backends.block_tiles import plan
+    from xbackend.backends.launch import KernelLaunch
+    from xbackend.errors import UnsupportedParameter
+
+    cuda = _Planner(_gpu(232448))
+    A, B = make_operands(Shape(512, 256, 64), SEED)
+    cublas = Config(256, 128, 8, 64, 64, 16, 8)
+    for stages, slabs, dynamic in ((4, 57344, 57344), (3, 43008, 0)):
+        params = cublas.with_stages(stages).to_dict()
+        assert cublas.with_stages(stages).staged_bytes(4, False) == slabs
+        (launch,) = plan(cuda, "mm", cuda.spec, None, A, B, params, False).steps  # type: ignore[arg-type]
+        assert isinstance(launch, KernelLaunch) and launch.shared_bytes == dynamic
+        assert ("-DDYNAMIC_SHARED" in launch.options) == bool(dynamic)
+    opencl = _Planner(_gpu(None))
+    with pytest.raises(UnsupportedParameter, match="57344 bytes exceed 49152 bytes"):
+        plan(opencl, "mm", opencl.spec, None, A, B, cublas.with_stages(4).to_dict(), False)  # type: ignore[arg-type]
+
+
+@pytest.mark.slow
+def test_the_dynamic_build_declares_no_slabs():
+    """With DYNAMIC_SHARED, nvcc's PTX declares the slabs as extern shared memory and
+    ptxas counts no static shared memory for mm_warp."""
+    if not NVCC.exists():
+        pytest.skip(f"{NVCC} is not installed")
+    config = Config(256, 128, 8, 64, 64, 16, 8, stages=4)
+    done = subprocess.run(
+        [str(NVCC), "-cubin", "-arch=sm_90", "-o", os.devnull, "-Xptxas", "-v",
+         "-DREAL=float", "-DDYNAMIC_SHARED",
+         *warp.defines(config, np.dtype(np.float32), vec4=True, double_buffer=False),
+         "-I", str(ROOT / "kernels" / "cuda"), str(ROOT / "kernels" / "mm_warp" / "mm_warp.cu")],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    report = done.stderr.split("Compiling entry function 'mm_warp'")[1]
+    used = next(line for line in report.splitlines() if "Used" in line)
+    assert "registers" in used and "smem" not in used
 
 
 def test_the_untuned_stage_count_fits_the_devices_shared_memory():

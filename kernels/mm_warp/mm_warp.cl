@@ -114,6 +114,14 @@
 #define A_SKEW 8
 #define A_AT(m, k) ((m) * BK + (m) / 4 * A_SKEW + (k))
 #define A_SLAB (BM * BK + BM / 4 * A_SKEW)
+// A thread's pieces of the slabs lie THREADS pieces apart: THREADS / (BK / 4) rows of A's
+// slab, a multiple of 4 (so that the skew moves by whole steps), and 4·THREADS elements
+// of B's. Where each goes in a stage is the first one's place and p steps (copy_inside).
+#define A_STEP (THREADS / (BK / 4) * (BK + A_SKEW / 4))
+#define B_STEP (4 * THREADS)
+#if THREADS % BK
+#error "ASYNC takes a block whose threads are a multiple of BK"
+#endif
 #else
 #define A_SLAB (BK * LDA_S)
 #endif
@@ -349,21 +357,19 @@ inline void copy_slabs(__local REAL* As, __local REAL* Bs,
     }
 }
 
-// copy_slabs for slabs inside K, from the pointers of sources, which then move on.
-inline void copy_inside(__local REAL* As, __local REAL* Bs,
+// copy_slabs for slabs inside K, from the pointers of sources, which then move on,
+// to where this thread's pieces go: the first one's place in the stage (as_to, bs_to),
+// then a step a piece (A_STEP, B_STEP).
+inline void copy_inside(__local REAL* as_to, __local REAL* bs_to,
                         __global const REAL** a_src, __global const REAL** b_src,
-                        const INDEX ldb, const int thread)
+                        const INDEX ldb)
 {
     for (int p = 0; p < A_LOADS; ++p) {
-        const int piece = thread + p * THREADS;
-        const int m = piece / (BK / 4), k = piece % (BK / 4) * 4;
-        copy4(&As[A_AT(m, k)], a_src[p], 4);
+        copy4(as_to + p * A_STEP, a_src[p], 4);
         a_src[p] += BK;
     }
     for (int p = 0; p < B_LOADS; ++p) {
-        const int piece = thread + p * THREADS;
-        const int k = piece / (BN / 4), n = piece % (BN / 4) * 4;
-        copy4(&Bs[k * BN + n], b_src[p], 4);
+        copy4(bs_to + p * B_STEP, b_src[p], 4);
         b_src[p] += BK * ldb;
     }
 }
@@ -442,8 +448,17 @@ void mm_warp(__global const REAL* restrict A,
              const INDEX k_slice STAMP_PARAMETER)
 {
     STAMP_ENTER;
+#ifdef DYNAMIC_SHARED
+    // CUDA's slabs past the 48 KB a block may declare. OpenCL's local memory sized at
+    // launch (a __local argument) counts against the same CL_DEVICE_LOCAL_MEM_SIZE as
+    // what a kernel declares, 48 KB on NVIDIA's: there is nothing past it to ask for.
+#error "DYNAMIC_SHARED is CUDA's: an OpenCL kernel's local memory is all it may declare"
+    __local REAL* const As = slabs;
+    __local REAL* const Bs = slabs + STAGES * A_SLAB;
+#else
     __local REAL As[STAGES * A_SLAB] __attribute__((aligned(16)));
     __local REAL Bs[STAGES * BK * BN] __attribute__((aligned(16)));
+#endif
 
     // z: the batch, or the K range of a split product (see above).
     // A K range is a whole number of slabs: no slab crosses into the next range.
@@ -487,11 +502,13 @@ void mm_warp(__global const REAL* restrict A,
 #endif
 
 #ifdef ASYNC
-    // The slabs at k0 into stage s, in the order of k0 (the fast path's pointers).
+    // The slabs at k0 into stage s, in the order of k0 (the fast path's pointers, and
+    // the places of this thread's first pieces in a stage: made once).
+    const int a_to = A_AT(thread / (BK / 4), thread % (BK / 4) * 4), b_to = 4 * thread;
 #define COPY(k0, s)                                                                    \
     if (unchecked && (k0) + BK <= K)                                                   \
-        copy_inside(As + (s) * A_SLAB, Bs + (s) * BK * BN, a_src, b_src, ldb,          \
-                    thread);                                                           \
+        copy_inside(As + (s) * A_SLAB + a_to, Bs + (s) * BK * BN + b_to, a_src, b_src, \
+                    ldb);                                                              \
     else                                                                               \
         copy_slabs(As + (s) * A_SLAB, Bs + (s) * BK * BN, A, B, M, N, K, lda, ldb,     \
                    row0, col0, k0, thread)
@@ -509,7 +526,7 @@ void mm_warp(__global const REAL* restrict A,
         COPIES_WAIT();
         barrier(CLK_LOCAL_MEM_FENCE);
         if (k0 + (STAGES - 1) * BK < k_end) {
-            COPY(k0 + (STAGES - 1) * BK, (stage + STAGES - 1) % STAGES);
+            COPY(k0 + (STAGES - 1) * BK, stage == 0 ? STAGES - 1 : stage - 1);
         }
         COPIES_COMMIT();
 #else

@@ -41,7 +41,8 @@
 // Compile-time parameters (-D options): BM, BN, BK, WM, WN, TM, TN; VEC4 and
 // LOCAL4 (4-byte types only: LOCAL4 reads the slabs as 4-element vectors, 16-byte
 // reads that ptxas also finds in the scalar code); DOUBLE_BUFFER; ASYNC and
-// STAGES (2 to 4: the slabs in flight); MIN_BLOCKS
+// STAGES (2 to 4: the slabs in flight); DYNAMIC_SHARED (CUDA: the slabs in dynamic
+// shared memory, for more than 48 KB of them); MIN_BLOCKS
 // (CUDA's launch bounds); REAL (float, double, int); REDUCED (the reduced product,
 // op rmm, with its pair sums made on the way to the slabs: see load_a); PAD (see
 // above), SUM_BLOCK (the block of mm_sum_slices) and WIDE_INDEX (64-bit offsets, as
@@ -109,6 +110,14 @@
 #define A_SKEW 8
 #define A_AT(m, k) ((m) * BK + (m) / 4 * A_SKEW + (k))
 #define A_SLAB (BM * BK + BM / 4 * A_SKEW)
+// A thread's pieces of the slabs lie THREADS pieces apart: THREADS / (BK / 4) rows of A's
+// slab, a multiple of 4 (so that the skew moves by whole steps), and 4·THREADS elements
+// of B's. Where each goes in a stage is the first one's place and p steps (copy_inside).
+#define A_STEP (THREADS / (BK / 4) * (BK + A_SKEW / 4))
+#define B_STEP (4 * THREADS)
+#if THREADS % BK
+#error "ASYNC takes a block whose threads are a multiple of BK"
+#endif
 #else
 #define A_SLAB (BK * LDA_S)
 #endif
@@ -344,21 +353,19 @@ __device__ __forceinline__ void copy_slabs(REAL* As, REAL* Bs,
     }
 }
 
-// copy_slabs for slabs inside K, from the pointers of sources, which then move on.
-__device__ __forceinline__ void copy_inside(REAL* As, REAL* Bs,
+// copy_slabs for slabs inside K, from the pointers of sources, which then move on,
+// to where this thread's pieces go: the first one's place in the stage (as_to, bs_to),
+// then a step a piece (A_STEP, B_STEP).
+__device__ __forceinline__ void copy_inside(REAL* as_to, REAL* bs_to,
                                             const REAL** a_src, const REAL** b_src,
-                                            const INDEX ldb, const int thread)
+                                            const INDEX ldb)
 {
     for (int p = 0; p < A_LOADS; ++p) {
-        const int piece = thread + p * THREADS;
-        const int m = piece / (BK / 4), k = piece % (BK / 4) * 4;
-        copy4(&As[A_AT(m, k)], a_src[p], 4);
+        copy4(as_to + p * A_STEP, a_src[p], 4);
         a_src[p] += BK;
     }
     for (int p = 0; p < B_LOADS; ++p) {
-        const int piece = thread + p * THREADS;
-        const int k = piece / (BN / 4), n = piece % (BN / 4) * 4;
-        copy4(&Bs[k * BN + n], b_src[p], 4);
+        copy4(bs_to + p * B_STEP, b_src[p], 4);
         b_src[p] += BK * ldb;
     }
 }
@@ -437,8 +444,16 @@ void mm_warp(const REAL* __restrict__ A,
              const INDEX k_slice STAMP_PARAMETER)
 {
     STAMP_ENTER;
+#ifdef DYNAMIC_SHARED
+    // Slabs past the 48 KB a block may declare (4 stages of 256×128×8): dynamic shared
+    // memory, its size given at launch (backends/block_tiles.py).
+    extern __shared__ __align__(16) REAL slabs[];
+    REAL* const As = slabs;
+    REAL* const Bs = slabs + STAGES * A_SLAB;
+#else
     __shared__ __align__(16) REAL As[STAGES * A_SLAB];
     __shared__ __align__(16) REAL Bs[STAGES * BK * BN];
+#endif
 
     // z: the batch, or the K range of a split product (see above).
     // A K range is a whole number of slabs: no slab crosses into the next range.
@@ -482,11 +497,13 @@ void mm_warp(const REAL* __restrict__ A,
 #endif
 
 #ifdef ASYNC
-    // The slabs at k0 into stage s, in the order of k0 (the fast path's pointers).
+    // The slabs at k0 into stage s, in the order of k0 (the fast path's pointers, and
+    // the places of this thread's first pieces in a stage: made once).
+    const int a_to = A_AT(thread / (BK / 4), thread % (BK / 4) * 4), b_to = 4 * thread;
 #define COPY(k0, s)                                                                    \
     if (unchecked && (k0) + BK <= K)                                                   \
-        copy_inside(As + (s) * A_SLAB, Bs + (s) * BK * BN, a_src, b_src, ldb,          \
-                    thread);                                                           \
+        copy_inside(As + (s) * A_SLAB + a_to, Bs + (s) * BK * BN + b_to, a_src, b_src, \
+                    ldb);                                                              \
     else                                                                               \
         copy_slabs(As + (s) * A_SLAB, Bs + (s) * BK * BN, A, B, M, N, K, lda, ldb,     \
                    row0, col0, k0, thread)
@@ -504,7 +521,7 @@ void mm_warp(const REAL* __restrict__ A,
         COPIES_WAIT();
         __syncthreads();
         if (k0 + (STAGES - 1) * BK < k_end) {
-            COPY(k0 + (STAGES - 1) * BK, (stage + STAGES - 1) % STAGES);
+            COPY(k0 + (STAGES - 1) * BK, stage == 0 ? STAGES - 1 : stage - 1);
         }
         COPIES_COMMIT();
 #else

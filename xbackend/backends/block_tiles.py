@@ -9,6 +9,7 @@ parameters as names and ints, as the records keep them (tests/test_structure.py)
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar, TypeVar
@@ -173,7 +174,9 @@ def plan(
     )
     if problem:
         raise UnsupportedParameter(f"{backend.name} {spec.name}: {problem}")
-    return plan_warp(op, spec, config, A_, B_, wide)
+    staged_bytes = config.staged_bytes(A_.itemsize, spec.double_buffered)
+    dynamic = staged_bytes if staged_bytes > (backend.device.local_mem_bytes or 0) else 0
+    return plan_warp(op, spec, config, A_, B_, wide, dynamic)
 
 
 def group_problem(
@@ -311,9 +314,12 @@ def plan_warp(
     A_: Array,
     B_: Array,
     wide: bool = False,
+    dynamic_shared: int = 0,
 ) -> Product:
     """kernels/mm_warp for ``op``, and the sum of the slices where K is split; 64-bit
-    offsets where the product needs them, or ``wide`` asks for them.
+    offsets where the product needs them, or ``wide`` asks for them; the slabs in
+    ``dynamic_shared`` bytes of dynamic shared memory where that is not 0 (CUDA, past
+    the 48 KB a kernel may declare).
 
     For rmm the kernel is built with -DREDUCED: M and N are then those of the
     (M/2)×(N/2) output, and the kernel sums the pairs of rows of A and of columns
@@ -338,6 +344,8 @@ def plan_warp(
     if op.reduced:
         options.append("-DREDUCED")
     options += index_options(warp_reach(layout, config, k_slice, strides[2]), wide)
+    if dynamic_shared:
+        options.append("-DDYNAMIC_SHARED")
     split = slices > 1
     product = KernelLaunch.of(
         spec.kernel, spec.family, tuple(options),
@@ -346,6 +354,7 @@ def plan_warp(
         A=A, B=B, C=Buffer("W") if split else C, M=M, N=N, K=K, lda=lda, ldb=ldb, ldc=N,
         **dict(zip(("strideA", "strideB", "strideC"), strides, strict=True)), k_slice=k_slice,
     )  # fmt: skip
+    product = dataclasses.replace(product, shared_bytes=dynamic_shared)
     if not split:
         return Product(layout.inputs, shape, A_.dtype, (product,), tile=config.BM,
                        params=config.to_dict())  # fmt: skip
@@ -381,7 +390,7 @@ def _warp_problem(
     if config.threads > limit:
         return f"{config.threads} {workers} exceed the limit of {limit} per group"
     staged = config.staged_bytes(itemsize, spec.double_buffered)
-    if staged > (device.local_mem_bytes or 0):
-        available = device.local_mem_bytes
+    available = device.local_mem_opt_in_bytes or device.local_mem_bytes or 0
+    if staged > available:
         return f"the slabs' {staged} bytes exceed {available} bytes of {memory} memory"
     return None

@@ -99,6 +99,7 @@ def _describe(index: int) -> DeviceInfo:
         global_mem_bytes=device.total_memory(),
         compute_units=device.get_attribute(attributes.MULTIPROCESSOR_COUNT),
         local_mem_bytes=device.get_attribute(attributes.MAX_SHARED_MEMORY_PER_BLOCK),
+        local_mem_opt_in_bytes=device.get_attribute(attributes.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN),
         cache_bytes=device.get_attribute(attributes.L2_CACHE_SIZE),
         max_work_group_size=device.get_attribute(attributes.MAX_THREADS_PER_BLOCK),
         registers=device.get_attribute(attributes.MAX_REGISTERS_PER_MULTIPROCESSOR),
@@ -236,10 +237,14 @@ class _CudaDevice(Device):
             else value
             for value in step.values()
         ]
-        grid, block = step.grid, step.block
-        if stamps is not None:
-            return lambda: kernel.prepared_call(grid, block, *args, stamps.buffer, stamps.take())
-        return lambda: kernel.prepared_call(grid, block, *args)
+        grid, block, shared = step.grid, step.block, step.shared_bytes
+        if shared:  # past the 48 KB a kernel may declare: its function must opt in
+            kernel.set_attribute(drv.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, shared)
+        if stamps is None:
+            return lambda: kernel.prepared_call(grid, block, *args, shared_size=shared)
+        return lambda: kernel.prepared_call(
+            grid, block, *args, stamps.buffer, stamps.take(), shared_size=shared
+        )
 
     def timer(self, product: Product) -> Timer:
         return _EventTimer(self._gate)

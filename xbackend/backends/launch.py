@@ -110,6 +110,9 @@ class KernelLaunch:
     block: tuple[int, int, int]  # workers (threads, work-items) per group along x, y, z
     args: dict[str, Arg]  # in the kernel's parameter order
     dims: int = 3  # the axes an OpenCL launch names (1: x alone; CUDA's grids are 3-D)
+    # Shared memory a group asks for at launch, past its declared arrays (CUDA's dynamic
+    # shared memory); 0: none.
+    shared_bytes: int = 0
 
     @classmethod
     def of(

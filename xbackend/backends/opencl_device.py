@@ -95,6 +95,11 @@ class ClDevice(Device):
 
                 self._clblast = Clblast()
             return lambda: self._gemm(args, dtype)
+        if step.shared_bytes:
+            raise UnsupportedParameter(
+                f"{step.kernel} asks for {step.shared_bytes} bytes of local memory at launch: "
+                "an OpenCL kernel declares all of its own"
+            )
         values = [
             buffers[value.name] if isinstance(value, Buffer) else value for value in step.values()
         ]

@@ -27,6 +27,9 @@ class DeviceInfo:
     max_alloc_bytes: int | None = None  # largest single buffer, where the API says
     compute_units: int | None = None
     local_mem_bytes: int | None = None  # shared memory per block / local memory
+    # The most a block may ask for at launch, past what it may declare (CUDA's opt-in
+    # dynamic shared memory, 227 KB on an H100); None: local_mem_bytes is all.
+    local_mem_opt_in_bytes: int | None = None
     cache_bytes: int | None = None
     max_work_group_size: int | None = None
     # 32-bit registers of one multiprocessor, where the API says (CUDA, NVIDIA's

@@ -92,6 +92,8 @@ class WarpConfig:
                 f"{self.threads} threads cannot share the slabs' 4-element pieces evenly: "
                 f"{self.label}"
             )
+        if self.stages and self.threads % self.BK:  # the kernel's A_STEP
+            return f"an asynchronous block's threads must be a multiple of BK: {self.label}"
         return None
 
     @property
