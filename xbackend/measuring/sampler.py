@@ -103,8 +103,10 @@ def sample(
     monitor.start()
     host = HostWatch(probe=on_cpu)
     host.start()
+    # Off, not collected first: a full collection costs tens of milliseconds in a process
+    # that holds many objects (17 ms a point in the test suite's), and frees nothing the
+    # samples need.
     collecting = gc.isenabled()
-    gc.collect()
     gc.disable()
     energy = None
     try:
