@@ -6,8 +6,9 @@ cuBLAS launched, on an H200 (2026-11-27, CUPTI and Nsight Compute: docs/results/
 64×64), k-slabs of 8, 3 or 4 stages. mm_warp's warp_async takes that shape as parameters:
 BM=256, BN=128, BK=8, 16×8 outputs a thread (a warp's 4×8 threads: 64×64), ``stages`` slabs
 in flight. Each such rung is timed interleaved with cuBLAS (the CUDA backend's vendor
-line): cuBLAS, rung, cuBLAS, rung, ... ``ROUNDS`` rounds of ``SAMPLES`` samples, each the
-median kernel time on its device clock; a share is cuBLAS's median over the rung's.
+line): cuBLAS, rung, cuBLAS, rung, ... ``ROUNDS`` rounds of ``SAMPLES`` samples, each a
+kernel time on its device clock; a share is cuBLAS's median over the rung's, with a seeded
+bootstrap 95% interval of that ratio from both sets of samples (``xbackend diff``'s).
 
     PYTHONPATH=. python studies/cublas_shape.py          # on a GPU machine
 """
@@ -20,6 +21,7 @@ import sys
 import numpy as np
 
 import xbackend
+from xbackend.diff import ratio_interval
 from xbackend.problems import make_operands
 from xbackend.sweep import parse_shapes
 
@@ -28,10 +30,10 @@ ROUNDS, SAMPLES = 4, 10
 CUBLAS_SHAPE = {"BM": 256, "BN": 128, "BK": 8, "WM": 64, "WN": 64, "TM": 16, "TN": 8}
 
 
-def median_s(backend, A, B, variant, params=None) -> float:
+def samples_s(backend, A, B, variant, params=None) -> list[float]:
     measured = backend.measure(A, B, variant, params=params, warmup=1, samples=SAMPLES,
                                min_samples=SAMPLES)  # fmt: skip
-    return float(statistics.median(measured.kept[0]))
+    return list(measured.kept[0])
 
 
 def main() -> int:
@@ -44,16 +46,16 @@ def main() -> int:
                     vendor, rung = [], []
                     try:
                         for _ in range(ROUNDS):
-                            vendor.append(median_s(cuda, A, B, "vendor"))
-                            rung.append(median_s(backend, A, B, "warp_async", params))
+                            vendor += samples_s(cuda, A, B, "vendor")
+                            rung += samples_s(backend, A, B, "warp_async", params)
                     except xbackend.XBackendError as error:
                         print(f"{shape} {label} stages={stages}: {str(error).splitlines()[0]}")
                         continue
-                    share = statistics.median(vendor) / statistics.median(rung)
+                    share = ratio_interval(rung, vendor)
                     print(f"{shape} {label} warp_async 256x128x8 16x8 stages={stages}: "
                           f"{statistics.median(rung) * 1e3:.3f} ms, cuBLAS "
-                          f"{statistics.median(vendor) * 1e3:.3f} ms: {share:.1%} of cuBLAS",
-                          flush=True)  # fmt: skip
+                          f"{statistics.median(vendor) * 1e3:.3f} ms: {share.ratio:.1%} "
+                          f"[{share.low:.1%}–{share.high:.1%}] of cuBLAS", flush=True)  # fmt: skip
     return 0
 
 
