@@ -87,6 +87,7 @@ def _expected(points: list[PointRecord], label: str, variant: str) -> list[tuple
     return sorted((p.M * p.N, p.flops / (joules(p) or 0.0) / 1e9) for p in mine)
 
 
+@pytest.mark.slow
 def test_each_line_draws_its_records_gflops_per_joule(tmp_path):
     points = _points()
     drawn = plots.draw_figures(points, tmp_path)

@@ -122,6 +122,7 @@ def _one(sentences: list[str], pattern: str) -> re.Match[str]:
     return found[0]
 
 
+@pytest.mark.slow
 def test_the_report_opens_with_true_findings(tmp_path):
     points = _all()
     sentences = _report_findings(tmp_path, points)
@@ -162,6 +163,7 @@ def test_the_report_opens_with_true_findings(tmp_path):
     _one(sentences, r"^None of the 24 measured points is noisy, throttled or untrusted\.$")
 
 
+@pytest.mark.slow
 def test_noisy_points_are_said_and_untrusted_ones_left_out_of_the_ratios(tmp_path):
     """Issue 37: a noisy point at the largest size is the answer there, marked noisy (the
     findings once fell back to a tiny quiet size); an untrusted one is left out."""
@@ -226,6 +228,7 @@ def test_report_a_b_draws_a_first(tmp_path):
     assert titles[0].startswith("cpu (run zeta)") and titles[1].startswith("cpu (run alpha)")
 
 
+@pytest.mark.slow
 def test_a_filtered_plot_leaves_the_run_s_figures_alone(tmp_path, capsys):
     folder = _results(tmp_path / "run", _all(seed=5))
     assert main(["plot", str(folder)]) == 0

@@ -74,6 +74,7 @@ def test_the_busy_sentence(loads, expected):
         assert expected in sentence
 
 
+@pytest.mark.slow
 def test_the_summary_and_the_findings_say_the_host_was_busy(tmp_path):
     from test_findings import _all, _report_findings
 

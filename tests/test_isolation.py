@@ -289,6 +289,7 @@ def test_the_child_gets_the_families_in_its_request_not_its_environment(own_fami
     np.testing.assert_allclose(measured.result, A.astype(np.float64) @ B, rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_a_hang_through_the_api_raises_and_the_next_point_runs(own_families):
     families.add_folders([KERNELS])
     from xbackend import get_backend
