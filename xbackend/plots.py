@@ -395,10 +395,6 @@ _TIME = "median kernel time (s)"
 _RATE = "GFLOP/s (2·M·N·K per product, median kernel time)"
 
 
-def _dtypes(points: Iterable[PointRecord]) -> str:
-    return literal(", ".join(sorted({p.dtype for p in points})))
-
-
 def figures(points: list[PointRecord], roofs: Roofs | None = None) -> list[tuple[str, Figure]]:
     """Every figure for ``points``, with the file name (without suffix) it is saved as;
     the roofline where ``roofs`` (their runs' ceilings) has the roof of one of them."""

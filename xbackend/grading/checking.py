@@ -12,7 +12,7 @@ with the interval of that median.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -231,24 +231,3 @@ def host_memory_bytes() -> int:
 def schedule(steps: int) -> list[Shape]:
     """The assignment's sizes: A (16·i)×(14·i) · B (14·i)×(16·i), i = 1..steps (none: 0)."""
     return growth(DEFAULT_BASE, steps) if steps else []
-
-
-def check_folders(
-    opened: Sequence[tuple[str, Backend]],
-    variants: Sequence[str],
-    shapes: Sequence[Shape],
-    seed: int,
-    say: Callable[[Verdict], None] = lambda verdict: None,
-    isolation: Isolation | None = None,
-) -> list[Verdict]:
-    """Every variant on every opened backend that has it, at every shape (a user's kernel
-    in the ``isolation``'s process, where one is given)."""
-    found = []
-    for label, backend in opened:
-        for variant in variants:
-            if variant not in backend.variants():
-                continue
-            for verdict in check_variant(label, backend, variant, shapes, seed, isolation):
-                say(verdict)
-                found.append(verdict)
-    return found
