@@ -285,8 +285,12 @@ def test_the_kernel_digest_follows_the_kernel_file(backend, tmp_path, monkeypatc
     _, text = read_kernel(family, language)
     edited = tmp_path / language / f"{family}{SUFFIXES[language]}"
     edited.parent.mkdir()
-    edited.write_text(text + "\n// an edit\n")
     monkeypatch.setenv("XBACKEND_KERNELS", str(tmp_path))
+    # A comment, its spacing, a blank line: the same code, the same digest.
+    edited.write_text("// a note\n" + text.replace("\n", "\n\n", 3) + "\n/* an edit */\n")
+    assert tuning.current_build(backend, variant)["kernel"] == before
+    # A line of code: another kernel.
+    edited.write_text(text + "\n#define XB_EDITED 1\n")
     assert tuning.current_build(backend, variant)["kernel"] != before
 
 

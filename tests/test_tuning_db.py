@@ -65,8 +65,8 @@ def test_every_shipped_entry_matches_the_kernel_file_of_today():
         assert backend in ("cuda", "opencl"), f"{key}: no mm_warp kernel for {backend}"
         assert entry["build"]["kernel"] == _kernel_digest(backend), (
             f"{key}: measured with another {backend} mm_warp kernel or its options. After "
-            "editing a kernel, measure the database again (studies/gpu_fair.sh on the "
-            "devices, then scripts/tuning_db.py on their tune caches)."
+            "editing a kernel's code, measure the database again (studies/gpu_fair.sh on the "
+            "devices, then scripts/tuning_db.py on their tune caches); a comment is no edit."
         )
 
 

@@ -41,14 +41,14 @@
 // Compile-time parameters (-D options): BM, BN, BK, WM, WN, TM, TN; VEC4 and
 // LOCAL4 (4-byte types only: LOCAL4 reads the slabs as 4-element vectors, 16-byte
 // reads that ptxas also finds in the scalar code); DOUBLE_BUFFER; ASYNC and
-// STAGES (2 to 4: the slabs in flight); MIN_BLOCKS
+// STAGES (2 to 4: the slabs in flight); DYNAMIC_SHARED (CUDA's: an error here); MIN_BLOCKS
 // (CUDA's launch bounds); REAL (float, double, int); REDUCED (the reduced product,
 // op rmm, with its pair sums made on the way to the slabs: see load_a); PAD (see
 // above), SUM_BLOCK (the block of mm_sum_slices) and WIDE_INDEX (64-bit offsets, as
 // in mm). Python owns every value and the rules they must keep (backends/warp.py,
 // WarpConfig.problem); the defaults below are there so that the file compiles on
 // its own.
-// The CUDA twin, kernels/cuda/mm_warp.cu, has the same kernels line for line.
+// The CUDA twin, mm_warp.cu beside it, has the same kernels line for line.
 // XB_FP64 is defined when REAL is double, to enable cl_khr_fp64.
 
 #include "stamp.h"

@@ -49,7 +49,7 @@
 // in mm). Python owns every value and the rules they must keep (backends/warp.py,
 // WarpConfig.problem); the defaults below are there so that the file compiles on
 // its own.
-// The OpenCL twin, kernels/opencl/mm_warp.cl, has the same kernels line for line.
+// The OpenCL twin, mm_warp.cl beside it, has the same kernels line for line.
 
 #include "stamp.h"
 #ifndef BM

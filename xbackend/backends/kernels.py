@@ -220,11 +220,12 @@ def has_stamps(family: str, language: str) -> bool:
 
 
 def source_digest(family: str, language: str, options: Iterable[str] = ()) -> str:
-    """A digest of a kernel file's text and of build options: a choice tuned for one
-    kernel is stale once either changes (see ``Backend.kernel_build``). The clock's
-    hooks are left out: they compile to nothing in the builds that are tuned."""
+    """A digest of a kernel file's code and of build options: a choice tuned for one
+    kernel is stale once either changes (see ``Backend.kernel_build``). Its comments and
+    the clock's hooks are left out (``sources.code_lines``): the hooks compile to nothing
+    in the builds that are tuned."""
     _, text = read_kernel(family, language)
-    digest = hashlib.sha256(without_stamps(text).encode())
+    digest = hashlib.sha256(sources.code_lines(text).encode())
     for option in options:
         digest.update(b"\x00" + option.encode())
     return digest.hexdigest()[:16]

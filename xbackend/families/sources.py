@@ -217,6 +217,15 @@ def blank_comments(text: str) -> str:
     return _COMMENT.sub(_blank, text)
 
 
+def code_lines(text: str) -> str:
+    """A kernel file's code as a build without ``STAMP`` compiles it: no comments, no
+    clock hooks, each line's spacing collapsed and blank lines left out (line breaks kept:
+    they end a preprocessor line). What a digest of a kernel is taken of, so that editing
+    a comment does not make a tuned choice stale."""
+    lines = (" ".join(line.split()) for line in blank_comments(without_stamps(text)).splitlines())
+    return "\n".join(line for line in lines if line)
+
+
 _RETURN = re.compile(r"\breturn\s*;")
 _AFTER = re.compile(r"\s*([{;])")  # what follows a parameter list: a body, or not
 _BRACE = re.compile(r"[{}]")

@@ -11,11 +11,11 @@ found the default best gets the default, not the database's choice.
 
 Each entry records how and when it was measured (``how``: the command and the machine;
 ``tuned_at``), beside the fields of a cache entry. Its ``build`` holds only the digest
-of the kernel file and its fixed options: the database holds on any driver and for the
-version it ships with, but an entry whose kernel has changed since it was measured is
-ignored (with a ``TuneCacheWarning``), as a stale cache entry is. A test keeps every
-entry's digest equal to the kernel files', so a kernel edit fails it until the
-database is measured again (``scripts/tuning_db.py``).
+of the kernel file's code (comments left out) and its fixed options: the database holds
+on any driver and for the version it ships with, but an entry whose kernel has changed
+since it was measured is ignored (with a ``TuneCacheWarning``), as a stale cache entry
+is. A test keeps every entry's digest equal to the kernel files', so an edit of a
+kernel's code fails it until the database is measured again (``scripts/tuning_db.py``).
 
 ``XBACKEND_TUNING_DB`` names another database file, or ``off`` to hide it (as the
 docs' untuned measurements do).
