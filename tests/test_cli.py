@@ -82,6 +82,17 @@ def test_devices_lists_backends_and_runs_a_tiny_product(devices_run):
             assert f"{info.name}: unavailable: " in done.stdout
 
 
+def test_devices_says_the_shared_memory_a_launch_may_ask_for():
+    """A CUDA device's opt-in shared memory is said beside what a kernel may declare; a
+    device without one (OpenCL, the CPU) says the one size."""
+    from xbackend.cli.devices import local_memory
+
+    cuda = xbackend.DeviceInfo("H100", local_mem_bytes=48 << 10, local_mem_opt_in_bytes=227 << 10)
+    assert local_memory(cuda) == "48 KiB, 227 KiB asked for at launch"
+    assert local_memory(xbackend.DeviceInfo("CPU", local_mem_bytes=32 << 10)) == "32 KiB"
+    assert local_memory(xbackend.DeviceInfo("?")) == "?"
+
+
 @pytest.mark.slow
 def test_unknown_backend_is_a_clear_error():
     done = xb("compare", "--backends", "cpu,metal", "--steps", "1")

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from xbackend import Backend, backends, get_backend
+from xbackend import Backend, DeviceInfo, backends, get_backend
 from xbackend.problems import Reference, Shape, check, make_operands
 
 
@@ -42,6 +42,16 @@ def _smoke_test(backend: Backend) -> list[tuple[str, bool | None, str]]:
             detail = f"max|err| {verdict.max_abs_error:.2g}" if verdict.equal else "wrong result"
             outcomes.append((variant, verdict.equal, detail))
     return outcomes
+
+
+def local_memory(device: DeviceInfo) -> str:
+    """What a group may declare of shared/local memory, and where the API lets it ask for
+    more at launch (CUDA's opt-in dynamic shared memory), that too."""
+    declared = _size(device.local_mem_bytes)
+    more = device.local_mem_opt_in_bytes or 0
+    if more > (device.local_mem_bytes or 0):
+        return f"{declared}, {_size(more)} asked for at launch"
+    return declared
 
 
 def _size(nbytes: int | None) -> str:
@@ -83,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
                 f"  [{index}] {device.name} ({device.platform}; {device.kind}; "
                 f"driver {device.driver_version or '?'}; memory {_size(device.global_mem_bytes)}; "
                 f"{device.compute_units or '?'} compute units; "
-                f"local/shared {_size(device.local_mem_bytes)}; cache {_size(device.cache_bytes)})"
+                f"local/shared {local_memory(device)}; cache {_size(device.cache_bytes)})"
             )
             if not args.no_run:
                 failures += _run_on(info.name, index)
