@@ -431,9 +431,8 @@ class OpenCLBackend(CompiledBackend):
         version = self._ptx_version()
         if not version:
             return None
-        program = self._compile(launch, dtype).get_info(
-            cl.kernel_info.PROGRAM
-        )  # as a run builds it
+        kernel = self._compile(launch, dtype)  # built as a run builds it
+        program = kernel.get_info(cl.kernel_info.PROGRAM)
         binary = bytes(program.get_info(cl.program_info.BINARIES)[0]).rstrip(b"\0")
         ptx = binary.decode("utf-8", errors="replace") + "\n"  # NUL-ended: ptxas reads EOF
         return ptx, f"sm_{version}"

@@ -103,8 +103,8 @@ def sample(
     monitor.start()
     host = HostWatch(probe=on_cpu)
     host.start()
-    # Off, not collected first: a full collection costs tens of milliseconds in a process
-    # that holds many objects (17 ms a point in the test suite's), and frees nothing the
+    # Off, not collected first: a full collection took 17 ms a point in a small process
+    # (more in the test suite's, which holds many more objects), and frees nothing the
     # samples need.
     collecting = gc.isenabled()
     gc.disable()
