@@ -292,6 +292,11 @@ inline void stash(__local REAL* As, __local REAL* Bs, const REAL* a, const REAL*
 #if defined(XB_PTX) && XB_PTX >= 80
 #define CP_ASYNC
 #define SHARED_ADDRESS(p) ((uint)(ulong)(p))
+// A slab pointer the compiler may not make again from the array's address: made
+// once, before the loop (see COPY).
+#define KEEP_ADDRESS(p) asm volatile("" : "+l"(p))
+#else
+#define KEEP_ADDRESS(p)
 #endif
 inline void copy1(__local REAL* dst, __global const REAL* src, const int valid)
 {
@@ -503,12 +508,17 @@ void mm_warp(__global const REAL* restrict A,
 
 #ifdef ASYNC
     // The slabs at k0 into stage s, in the order of k0 (the fast path's pointers, and
-    // the places of this thread's first pieces in a stage: made once).
-    const int a_to = A_AT(thread / (BK / 4), thread % (BK / 4) * 4), b_to = 4 * thread;
+    // the places of this thread's first pieces in stage 0: made once). Kept from the
+    // compilers: both would make the slabs' address again at every copy, which for
+    // cp.async on sm_90 reads the block's rank in its cluster (S2UR SR_CgaCtaId)
+    // inside the loop (docs/performance.md).
+    __local REAL* as_to = As + A_AT(thread / (BK / 4), thread % (BK / 4) * 4);
+    __local REAL* bs_to = Bs + 4 * thread;
+    KEEP_ADDRESS(as_to);
+    KEEP_ADDRESS(bs_to);
 #define COPY(k0, s)                                                                    \
     if (unchecked && (k0) + BK <= K)                                                   \
-        copy_inside(As + (s) * A_SLAB + a_to, Bs + (s) * BK * BN + b_to, a_src, b_src, \
-                    ldb);                                                              \
+        copy_inside(as_to + (s) * A_SLAB, bs_to + (s) * BK * BN, a_src, b_src, ldb);   \
     else                                                                               \
         copy_slabs(As + (s) * A_SLAB, Bs + (s) * BK * BN, A, B, M, N, K, lda, ldb,     \
                    row0, col0, k0, thread)
