@@ -312,11 +312,11 @@ class _Planner:
 
     name: ClassVar[str] = "cuda"
 
-    def __init__(self, device: xbackend.DeviceInfo):
+    def __init__(self, device: xbackend.DeviceInfo, variant: str = "warp_async"):
         from xbackend.families import variant_table
 
         self.device = device
-        self.spec = variant_table("cuda", "thread", "shared")["mm"]["warp_async"]
+        self.spec = variant_table("cuda", "thread", "shared")["mm"][variant]
 
     def tile_problem(self, variant, tile, itemsize=4, op="mm", params=None):
         from xbackend.backends.block_tiles import group_problem
@@ -357,6 +357,53 @@ def test_slabs_past_the_declarable_memory_are_asked_for_at_launch():
     opencl = _Planner(_gpu(None))
     with pytest.raises(UnsupportedParameter, match="57344 bytes exceed 49152 bytes"):
         plan(opencl, "mm", opencl.spec, None, A, B, cublas.with_stages(4).to_dict(), False)  # type: ignore[arg-type]
+
+
+# A double-buffered 128×256×16 block: its slabs take 49,664 bytes with A's rows padded,
+# 49,152 (NVIDIA OpenCL's whole local memory) without.
+WIDE_BLOCK = Config(128, 256, 16, 128, 256, 16, 8)
+
+
+def test_slabs_past_the_memory_by_their_padding_alone_are_built_unpadded():
+    """Guards OpenCL's 48 KB: where a block may have 49,152 bytes and no more, the
+    double-buffered 128×256×16 block is built with -DPAD=0 and fits; with CUDA's opt-in
+    it keeps its padding, in dynamic shared memory; a block past the memory unpadded too
+    is still refused, and the asynchronous slabs (not transposed) keep theirs."""
+    from xbackend.backends.block_tiles import plan
+    from xbackend.backends.launch import KernelLaunch
+    from xbackend.errors import UnsupportedParameter
+
+    assert WIDE_BLOCK.staged_bytes(4, True) == 49664
+    assert WIDE_BLOCK.staged_bytes(4, True, pad=0) == 49152
+    A, B = make_operands(Shape(300, 70, 520), SEED)
+    for opt_in, pad, dynamic in ((None, 0, 0), (232448, warp.PAD, 49664)):
+        device = _Planner(_gpu(opt_in), "vec4_db")
+        (launch,) = plan(device, "mm", device.spec, None, A, B, WIDE_BLOCK.to_dict(), False).steps  # type: ignore[arg-type]
+        assert isinstance(launch, KernelLaunch) and f"-DPAD={pad}" in launch.options
+        assert launch.shared_bytes == dynamic
+    opencl = _Planner(_gpu(None), "vec4_db")
+    wider = Config(256, 256, 16, 256, 256, 16, 16)  # 65,536 bytes even unpadded: said padded
+    with pytest.raises(UnsupportedParameter, match="66048 bytes exceed 49152 bytes"):
+        plan(opencl, "mm", opencl.spec, None, A, B, wider.to_dict(), False)  # type: ignore[arg-type]
+    assert Config(64, 64, 8, 32, 32, 8, 4, stages=3).padding(4, False, 1) == warp.PAD
+
+
+def test_the_unpadded_build_computes_the_product(opencl, monkeypatch):
+    """The block above built unpadded (its device's memory made NVIDIA OpenCL's 49,152
+    bytes) computes A·B at a size that leaves every edge partial, its output poisoned
+    first; the padding was the only thing that changed."""
+    import dataclasses
+
+    small = dataclasses.replace(opencl.device, local_mem_bytes=49152, local_mem_opt_in_bytes=None)
+    monkeypatch.setattr(opencl, "_device", small)
+    A, B = make_operands(Shape(300, 70, 520), SEED)
+    product = opencl.planned("mm", "vec4_db", None, A, B)  # the default: padded
+    assert f"-DPAD={warp.PAD}" in product.steps[0].options
+    measured = opencl.measure(A, B, "vec4_db", params=WIDE_BLOCK.to_dict(), warmup=0, samples=1)
+    assert measured.params == WIDE_BLOCK.to_dict()
+    assert any("-DPAD=0" in options for _, options in opencl._programs)  # what ran
+    expected = A.astype(np.float64) @ B.astype(np.float64)
+    np.testing.assert_allclose(measured.result, expected, rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.slow

@@ -174,9 +174,16 @@ def plan(
     )
     if problem:
         raise UnsupportedParameter(f"{backend.name} {spec.name}: {problem}")
-    staged_bytes = config.staged_bytes(A_.itemsize, spec.double_buffered)
+    pad = config.padding(A_.itemsize, spec.double_buffered, _block_memory(backend.device))
+    staged_bytes = config.staged_bytes(A_.itemsize, spec.double_buffered, pad)
     dynamic = staged_bytes if staged_bytes > (backend.device.local_mem_bytes or 0) else 0
-    return plan_warp(op, spec, config, A_, B_, wide, dynamic)
+    return plan_warp(op, spec, config, A_, B_, wide, dynamic, pad)
+
+
+def _block_memory(device: DeviceInfo) -> int:
+    """The shared/local memory a block may have: what it may declare, or more where the
+    device lets it ask for more at launch (CUDA's opt-in)."""
+    return device.local_mem_opt_in_bytes or device.local_mem_bytes or 0
 
 
 def group_problem(
@@ -315,11 +322,12 @@ def plan_warp(
     B_: Array,
     wide: bool = False,
     dynamic_shared: int = 0,
+    pad: int = warp.PAD,
 ) -> Product:
     """kernels/mm_warp for ``op``, and the sum of the slices where K is split; 64-bit
     offsets where the product needs them, or ``wide`` asks for them; the slabs in
     ``dynamic_shared`` bytes of dynamic shared memory where that is not 0 (CUDA, past
-    the 48 KB a kernel may declare).
+    the 48 KB a kernel may declare); A's transposed slab rows ``pad`` longer.
 
     For rmm the kernel is built with -DREDUCED: M and N are then those of the
     (M/2)×(N/2) output, and the kernel sums the pairs of rows of A and of columns
@@ -339,7 +347,7 @@ def plan_warp(
     slices = _blocks(K, k_slice)
     config = config.with_slices(slices)
     vec4 = warp.vec4_ok(A_.itemsize, lda, ldb, N, *strides, k_slice)
-    options = [*warp.defines(config, A_.dtype, vec4, spec.double_buffered)]
+    options = [*warp.defines(config, A_.dtype, vec4, spec.double_buffered, pad)]
     options.append(f"-DREAL={C_TYPES[A_.dtype.name]}")
     if op.reduced:
         options.append("-DREDUCED")
@@ -389,8 +397,9 @@ def _warp_problem(
     limit = device.max_work_group_size or 0
     if config.threads > limit:
         return f"{config.threads} {workers} exceed the limit of {limit} per group"
-    staged = config.staged_bytes(itemsize, spec.double_buffered)
-    available = device.local_mem_opt_in_bytes or device.local_mem_bytes or 0
+    available = _block_memory(device)
+    pad = config.padding(itemsize, spec.double_buffered, available)
+    staged = config.staged_bytes(itemsize, spec.double_buffered, pad)
     if staged > available:
         return f"the slabs' {staged} bytes exceed {available} bytes of {memory} memory"
     return None

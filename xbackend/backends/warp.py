@@ -68,14 +68,24 @@ class WarpConfig:
     def warp_tiled(self) -> bool:
         return self.group_threads == WARP
 
-    def staged_bytes(self, itemsize: int, double_buffer: bool) -> int:
+    def staged_bytes(self, itemsize: int, double_buffer: bool, pad: int = PAD) -> int:
         """Shared/local memory of one block: the two slabs, twice when double-buffered,
-        ``stages`` times for an asynchronous variant."""
+        ``stages`` times for an asynchronous variant; A's transposed rows ``pad`` longer."""
         if self.stages:  # A's slab kept as rows of BK, skewed (the kernel's A_SLAB)
             a_slab = self.BM * self.BK + self.BM // 4 * A_SKEW
             return self.stages * (a_slab + self.BK * self.BN) * itemsize
         stages = 2 if double_buffer else 1
-        return stages * self.BK * (self.BM + PAD + self.BN) * itemsize
+        return stages * self.BK * (self.BM + pad + self.BN) * itemsize
+
+    def padding(self, itemsize: int, double_buffer: bool, memory: int | None) -> int:
+        """The padding of A's transposed slab rows: PAD, or none where the padding alone
+        would take the slabs past the ``memory`` bytes a block may have. NVIDIA's OpenCL
+        has 49,152 bytes and nothing past them: a double-buffered 128×256×16 block takes
+        49,664 padded and 49,152 without (a block's stores of the transposed slab then
+        meet in 4 banks; its reads, 16 bytes a thread, do not)."""
+        if self.stages or memory is None or self.staged_bytes(itemsize, double_buffer) <= memory:
+            return PAD
+        return 0 if self.staged_bytes(itemsize, double_buffer, 0) <= memory else PAD
 
     def problem(self) -> str | None:
         """Why the kernel cannot be built with this configuration, or None."""
@@ -392,13 +402,16 @@ def vec4_ok(itemsize: int, *elements: int) -> bool:
     return itemsize == 4 and all(value % 4 == 0 for value in elements)
 
 
-def defines(config: WarpConfig, dtype: np.dtype[Any], vec4: bool, double_buffer: bool) -> list[str]:
-    """The -D options of a configuration: its tiles, the constants, the switches (an
-    asynchronous one's: ASYNC and its STAGES)."""
+def defines(
+    config: WarpConfig, dtype: np.dtype[Any], vec4: bool, double_buffer: bool, pad: int = PAD
+) -> list[str]:
+    """The -D options of a configuration: its tiles, the constants (A's slab rows ``pad``
+    longer: ``WarpConfig.padding``), the switches (an asynchronous one's: ASYNC and its
+    STAGES)."""
     options = [f"-D{name}={getattr(config, name)}" for name in TILE_NAMES]
     if config.stages:
         options += ["-DASYNC", f"-DSTAGES={config.stages}"]
-    options += [f"-DPAD={PAD}", f"-DSUM_BLOCK={SUM_BLOCK}"]
+    options += [f"-DPAD={pad}", f"-DSUM_BLOCK={SUM_BLOCK}"]
     if dtype.itemsize == 4:
         options.append("-DLOCAL4")
     if vec4:
