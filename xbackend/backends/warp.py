@@ -81,8 +81,8 @@ class WarpConfig:
         """The padding of A's transposed slab rows: PAD, or none where the padding alone
         would take the slabs past the ``memory`` bytes a block may have. NVIDIA's OpenCL
         has 49,152 bytes and nothing past them: a double-buffered 128×256×16 block takes
-        49,664 padded and 49,152 without (a block's stores of the transposed slab then
-        meet in 4 banks; its reads, 16 bytes a thread, do not)."""
+        49,664 padded and 49,152 without (the stores of the transposed slab then meet
+        in the same banks more often; the multiply's 16-byte reads are as before)."""
         if self.stages or memory is None or self.staged_bytes(itemsize, double_buffer) <= memory:
             return PAD
         return 0 if self.staged_bytes(itemsize, double_buffer, 0) <= memory else PAD
