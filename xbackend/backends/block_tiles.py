@@ -174,8 +174,7 @@ def plan(
     )
     if problem:
         raise UnsupportedParameter(f"{backend.name} {spec.name}: {problem}")
-    pad = config.padding(A_.itemsize, spec.double_buffered, _block_memory(backend.device))
-    staged_bytes = config.staged_bytes(A_.itemsize, spec.double_buffered, pad)
+    pad, staged_bytes = _slabs(backend.device, spec, config, A_.itemsize)
     dynamic = staged_bytes if staged_bytes > (backend.device.local_mem_bytes or 0) else 0
     return plan_warp(op, spec, config, A_, B_, wide, dynamic, pad)
 
@@ -184,6 +183,15 @@ def _block_memory(device: DeviceInfo) -> int:
     """The shared/local memory a block may have: what it may declare, or more where the
     device lets it ask for more at launch (CUDA's opt-in)."""
     return device.local_mem_opt_in_bytes or device.local_mem_bytes or 0
+
+
+def _slabs(
+    device: DeviceInfo, spec: VariantSpec, config: warp.WarpConfig, itemsize: int
+) -> tuple[int, int]:
+    """A block's slabs on ``device``: the padding of A's rows (``WarpConfig.padding``)
+    and the bytes they take with it."""
+    pad = config.padding(itemsize, spec.double_buffered, _block_memory(device))
+    return pad, config.staged_bytes(itemsize, spec.double_buffered, pad)
 
 
 def group_problem(
@@ -398,8 +406,7 @@ def _warp_problem(
     if config.threads > limit:
         return f"{config.threads} {workers} exceed the limit of {limit} per group"
     available = _block_memory(device)
-    pad = config.padding(itemsize, spec.double_buffered, available)
-    staged = config.staged_bytes(itemsize, spec.double_buffered, pad)
+    _, staged = _slabs(device, spec, config, itemsize)
     if staged > available:
         return f"the slabs' {staged} bytes exceed {available} bytes of {memory} memory"
     return None
