@@ -277,7 +277,9 @@ def _said(verdict: Verdict) -> str:
     if _native(verdict.label):
         return f"{verdict.word} ({verdict.detail})"
     if verdict.label == COMPILER:
-        return verdict.detail if verdict.equal else f"NOT RUN: {verdict.detail}"
+        return (
+            f"{verdict.word} ({verdict.detail})" if verdict.equal else f"NOT RUN: {verdict.detail}"
+        )
     return f"{verdict.word} under {verdict.label} ({verdict.detail})"
 
 

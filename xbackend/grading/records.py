@@ -22,6 +22,19 @@ from xbackend.operations import Shape
 SANITIZERS = {"opencl": "oclgrind", "cuda": "compute-sanitizer"}
 COMPILER = "nvcc"
 
+# The verdict words, the only ones check.csv, gradebook.csv, the pages and the terminal say
+# of a kernel, with what each means (docs/grading.md lists them, and a test holds the two
+# alike). ``compiles`` is never a pass: nothing ran the kernel.
+WORDS = {
+    "equal": "equal to the float64 reference within its bound at every shape it ran, with "
+    "no sanitizer finding",
+    "WRONG": "a result outside its bound at some shape, or a sanitizer's finding (a write "
+    "out of bounds, a race, a read of memory never written)",
+    "NOT RUN": "it did not run at some shape: it did not compile, a launch failed, a "
+    "sanitizer did not finish it, no backend here runs it, its process died or hung",
+    "compiles": "nvcc built it and no CUDA device here ran it: never a pass",
+}
+
 
 def language_of(label: str) -> str:
     """The backend a verdict's row belongs to: a sanitizer's or the compiler's goes to the
@@ -48,7 +61,7 @@ class Verdict:
     @property
     def word(self) -> str:
         if self.equal and self.shape is None:  # a build that nothing here could run
-            return "passes"
+            return "compiles"
         return {True: "equal", False: "WRONG", None: "NOT RUN"}[self.equal]
 
 
