@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,7 +15,7 @@ from conftest import ROOT, kernel_line, run_xbackend
 
 from xbackend.cli.check_submission import summary_of
 from xbackend.grading import compilers, gradebook, pages, records
-from xbackend.grading.records import Records, Verdict
+from xbackend.grading.records import Records, Timing, Verdict
 from xbackend.operations import Shape
 from xbackend.pytest_plugin import needs_backend
 
@@ -119,3 +120,76 @@ def test_every_file_a_check_writes_says_the_words_of_the_docs(tmp_path):
     for path in (tmp_path / "g").rglob("*"):
         if path.is_file():
             assert "passes" not in path.read_text(errors="replace"), path
+
+
+# -- 52.2: nothing overwritten; --merge replaces a resubmission's own rows only ---------------
+
+
+def _class(tmp_path, names: tuple[str, ...]) -> Path:
+    folder = tmp_path / "class"
+    for name in names:
+        shutil.copytree(CLASS / name, folder / name)
+    return folder
+
+
+def _files(out: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+
+
+def _rows(path: Path) -> list[dict[str, str]]:
+    return list(csv.DictReader(path.open()))
+
+
+@pytest.mark.slow
+def test_a_resubmission_into_a_used_gradebook_is_refused_or_merged_losing_no_row(tmp_path):
+    needs_backend("opencl")
+    folder = _class(tmp_path, ("alice", "kevin", "oscar"))
+    out = tmp_path / "grades"
+    done = run_xbackend("check", str(folder), *QUICK, "--out", str(out))
+    assert done.returncode in (0, 1), done.stdout + done.stderr
+    before = _files(out)
+    book, every = _rows(out / "gradebook.csv"), _rows(out / "check.csv")
+    assert {row["submission"] for row in book} == {"alice", "kevin", "oscar"}
+    # Without the flag: one line, exit 2, before anything runs; nothing changed.
+    again = run_xbackend("check", str(folder / "kevin"), *QUICK, "--out", str(out))
+    assert again.returncode == 2, again.stdout + again.stderr
+    assert again.stderr.splitlines() == [
+        f"xbackend: error: --out {out}: holds the gradebook of another check "
+        "(gradebook.csv); check into a new folder, or add --merge to replace only these "
+        "submissions' rows, pages and records in it"
+    ]
+    assert "checking" not in again.stdout and _files(out) == before
+    # With it: kevin's rows replaced, every other row, page and record kept as it was.
+    merged = run_xbackend("check", str(folder / "kevin"), *QUICK, "--out", str(out), "--merge")
+    assert merged.returncode == 0, merged.stdout + merged.stderr
+    after = _files(out)
+    for name, data in before.items():
+        if "kevin" not in name and not name.startswith(("gradebook", "check.csv")):
+            assert after[name] == data, name
+    assert [r for r in _rows(out / "gradebook.csv") if r["submission"] != "kevin"] == [
+        r for r in book if r["submission"] != "kevin"
+    ]
+    assert [r for r in _rows(out / "check.csv") if r["submission"] != "kevin"] == [
+        r for r in every if r["submission"] != "kevin"
+    ]
+    kevin = [r for r in _rows(out / "gradebook.csv") if r["submission"] == "kevin"]
+    assert [r["variant"] for r in kevin] == ["kevin_naive", "kevin_tiled"]
+    assert [r["submission"] for r in _rows(out / "gradebook.csv")] == [
+        r["submission"] for r in book
+    ]  # in the class's order, kevin where he was
+    page = (out / "gradebook.html").read_text()
+    assert all(f"submissions/{name}.html" in page for name in ("alice", "kevin", "oscar"))
+    assert "kevin re-checked" in page
+
+
+def test_a_gradebooks_rows_read_back_are_the_rows_written():
+    rng = np.random.default_rng(5202)
+    found = _records(rng)
+    shape = _shapes(rng, 1)[0]
+    median = float(rng.uniform(1e-4, 1e-2))
+    timed = Timing("opencl", "s_naive", shape, median, median * 0.97, median * 1.05, "api", 9)
+    found = Records(found.verdicts, [timed], found.variants, True)
+    written = gradebook.ranked(gradebook.rows("=sue", found, {}, 3))
+    again = gradebook.ranked(gradebook.read_rows(gradebook.csv_text(written)))
+    assert gradebook.csv_text(again) == gradebook.csv_text(written)
+    assert again[1].timing is not None and again[1].timing.low_s == pytest.approx(median * 0.97)

@@ -106,6 +106,12 @@ def _add_output_options(parser: argparse.ArgumentParser) -> None:
         "check.csv (every verdict); a class's default: results/check-TIME",
     )  # fmt: skip
     parser.add_argument(
+        "--merge", action="store_true",
+        help="check into an --out holding an earlier check's gradebook: these submissions' "
+        "rows, pages and records replace their own there, every other one is kept (a "
+        "resubmission); without it such an --out is refused",
+    )  # fmt: skip
+    parser.add_argument(
         "--rank",
         action="store_true",
         help="rank the equal kernels by median time (printed and on the page)",
@@ -140,7 +146,8 @@ def run(args: argparse.Namespace) -> int:
     if args.one:  # one submission, here: the process a class's check starts for it
         return check_submission.run(args, shapes)
     found = submissions.find(args.folders)
-    out = _out_folder(args.out, len(found) > 1)  # a bad --out is said before anything runs
+    out = _out_folder(args.out, len(found) > 1, args.merge)  # said before anything runs
+    kept = _kept(out, [s.name for s in found]) if out is not None else None
     shared = submissions.shared_names(found)
     if len(found) > 1:
         print(f"checking a class of {len(found)} submissions, each in a process of its own")
@@ -148,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
         print("names more than one submission declares, each checked on its own and "
               f"named by its folder: {'; '.join(shared)}")  # fmt: skip
     references = {} if args.no_times or not args.steps else _references(args)
-    book = _Book(out, shared, references, len(shapes), args.rank, [s.name for s in found])
+    book = _Book(out, shared, references, len(shapes), args.rank, [s.name for s in found], kept)
     if args.jobs > 1 and len(found) > 1:
         side = "their times were taken side by side on one device"
         book.notes.append(f"{args.jobs} submissions checked at once: {side}")
@@ -182,16 +189,38 @@ def _check_shapes(shapes: list[Any]) -> None:
             )
 
 
-def _out_folder(out: str | None, is_class: bool) -> Path | None:
+def _out_folder(out: str | None, is_class: bool, merge: bool) -> Path | None:
     """Where the gradebook goes, checked now (a folder that cannot be one, a link at one
-    of its files, is an error before anything runs); a class's default is
-    results/check-TIME."""
+    of its files, another check's gradebook without ``--merge``, is an error before
+    anything runs); a class's default is results/check-TIME."""
     if out is None and not is_class:
         return None
     path = output_folder(Path(out) if out else arguments.fresh_out("check"))
     for name in ("gradebook.csv", "gradebook.html", "check.csv"):
         refuse_link(path / name)
+    used = [name for name in ("gradebook.csv", "check.csv") if (path / name).exists()]
+    if used and not merge:
+        raise XBackendError(
+            f"--out {path}: holds the gradebook of another check ({used[0]}); check into a "
+            "new folder, or add --merge to replace only these submissions' rows, pages and "
+            "records in it"
+        )
     return path
+
+
+def _kept(out: Path, names: Sequence[str]) -> gradebook.Kept:
+    """What an earlier check wrote into ``out`` of the submissions other than ``names``:
+    kept as it was by ``--merge`` (nothing where ``out`` holds no gradebook)."""
+    book, every = out / "gradebook.csv", out / "check.csv"
+    rows = gradebook.read_rows(book.read_text(encoding="utf-8")) if book.exists() else []
+    lines = gradebook.read_verdicts(every.read_text(encoding="utf-8")) if every.exists() else []
+    order = list(dict.fromkeys(row.submission for row in rows))
+    mine = set(names)
+    return gradebook.Kept(
+        [row for row in rows if row.submission not in mine],
+        [line for line in lines if line[0] not in mine],
+        order,
+    )
 
 
 def _forwarded(args: argparse.Namespace) -> list[str]:
@@ -247,14 +276,23 @@ class _Book:
 
     def __init__(
         self, out: Path | None, shared: Sequence[str], references: dict[str, Timing],
-        shapes: int, rank: bool, order: Sequence[str],
+        shapes: int, rank: bool, order: Sequence[str], kept: gradebook.Kept | None = None,
     ):  # fmt: skip
         self.out, self.shared, self.references = out, shared, references
         self.shapes, self.rank = shapes, rank
-        self.order = {name: index for index, name in enumerate(order)}  # the class's order
+        self.kept = kept or gradebook.Kept([], [], [])  # an earlier check's (--merge)
+        # The class's order: an earlier check's first, a resubmission where it was.
+        names = dict.fromkeys([*self.kept.order, *order])
+        self.order = {name: index for index, name in enumerate(names)}
         self.notes: list[str] = []  # said on the class's page
+        if self.kept.order:
+            again = ", ".join(order[:8]) + (" ..." if len(order) > 8 else "")
+            self.notes.append(
+                f"{again} re-checked {time.strftime('%Y-%m-%d %H:%M')} and merged into "
+                "this gradebook (--merge): the other rows are an earlier check's"
+            )
         self.checked: list[Checked] = []
-        self.rows: list[Row] = []
+        self.rows: list[Row] = list(self.kept.rows)
 
     def add(self, checked: Checked) -> None:
         self.checked.append(checked)
@@ -295,7 +333,7 @@ class _Book:
                 self.references,
             ),
             "gradebook.csv": gradebook.csv_text(self.rows),
-            "check.csv": gradebook.verdicts_csv(everyone),
+            "check.csv": gradebook.verdicts_csv(everyone, self.kept.verdicts),
             "gradebook.html": pages.class_page(
                 self.rows, about, self.shared, self.references, self.rank
             ),
@@ -326,7 +364,8 @@ class _Book:
 
     def _speedups(self) -> None:
         print("speed-ups (the other kernel's median over this one's: above 1, this one is faster):")
-        for row in self.rows:
+        name = self.checked[0].submission.name
+        for row in (r for r in self.rows if r.submission == name):
             said = ", ".join(f"{value:.2f}× {key}" for key, value in row.speedups.items())
             if said:
                 print(f"  {row.backend} {row.variant}: {said}")

@@ -54,6 +54,8 @@ def check(
     folder.mkdir(parents=True, exist_ok=True)
     kept = folder / "records.jsonl"
     kept.unlink(missing_ok=True)
+    if not quiet:  # its output goes to the terminal: no log of an earlier check stays
+        (folder / "check.log").unlink(missing_ok=True)
     command = [sys.executable, "-m", "xbackend", "check", str(submission.folder), "--one",
                "--records", str(kept), *options]  # fmt: skip
     started = time.monotonic()

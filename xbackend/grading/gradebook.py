@@ -17,6 +17,7 @@ import io
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 
+from xbackend.errors import XBackendError
 from xbackend.grading.records import (
     COMPILER,
     SANITIZERS,
@@ -27,14 +28,17 @@ from xbackend.grading.records import (
     compact,
     language_of,
 )
+from xbackend.operations import Shape
 from xbackend.speedups import baselines
 
 REFERENCES = ("naive", "tiled", "vendor")  # xbackend's lines timed beside a class's kernels
 COLUMNS = (
     "submission", "backend", "variant", "kernel", "file", "verdict", "shapes", "finding",
     "detail", "time_s", "interval_pct", "clock", "vs_own_naive", "vs_xbackend_tiled",
-    "vs_vendor", "rank",
+    "vs_vendor", "rank", "dtype", "low_s", "high_s", "timed_at",
 )  # fmt: skip
+_RATIOS = (("own naive", "vs_own_naive"), ("xbackend tiled", "vs_xbackend_tiled"),
+           ("vendor", "vs_vendor"))  # fmt: skip
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,14 +62,41 @@ class Row:
     def cells(self) -> list[str]:
         """The row as the CSV writes it."""
         t = self.timing
-        ratio = [f"{self.speedups[k]:.3g}" if k in self.speedups else ""
-                 for k in ("own naive", "xbackend tiled", "vendor")]  # fmt: skip
+        ratio = [f"{self.speedups[k]:.3g}" if k in self.speedups else "" for k, _ in _RATIOS]
+        timed = [f"{t.median_s:.6g}", f"{100 * t.spread:.2f}", t.clock] if t else ["", "", ""]
+        bounds = ([t.dtype, f"{t.low_s:.6g}", f"{t.high_s:.6g}",
+                   f"{t.shape.M}x{t.shape.K}x{t.shape.N}"] if t else ["", "", "", ""])  # fmt: skip
         return [
             self.submission, self.backend, self.variant, self.kernel, self.file, self.verdict,
-            self.shapes, self.finding, self.detail, f"{t.median_s:.6g}" if t else "",
-            f"{100 * t.spread:.2f}" if t else "", t.clock if t else "", *ratio,
-            str(self.rank or ""),
+            self.shapes, self.finding, self.detail, *timed, *ratio, str(self.rank or ""), *bounds,
         ]  # fmt: skip
+
+    @classmethod
+    def from_cells(cls, cells: Mapping[str, str]) -> Row:
+        """A row as an earlier check wrote it (``cells``: by column); ``ValueError`` where
+        a number or a size does not read."""
+        timing = None
+        if cells["time_s"]:
+            M, K, N = (int(v) for v in cells["timed_at"].split("x"))
+            timing = Timing(cells["backend"], cells["variant"], Shape(M, K, N),
+                            float(cells["time_s"]), float(cells["low_s"]),
+                            float(cells["high_s"]), cells["clock"], 0, cells["dtype"])  # fmt: skip
+        speedups = {key: float(cells[column]) for key, column in _RATIOS if cells[column]}
+        return cls(
+            cells["submission"], cells["backend"], cells["variant"], cells["kernel"],
+            cells["file"], cells["verdict"], cells["shapes"], cells["finding"],
+            cells["detail"], timing, speedups,
+        )  # fmt: skip
+
+
+@dataclasses.dataclass(frozen=True)
+class Kept:
+    """An earlier check's gradebook, less the submissions checked again (``--merge``):
+    its rows, its check.csv lines, and its submissions' order."""
+
+    rows: list[Row]
+    verdicts: list[list[str]]
+    order: list[str]
 
 
 def rows(
@@ -192,13 +223,56 @@ def csv_text(all_rows: Sequence[Row]) -> str:
     return text.getvalue()
 
 
-def verdicts_csv(by_submission: Sequence[tuple[str, Records]]) -> str:
-    """Every verdict at every shape (check.csv): the submission first."""
+VERDICT_COLUMNS = ("submission", "backend", "variant", "M", "K", "N", "verdict", "detail")
+
+
+def verdicts_csv(
+    by_submission: Sequence[tuple[str, Records]], kept: Sequence[Sequence[str]] = ()
+) -> str:
+    """Every verdict at every shape (check.csv): the submission first; ``kept``: the lines
+    of an earlier check's submissions, first, as they were."""
     text = io.StringIO()
     writer = csv.writer(text)
-    writer.writerow(["submission", "backend", "variant", "M", "K", "N", "verdict", "detail"])
+    writer.writerow(VERDICT_COLUMNS)
+    writer.writerows(kept)
     for submission, found in by_submission:
         for v in found.verdicts:
             sizes = (v.shape.M, v.shape.K, v.shape.N) if v.shape else ("", "", "")
             writer.writerow([submission, v.label, v.variant, *sizes, v.word, v.detail])
     return text.getvalue()
+
+
+def read_rows(text: str, name: str = "gradebook.csv") -> list[Row]:
+    """The rows of a gradebook an earlier check wrote (``--merge``); an error naming the
+    file and the line where one does not read as this version writes it."""
+    return [_row(line, cells, name) for line, cells in _read(text, COLUMNS, name)]
+
+
+def _row(line: int, cells: dict[str, str], name: str) -> Row:
+    try:
+        return Row.from_cells(cells)
+    except ValueError as error:
+        raise XBackendError(f"{name} line {line}: not a gradebook row ({error})") from None
+
+
+def read_verdicts(text: str, name: str = "check.csv") -> list[list[str]]:
+    """The lines of an earlier check's check.csv, as they are (``--merge``)."""
+    return [[cells[c] for c in VERDICT_COLUMNS] for _, cells in _read(text, VERDICT_COLUMNS, name)]
+
+
+def _read(text: str, columns: Sequence[str], name: str) -> list[tuple[int, dict[str, str]]]:
+    reader = csv.reader(io.StringIO(text))
+    header = next(reader, [])
+    if tuple(header) != tuple(columns):
+        raise XBackendError(
+            f"{name}: its columns are not those this version of xbackend writes, so it "
+            "cannot be merged into; check into a new folder"
+        )
+    found = []
+    for cells in reader:
+        if len(cells) != len(columns):
+            raise XBackendError(
+                f"{name} line {reader.line_num}: {len(cells)} cells, not {len(columns)}"
+            )
+        found.append((reader.line_num, dict(zip(columns, cells, strict=True))))
+    return found
