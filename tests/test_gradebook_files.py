@@ -14,7 +14,7 @@ import pytest
 from conftest import ROOT, kernel_line, run_xbackend
 
 from xbackend.cli.check_submission import summary_of
-from xbackend.grading import compilers, gradebook, pages, records
+from xbackend.grading import compilers, gradebook, pages, records, submissions
 from xbackend.grading.records import Records, Timing, Verdict
 from xbackend.operations import Shape
 from xbackend.pytest_plugin import needs_backend
@@ -193,3 +193,51 @@ def test_a_gradebooks_rows_read_back_are_the_rows_written():
     again = gradebook.ranked(gradebook.read_rows(gradebook.csv_text(written)))
     assert gradebook.csv_text(again) == gradebook.csv_text(written)
     assert again[1].timing is not None and again[1].timing.low_s == pytest.approx(median * 0.97)
+
+
+# -- 54.1, 54.2: every submission its own rows, page and records ------------------------------
+
+
+def test_names_that_differ_only_where_sanitised_get_pages_of_their_own():
+    pairs = [("zoë", "zoé"), ("anna smith", "anna_smith"), ("a/b", "a_b"), ("x.y", "x?y")]
+    for first, second in pairs:
+        assert pages.page_name(first) != pages.page_name(second), (first, second)
+    for name in (n for pair in pairs for n in pair):
+        page = pages.page_name(name)
+        assert "/" not in page and not page.startswith(".") and page.endswith(".html")
+    assert pages.page_name("alice") == "alice.html"  # a plain name is left as it is
+
+
+def test_two_classes_folders_of_one_name_are_named_by_as_many_parents_as_tell_them_apart(
+    tmp_path,
+):
+    for year in ("2024", "2025"):
+        shutil.copytree(CLASS / "alice", tmp_path / year / "cls" / "alice")
+    found = submissions.find([tmp_path / "2024" / "cls", tmp_path / "2025" / "cls"])
+    assert [each.name for each in found] == ["2024/cls/alice", "2025/cls/alice"]
+
+
+@pytest.mark.slow
+def test_two_students_one_sanitised_name_and_two_classes_one_name_never_merge(tmp_path):
+    """An equal kernel's student and a wrong one's, under names alike once sanitised or
+    in two classes of one name: each has its own rows, page and records."""
+    needs_backend("opencl")
+    for year, source in (("2024", "kevin"), ("2025", "laura")):
+        for name in (("zoë", "anna smith", "alice") if year == "2024"
+                     else ("zoé", "anna_smith", "alice")):  # fmt: skip
+            shutil.copytree(CLASS / source, tmp_path / year / "cls" / name)
+    out = tmp_path / "g"
+    done = run_xbackend("check", str(tmp_path / "2024" / "cls"), str(tmp_path / "2025" / "cls"),
+                        *QUICK, "--out", str(out))  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    book = _rows(out / "gradebook.csv")
+    names = ["2024/cls/alice", "anna smith", "zoë", "2025/cls/alice", "anna_smith", "zoé"]
+    assert list(dict.fromkeys(r["submission"] for r in book)) == names
+    for name in names:
+        mine = {r["verdict"] for r in book if r["submission"] == name}
+        assert mine == ({"equal"} if name in names[:3] else {"WRONG"}), (name, mine)
+        page = (out / "submissions" / pages.page_name(name)).read_text()
+        assert ("laura_naive" in page) == (name in names[3:]), name
+        assert (out / "submissions" / pages.page_name(name)[:-5] / "records.jsonl").is_file()
+    assert len({pages.page_name(name) for name in names}) == len(names)
+    assert "6 submissions" in done.stdout and "3 of 6 submissions equal" in done.stdout

@@ -10,6 +10,7 @@ escaped (``report.document``).
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Mapping, Sequence
 
@@ -30,8 +31,15 @@ _FLAGS = {"equal": "equal", "WRONG": "bad", "NOT RUN": "notrun", "compiles": ""}
 
 
 def page_name(submission: str) -> str:
-    """The file name of a submission's page, in the ``submissions`` folder."""
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", submission) + ".html"
+    """The file name of a submission's page, in the ``submissions`` folder (its records'
+    folder is this without ``.html``): the name itself where it is a safe file name, else
+    the name made safe and a digest of the name as it is, after a ``~`` no safe name
+    holds, so that names alike once made safe (``zoë``, ``zoé``) never share a page."""
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", submission)
+    if safe != submission or safe.startswith(".") or len(safe) > 100:
+        raw = submission.encode("utf-8", "surrogateescape")  # a name not UTF-8 as it came
+        safe = f"{safe.lstrip('.')[:80]}~{hashlib.sha256(raw).hexdigest()[:10]}"
+    return safe + ".html"
 
 
 def said_time(timing: Timing | None) -> str:

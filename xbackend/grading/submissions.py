@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import tomllib
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -86,18 +86,29 @@ def _submission(folder: Path) -> Submission | None:
 
 
 def _named_apart(found: list[Submission]) -> list[Submission]:
-    """The same folder given twice is checked once; two folders of one name (two
-    classes' ``alice``) are named by their parent folder too."""
+    """The same folder given twice is checked once; folders of one name (two classes'
+    ``alice``) are named by as many of their parent folders as tell them apart
+    (``2024/cls/alice``, ``2025/cls/alice``), and a name still shared is numbered."""
     unique = list({each.folder: each for each in found}.values())
-    counts: dict[str, int] = defaultdict(int)
-    for each in unique:
-        counts[each.name] += 1
-    return [
-        dataclasses.replace(each, name=f"{each.folder.parent.name}/{each.name}")
-        if counts[each.name] > 1
-        else each
-        for each in unique
-    ]
+    names = [each.name for each in unique]
+    for depth in range(2, max((len(each.folder.parts) for each in unique), default=0) + 1):
+        counts = Counter(names)
+        if all(counts[name] == 1 for name in names):
+            break
+        names = [_with_parents(each, depth) if counts[name] > 1 else name
+                 for each, name in zip(unique, names, strict=True)]  # fmt: skip
+    seen: Counter[str] = Counter()
+    for index, name in enumerate(names):
+        seen[name] += 1
+        if seen[name] > 1:  # two folders whose paths read alike (a name not UTF-8)
+            names[index] = f"{name} ({seen[name]})"
+    return [dataclasses.replace(each, name=name) for each, name in zip(unique, names, strict=True)]
+
+
+def _with_parents(each: Submission, depth: int) -> str:
+    """The submission's name under the last ``depth - 1`` of its folder's parents."""
+    parents = [part for part in each.folder.parent.parts[-(depth - 1) :] if part != "/"]
+    return "/".join([*parents, each.name])
 
 
 def shared_names(submissions: Sequence[Submission]) -> list[str]:
