@@ -241,3 +241,28 @@ def test_two_students_one_sanitised_name_and_two_classes_one_name_never_merge(tm
         assert (out / "submissions" / pages.page_name(name)[:-5] / "records.jsonl").is_file()
     assert len({pages.page_name(name) for name in names}) == len(names)
     assert "6 submissions" in done.stdout and "3 of 6 submissions equal" in done.stdout
+
+
+# -- 54.9: never write through a link inside --out --------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "planted", ["kevin/check.log", "kevin/records.jsonl", "kevin.html", "kevin"]
+)
+def test_a_link_inside_out_is_refused_before_anything_runs(planted, tmp_path):
+    folder = _class(tmp_path, ("alice", "kevin"))
+    out, elsewhere = tmp_path / "grades", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "keep.txt").write_text("keep me\n")
+    link = out / "submissions" / planted
+    link.parent.mkdir(parents=True)
+    link.symlink_to(elsewhere if planted == "kevin" else elsewhere / "keep.txt")
+    done = run_xbackend("check", str(folder), *QUICK, "--out", str(out))
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.splitlines() == [
+        f"xbackend: error: {link} is a symbolic link; xbackend does not write through links"
+    ]
+    assert "checking" not in done.stdout
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["keep.txt"]
+    assert (elsewhere / "keep.txt").read_text() == "keep me\n"

@@ -147,6 +147,8 @@ def run(args: argparse.Namespace) -> int:
         return check_submission.run(args, shapes)
     found = submissions.find(args.folders)
     out = _out_folder(args.out, len(found) > 1, args.merge)  # said before anything runs
+    if out is not None:
+        _refuse_links(out, found)
     kept = _kept(out, [s.name for s in found]) if out is not None else None
     shared = submissions.shared_names(found)
     if len(found) > 1:
@@ -161,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
         book.notes.append(f"{args.jobs} submissions checked at once: {side}")
     with tempfile.TemporaryDirectory(prefix="xbackend-check-") as scratch:
         kept = out or Path(scratch)  # the records: the gradebook's folder's, else for now
-        folders = [kept / "submissions" / pages.page_name(s.name)[:-5] for s in found]
+        folders = [kept / "submissions" / pages.page_name(s.name)[: -len(".html")] for s in found]
         checking = classroom.check_all(
             found, _forwarded(args), folders, args.submission_timeout, len(found) > 1, args.jobs
         )
@@ -206,6 +208,25 @@ def _out_folder(out: str | None, is_class: bool, merge: bool) -> Path | None:
             "records in it"
         )
     return path
+
+
+def _refuse_links(out: Path, found: Sequence[submissions.Submission]) -> None:
+    """A link at the submissions' folder, at a submission's folder or at a file written
+    there (its page, log, records) is refused now: a check never writes through one."""
+    top = out / "submissions"
+    _refuse_folder_link(top)
+    for each in found:
+        stem = pages.page_name(each.name)[: -len(".html")]
+        _refuse_folder_link(top / stem)
+        for path in (top / f"{stem}.html", top / stem / "check.log", top / stem / "records.jsonl"):
+            refuse_link(path)
+
+
+def _refuse_folder_link(path: Path) -> None:
+    if path.is_symlink():
+        raise UnsafePath(f"{path} is a symbolic link; xbackend does not write through links")
+    if path.exists() and not path.is_dir():
+        raise UnsafePath(f"{path} exists and is not a folder")
 
 
 def _kept(out: Path, names: Sequence[str]) -> gradebook.Kept:

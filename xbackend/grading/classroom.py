@@ -26,6 +26,7 @@ from xbackend.grading import records
 from xbackend.grading.records import Records, Verdict
 from xbackend.grading.submissions import Submission
 from xbackend.isolation import child_environment
+from xbackend.safeio import UnsafePath
 
 DEFAULT_TIMEOUT_S = 1800.0  # one submission's whole check; each kernel step has its own
 
@@ -119,7 +120,12 @@ def _output(path: Path | None) -> Iterator[IO[str] | None]:
     if path is None:
         yield None
         return
-    with path.open("w", encoding="utf-8") as stream:
+    # Never through a link planted at the log's name (O_NOFOLLOW: ELOOP, said by name).
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+    except OSError as error:
+        raise UnsafePath(f"{path}: cannot write the log: {error.strerror or error}") from None
+    with os.fdopen(descriptor, "w", encoding="utf-8") as stream:
         yield stream
 
 
