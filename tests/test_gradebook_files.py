@@ -6,6 +6,7 @@ keep each log bounded, and hold no cell a spreadsheet would run.
 from __future__ import annotations
 
 import csv
+import re
 import shutil
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import pytest
 from conftest import ROOT, kernel_line, run_xbackend
 
 from xbackend.cli.check_submission import summary_of
-from xbackend.grading import compilers, gradebook, pages, records, submissions
+from xbackend.grading import classroom, compilers, gradebook, pages, records, submissions
 from xbackend.grading.records import Records, Timing, Verdict
 from xbackend.operations import Shape
 from xbackend.pytest_plugin import needs_backend
@@ -266,3 +267,32 @@ def test_a_link_inside_out_is_refused_before_anything_runs(planted, tmp_path):
     assert "checking" not in done.stdout
     assert sorted(p.name for p in elsewhere.iterdir()) == ["keep.txt"]
     assert (elsewhere / "keep.txt").read_text() == "keep me\n"
+
+
+# -- 54.11: a submission's log is bounded -----------------------------------------------------
+
+
+@pytest.mark.slow
+def test_a_kernel_that_prints_a_line_a_work_item_gets_a_log_cut_to_its_bound(tmp_path, monkeypatch):
+    """tests/kernels/chatty prints a line for every element of C: at 64×64·64×64, 4096 lines
+    (160 KB). The log keeps its first and last bytes and says what it left out between."""
+    needs_backend("opencl")
+    monkeypatch.setattr(classroom, "LOG_HEAD_BYTES", 16 << 10)
+    monkeypatch.setattr(classroom, "LOG_TAIL_BYTES", 4 << 10)
+    folder = tmp_path / "chatty"
+    shutil.copytree(ROOT / "tests" / "kernels" / "chatty", folder)
+    options = [*QUICK[:4], "--shapes", "64x64x64", *QUICK[6:]]
+    checked = classroom.check(submissions.Submission("chatty", folder), options,
+                              tmp_path / "records", 300, quiet=True)  # fmt: skip
+    assert [v.word for v in checked.records.verdicts] == ["equal"], checked.records.verdicts
+    log = (tmp_path / "records" / "check.log").read_bytes()
+    cut = re.search(rb"\n\[xbackend: (\d+) bytes of this check's output left out here: "
+                    rb"its log keeps its first 16 KiB and its last 4 KiB\]\n", log)  # fmt: skip
+    assert cut is not None, log[16 << 10 : (16 << 10) + 300]
+    assert len(log) == (16 << 10) + (4 << 10) + len(cut.group(0))
+    assert int(cut.group(1)) > 100_000  # what the kernel printed, less what was kept
+    assert log.startswith(b"checking chatty_naive")
+    assert log.rstrip().endswith(b"opencl chatty_naive: equal at all 1 shapes")
+    # A check cut short reads its last words from the log's end only.
+    words = classroom._last_lines(tmp_path / "records" / "check.log")
+    assert words.endswith("opencl chatty_naive: equal at all 1 shapes")

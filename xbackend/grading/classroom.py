@@ -13,6 +13,7 @@ import concurrent.futures
 import contextlib
 import dataclasses
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -29,6 +30,11 @@ from xbackend.isolation import child_environment
 from xbackend.safeio import UnsafePath
 
 DEFAULT_TIMEOUT_S = 1800.0  # one submission's whole check; each kernel step has its own
+# A submission's check.log keeps this much of its output's start and of its end (where a
+# check cut short says why): a kernel that prints a line a work-item writes hundreds of MB.
+LOG_HEAD_BYTES = 4 << 20
+LOG_TAIL_BYTES = 1 << 20
+LAST_WORDS_BYTES = 64 << 10  # what is read back of a log for a check's last words
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,9 +66,12 @@ def check(
     command = [sys.executable, "-m", "xbackend", "check", str(submission.folder), "--one",
                "--records", str(kept), *options]  # fmt: skip
     started = time.monotonic()
-    with _output(folder / "check.log" if quiet else None) as out:
-        child = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT if quiet else None,
+    with _output(folder / "check.log" if quiet else None) as log:
+        piped = subprocess.PIPE if log else None
+        child = subprocess.Popen(command, stdout=piped, stderr=subprocess.STDOUT if log else None,
                                  start_new_session=quiet, env=child_environment())  # fmt: skip
+        if log is not None and child.stdout is not None:
+            log.follow(child.stdout.fileno())
         with _LOCK:
             _LIVE.add(child)
         try:
@@ -77,6 +86,8 @@ def check(
         finally:
             with _LOCK:
                 _LIVE.discard(child)
+    if child.stdout is not None:  # the log's copy has ended: its pipe is done with
+        child.stdout.close()
     found = records.read(kept)
     seconds = time.monotonic() - started
     if ended or not found.done:
@@ -115,18 +126,79 @@ def check_all(
 
 
 @contextlib.contextmanager
-def _output(path: Path | None) -> Iterator[IO[str] | None]:
-    """The child's output: a log file, or this process's own (None)."""
+def _output(path: Path | None) -> Iterator[_Log | None]:
+    """The child's output: a capped log file, or this process's own (None)."""
     if path is None:
         yield None
         return
-    # Never through a link planted at the log's name (O_NOFOLLOW: ELOOP, said by name).
+    log = _Log(path)
     try:
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
-    except OSError as error:
-        raise UnsafePath(f"{path}: cannot write the log: {error.strerror or error}") from None
-    with os.fdopen(descriptor, "w", encoding="utf-8") as stream:
-        yield stream
+        yield log
+    finally:
+        log.close()
+
+
+class _Log:
+    """A child's output copied into its log by a thread as it comes: the first
+    ``LOG_HEAD_BYTES`` written, the last ``LOG_TAIL_BYTES`` kept in memory and written at
+    the end after a line saying how much was left out between."""
+
+    def __init__(self, path: Path):
+        # Never through a link planted at the log's name (O_NOFOLLOW: ELOOP, said by name).
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
+        try:
+            self._file: IO[bytes] = os.fdopen(os.open(path, flags, 0o644), "wb")
+        except OSError as error:
+            raise UnsafePath(f"{path}: cannot write the log: {error.strerror or error}") from None
+        self._written = self._left_out = 0
+        self._tail = bytearray()
+        self._until: float | None = None  # when to stop waiting for the pipe's end
+        self._thread: threading.Thread | None = None
+
+    def follow(self, descriptor: int) -> None:
+        self._thread = threading.Thread(target=self._copy, args=(descriptor,), daemon=True)
+        self._thread.start()
+
+    def _copy(self, descriptor: int) -> None:
+        # select, not a blocking read: a process the child left behind may hold the pipe
+        # open past the child's end, and the copy must then stop (``close``).
+        while self._until is None or time.monotonic() < self._until:
+            if not select.select([descriptor], [], [], 0.2)[0]:
+                continue
+            chunk = os.read(descriptor, 1 << 16)
+            if not chunk:
+                return
+            self._keep(chunk)
+
+    def _keep(self, chunk: bytes) -> None:
+        room = max(0, LOG_HEAD_BYTES - self._written)
+        if room:
+            self._write(chunk[:room])
+        self._tail += chunk[room:]
+        if len(self._tail) > LOG_TAIL_BYTES:
+            self._left_out += len(self._tail) - LOG_TAIL_BYTES
+            del self._tail[: len(self._tail) - LOG_TAIL_BYTES]
+
+    def _write(self, data: bytes) -> None:
+        try:
+            self._file.write(data)
+            self._written += len(data)
+        except OSError:  # a full disk: the output is drained still, so the child goes on
+            self._written = LOG_HEAD_BYTES
+
+    def close(self) -> None:
+        self._until = time.monotonic() + 5.0
+        if self._thread is not None:
+            self._thread.join()
+        if self._left_out:
+            self._write(
+                f"\n[xbackend: {self._left_out} bytes of this check's output left out here: "
+                f"its log keeps its first {LOG_HEAD_BYTES >> 10} KiB and its last "
+                f"{LOG_TAIL_BYTES >> 10} KiB]\n".encode()
+            )
+        self._write(bytes(self._tail))
+        with contextlib.suppress(OSError):
+            self._file.close()
 
 
 def _end(child: subprocess.Popen[bytes]) -> None:
@@ -162,12 +234,15 @@ def _cut_short(found: Records, why: str, log: Path | None) -> Records:
 
 
 def _last_lines(log: Path | None) -> str:
+    """The log's last two lines, read from its last ``LAST_WORDS_BYTES`` only."""
     if log is None:
         return ""
     try:
-        lines = [
-            line.strip() for line in log.read_text(errors="replace").splitlines() if line.strip()
-        ]
+        descriptor = os.open(log, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        with os.fdopen(descriptor, "rb") as stream:
+            stream.seek(max(0, os.fstat(descriptor).st_size - LAST_WORDS_BYTES))
+            text = stream.read(LAST_WORDS_BYTES).decode(errors="replace")
     except OSError:
         return ""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
     return " / ".join(lines[-2:])[:300]
