@@ -6,6 +6,7 @@ keep each log bounded, and hold no cell a spreadsheet would run.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import re
 import shutil
 from pathlib import Path
@@ -296,3 +297,32 @@ def test_a_kernel_that_prints_a_line_a_work_item_gets_a_log_cut_to_its_bound(tmp
     # A check cut short reads its last words from the log's end only.
     words = classroom._last_lines(tmp_path / "records" / "check.log")
     assert words.endswith("opencl chatty_naive: equal at all 1 shapes")
+
+
+# -- 54.12: no cell a spreadsheet runs --------------------------------------------------------
+
+FORMULAS = ('=HYPERLINK("http://example.com/x","grades")', "+cmd|' /C calc'!A0", "@SUM(1+1)",
+            "-2+3", "\t=1+1", "\r=1+1", "'=already quoted")  # fmt: skip
+
+
+def test_a_cell_beginning_as_a_formula_is_quoted_in_both_csvs_and_read_back_as_it_was():
+    rng = np.random.default_rng(5412)
+    found = _records(rng)
+    for name in FORMULAS:
+        found.verdicts.append(Verdict("opencl", "s_tiled", _shapes(rng, 1)[0], False, name))
+    rows = gradebook.rows("x", found, {}, 3)
+    rows = [
+        dataclasses.replace(row, submission=name)
+        for row, name in zip(rows, FORMULAS[:4], strict=True)
+    ]
+    texts = (gradebook.csv_text(rows), gradebook.verdicts_csv([(n, found) for n in FORMULAS]))
+    for text in texts:
+        cells = [cell for line in csv.reader(text.splitlines(keepends=True)) for cell in line]
+        risky = [c for c in cells if c[:1] in ("=", "+", "-", "@", "\t", "\r") and c != "-"]
+        assert not risky, risky
+    written = list(csv.DictReader(texts[0].splitlines(keepends=True)))
+    assert [row["submission"] for row in written] == ["'" + name for name in FORMULAS[:4]]
+    assert [row.submission for row in gradebook.read_rows(texts[0])] == list(FORMULAS[:4])
+    lines = gradebook.read_verdicts(texts[1])
+    assert {line[0] for line in lines} == set(FORMULAS)
+    assert gradebook.verdicts_csv([], lines) == texts[1]  # kept lines written as they were

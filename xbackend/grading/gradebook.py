@@ -15,7 +15,7 @@ import csv
 import dataclasses
 import io
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from xbackend.errors import XBackendError
 from xbackend.grading.records import (
@@ -213,13 +213,38 @@ def ranked(all_rows: Sequence[Row]) -> list[Row]:
     return [dataclasses.replace(row, rank=ranks.get(id(row))) for row in all_rows]
 
 
+# A cell a spreadsheet would take for a formula (OWASP's CSV injection): one beginning with
+# these is written after a ``'``, and so is one beginning with ``'``, so that reading it back
+# takes exactly one off. A lone "-" (no backend) and a number stay as they are.
+_FORMULA = ("=", "+", "-", "@", "\t", "\r", "'")
+
+
+def _quoted(cell: str) -> str:
+    if not cell.startswith(_FORMULA) or cell == "-":
+        return cell
+    try:
+        float(cell)
+        return cell
+    except ValueError:
+        return "'" + cell
+
+
+def _unquoted(cell: str) -> str:
+    return cell[1:] if cell.startswith("'") else cell
+
+
+def _writer(text: io.StringIO) -> Callable[[Sequence[str]], None]:
+    writer = csv.writer(text)
+    return lambda cells: writer.writerow([_quoted(cell) for cell in cells])
+
+
 def csv_text(all_rows: Sequence[Row]) -> str:
     """The gradebook as CSV: a header, then a row a submission and kernel."""
     text = io.StringIO()
-    writer = csv.writer(text)
-    writer.writerow(COLUMNS)
+    write = _writer(text)
+    write(COLUMNS)
     for row in all_rows:
-        writer.writerow(row.cells())
+        write(row.cells())
     return text.getvalue()
 
 
@@ -232,13 +257,14 @@ def verdicts_csv(
     """Every verdict at every shape (check.csv): the submission first; ``kept``: the lines
     of an earlier check's submissions, first, as they were."""
     text = io.StringIO()
-    writer = csv.writer(text)
-    writer.writerow(VERDICT_COLUMNS)
-    writer.writerows(kept)
+    write = _writer(text)
+    write(VERDICT_COLUMNS)
+    for line in kept:
+        write(line)
     for submission, found in by_submission:
         for v in found.verdicts:
-            sizes = (v.shape.M, v.shape.K, v.shape.N) if v.shape else ("", "", "")
-            writer.writerow([submission, v.label, v.variant, *sizes, v.word, v.detail])
+            sizes = [str(n) for n in (v.shape.M, v.shape.K, v.shape.N)] if v.shape else [""] * 3
+            write([submission, v.label, v.variant, *sizes, v.word, v.detail])
     return text.getvalue()
 
 
@@ -274,5 +300,5 @@ def _read(text: str, columns: Sequence[str], name: str) -> list[tuple[int, dict[
             raise XBackendError(
                 f"{name} line {reader.line_num}: {len(cells)} cells, not {len(columns)}"
             )
-        found.append((reader.line_num, dict(zip(columns, cells, strict=True))))
+        found.append((reader.line_num, dict(zip(columns, map(_unquoted, cells), strict=True))))
     return found
