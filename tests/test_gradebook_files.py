@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import os
 import re
 import shutil
 from pathlib import Path
@@ -326,3 +327,58 @@ def test_a_cell_beginning_as_a_formula_is_quoted_in_both_csvs_and_read_back_as_i
     lines = gradebook.read_verdicts(texts[1])
     assert {line[0] for line in lines} == set(FORMULAS)
     assert gradebook.verdicts_csv([], lines) == texts[1]  # kept lines written as they were
+
+
+# -- 54.17, 54.21, 54.22: odd folder names, links and hidden folders in a class --------------
+
+
+def _odd_class(tmp_path: Path) -> Path:
+    """A class of kevin's kernels under odd names: not UTF-8 (a zip made on Windows), a
+    terminal escape, a formula; a link to another's folder, a link out of the class, a
+    hidden folder and one starting with _."""
+    folder = tmp_path / "class"
+    folder.mkdir()
+    outside = tmp_path / "elsewhere" / "olga"
+    shutil.copytree(CLASS / "kevin", outside)
+    for raw in (b"caf\xe9", b"esc\x1b[2Jname", b"=HYPERLINK(1)", b"kevin", b".hidden", b"_old"):
+        shutil.copytree(CLASS / "kevin", folder / os.fsdecode(raw))
+    (folder / "zz_copy_of_kevin").symlink_to(folder / "kevin")
+    (folder / "olga").symlink_to(outside)
+    return folder
+
+
+def test_links_and_hidden_folders_in_a_class_are_said_never_skipped_unseen(tmp_path):
+    folder = _odd_class(tmp_path)
+    found, said = submissions.gather([folder])
+    names = [each.name for each in found]
+    assert names == ["=HYPERLINK(1)", "caf\\xe9", "esc\\x1b[2Jname", "kevin", "olga"]
+    assert found[-1].folder == (tmp_path / "elsewhere" / "olga").resolve()
+    assert said == [
+        "skipped .hidden and _old: folders whose names start with '.' or '_' are not submissions",
+        f"olga is a link to {(tmp_path / 'elsewhere' / 'olga').resolve()}: checked there",
+        "skipped zz_copy_of_kevin: a link to kevin's folder, checked once as kevin",
+    ]
+    for name in names:
+        assert name.isprintable(), name
+        name.encode("utf-8")  # every name written to a file as it is shown
+
+
+@pytest.mark.slow
+def test_a_class_with_odd_folder_names_is_checked_whole_and_shown_escaped(tmp_path):
+    needs_backend("opencl")
+    folder = _odd_class(tmp_path)
+    out = tmp_path / "g"
+    done = run_xbackend("check", str(folder), *QUICK, "--out", str(out))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "\x1b" not in done.stdout + done.stderr
+    assert "[2/5] caf\\xe9 (" in done.stdout and "[3/5] esc\\x1b[2Jname (" in done.stdout
+    assert "skipped zz_copy_of_kevin: a link to kevin's folder, checked once as kevin" in (
+        done.stdout
+    )
+    book = _rows(out / "gradebook.csv")
+    assert list(dict.fromkeys(r["submission"] for r in book)) == [
+        "'=HYPERLINK(1)", "caf\\xe9", "esc\\x1b[2Jname", "kevin", "olga"
+    ]  # fmt: skip
+    assert {r["verdict"] for r in book} == {"equal"}
+    page = (out / "gradebook.html").read_text()
+    assert "\x1b" not in page and "skipped .hidden and _old" in page

@@ -145,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
     _check_shapes(shapes)
     if args.one:  # one submission, here: the process a class's check starts for it
         return check_submission.run(args, shapes)
-    found = submissions.find(args.folders)
+    found, skipped = submissions.gather(args.folders)
     out = _out_folder(args.out, len(found) > 1, args.merge)  # said before anything runs
     if out is not None:
         _refuse_links(out, found)
@@ -156,8 +156,11 @@ def run(args: argparse.Namespace) -> int:
     if shared:
         print("names more than one submission declares, each checked on its own and "
               f"named by its folder: {'; '.join(shared)}")  # fmt: skip
+    for sentence in skipped:
+        print(sentence)
     references = {} if args.no_times or not args.steps else _references(args)
     book = _Book(out, shared, references, len(shapes), args.rank, [s.name for s in found], kept)
+    book.notes += skipped
     if args.jobs > 1 and len(found) > 1:
         side = "their times were taken side by side on one device"
         book.notes.append(f"{args.jobs} submissions checked at once: {side}")
@@ -362,7 +365,8 @@ class _Book:
         for name, text in files.items():
             try:
                 (self.out / name).parent.mkdir(parents=True, exist_ok=True)
-                atomic_write(self.out / name, text)
+                # A detail may quote a path not in UTF-8: written escaped, never refused.
+                atomic_write(self.out / name, text.encode("utf-8", "backslashreplace"))
             except (UnsafePath, OSError) as error:
                 print(f"xbackend: error: {self.out / name}: {error}", file=sys.stderr)
 

@@ -14,9 +14,11 @@ import contextlib
 import dataclasses
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -25,7 +27,7 @@ from typing import IO
 
 from xbackend.grading import records
 from xbackend.grading.records import Records, Verdict
-from xbackend.grading.submissions import Submission
+from xbackend.grading.submissions import Submission, shown
 from xbackend.isolation import child_environment
 from xbackend.safeio import UnsafePath
 
@@ -63,10 +65,13 @@ def check(
     kept.unlink(missing_ok=True)
     if not quiet:  # its output goes to the terminal: no log of an earlier check stays
         (folder / "check.log").unlink(missing_ok=True)
-    command = [sys.executable, "-m", "xbackend", "check", str(submission.folder), "--one",
-               "--records", str(kept), *options]  # fmt: skip
     started = time.monotonic()
-    with _output(folder / "check.log" if quiet else None) as log:
+    with (
+        _utf8(submission.folder) as source,
+        _output(folder / "check.log" if quiet else None) as log,
+    ):
+        command = [sys.executable, "-m", "xbackend", "check", str(source), "--one",
+                   "--records", str(kept), *options]  # fmt: skip
         piped = subprocess.PIPE if log else None
         child = subprocess.Popen(command, stdout=piped, stderr=subprocess.STDOUT if log else None,
                                  start_new_session=quiet, env=child_environment())  # fmt: skip
@@ -123,6 +128,22 @@ def check_all(
             for child in live:
                 _end(child)
             raise
+
+
+@contextlib.contextmanager
+def _utf8(folder: Path) -> Iterator[Path]:
+    """The submission's folder as its check is given it: itself, or, where its path is not
+    UTF-8 (a zip made on Windows unpacks ``caf\\xe9``), a copy under the name the gradebook
+    shows, for the check's time: OpenCL's compiler takes its include folders in UTF-8."""
+    try:
+        str(folder).encode("utf-8")
+    except UnicodeEncodeError:
+        with tempfile.TemporaryDirectory(prefix="xbackend-utf8-") as scratch:
+            copy = Path(scratch) / shown(folder.name)
+            shutil.copytree(folder, copy, symlinks=True)
+            yield copy
+        return
+    yield folder
 
 
 @contextlib.contextmanager

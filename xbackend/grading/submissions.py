@@ -24,6 +24,7 @@ from pathlib import Path
 from xbackend.errors import XBackendError
 from xbackend.families.manifest import MANIFEST
 from xbackend.families.sources import read_source
+from xbackend.safeio import printable
 
 KERNEL_SUFFIXES = (".cu", ".cl")
 
@@ -45,44 +46,81 @@ class Submission:
 
 
 def find(folders: Sequence[str | Path]) -> list[Submission]:
-    """The submissions of ``folders``, in the order given, each class's sorted by name;
-    an error naming the folder where one is not a folder or holds nothing to check."""
-    found: list[Submission] = []
+    """The submissions of ``folders`` (``gather``, less what it says)."""
+    return gather(folders)[0]
+
+
+def gather(folders: Sequence[str | Path]) -> tuple[list[Submission], list[str]]:
+    """The submissions of ``folders``, in the order given, each class's sorted by name,
+    and what a teacher is told of a class's folders that are not checked as they stand
+    (hidden ones, a link to another submission's folder, a link out of the class); an
+    error naming the folder where one is not a folder or holds nothing to check."""
+    found: list[tuple[Submission, bool]] = []  # each, and whether a link led to it
+    said: list[str] = []
     for given in folders:
         folder = Path(given)
         if not folder.is_dir():
             raise XBackendError(f"{folder}: no such folder of kernels")
         if (folder / MANIFEST).is_file():
-            found.append(Submission(folder.resolve().name, folder.resolve()))
+            found.append((Submission(shown(folder.resolve().name), folder.resolve()), False))
             continue
-        made = [_submission(sub) for sub in sorted(folder.iterdir()) if _candidate(sub)]
-        inside = [each for each in made if each is not None]
+        inside, hidden = [], []
+        for sub in sorted(folder.iterdir()):
+            if sub.name.startswith((".", "_")) and sub.is_dir():
+                hidden.append(shown(sub.name))
+            elif sub.is_dir() and (made := _submission(sub)) is not None:
+                inside.append((made, sub.is_symlink()))
+        if hidden:
+            said.append(f"skipped {_listed(hidden)}: folders whose names start with '.' or "
+                        "'_' are not submissions")  # fmt: skip
         if not inside:
             raise XBackendError(
                 f"{folder}: holds no {MANIFEST}, nor do its sub-folders (a submission is a "
                 f"folder with a {MANIFEST} beside its .cu/.cl files: docs/kernels.md)"
             )
         found += inside
-    return _named_apart(found)
+    return _named_apart(_once(found, said)), said
 
 
-def _candidate(path: Path) -> bool:
-    return path.is_dir() and not path.name.startswith((".", "_"))
+def _once(found: list[tuple[Submission, bool]], said: list[str]) -> list[Submission]:
+    """Each folder checked once: a link to a folder the class holds as itself, or that
+    another link led to first, is said and skipped; a link out of the class is said."""
+    real = {each.folder: each.name for each, link in found if not link}
+    kept: list[Submission] = []
+    for each, link in found:
+        first = real.setdefault(each.folder, each.name)
+        if link and first != each.name:
+            said.append(f"skipped {each.name}: a link to {first}'s folder, checked once as {first}")
+            continue
+        if link:
+            said.append(f"{each.name} is a link to {shown(str(each.folder))}: checked there")
+        kept.append(each)
+    return kept
+
+
+def _listed(names: Sequence[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def shown(name: str) -> str:
+    """A folder's name as the gradebook and the terminal show it: bytes that are not UTF-8
+    (a zip made on Windows) as ``\\xe9``, control characters as their escapes, never
+    obeyed by a terminal nor refused by a file written in UTF-8."""
+    text = name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return printable(text)
 
 
 def _submission(folder: Path) -> Submission | None:
     """The submission in a class's sub-folder; None for a folder with nothing to check
     (no manifest and no kernel file at any depth of two)."""
-    folder = folder.resolve()
+    name, folder = shown(folder.name), folder.resolve()  # a link's own name, its target
     if (folder / MANIFEST).is_file() or any(folder.glob(f"*/{MANIFEST}")):
-        return Submission(folder.name, folder)
+        return Submission(name, folder)
     kernels = [p for p in folder.rglob("*") if p.suffix in KERNEL_SUFFIXES]
     if not kernels:
         return None
-    shown = ", ".join(sorted(p.name for p in kernels)[:3])
-    return Submission(
-        folder.name, folder, f"no {MANIFEST} beside its kernels ({shown}): docs/kernels.md"
-    )
+    files = ", ".join(sorted(shown(p.name) for p in kernels)[:3])
+    return Submission(name, folder, f"no {MANIFEST} beside its kernels ({files}): docs/kernels.md")
 
 
 def _named_apart(found: list[Submission]) -> list[Submission]:
@@ -107,7 +145,7 @@ def _named_apart(found: list[Submission]) -> list[Submission]:
 
 def _with_parents(each: Submission, depth: int) -> str:
     """The submission's name under the last ``depth - 1`` of its folder's parents."""
-    parents = [part for part in each.folder.parent.parts[-(depth - 1) :] if part != "/"]
+    parents = [shown(part) for part in each.folder.parent.parts[-(depth - 1) :] if part != "/"]
     return "/".join([*parents, each.name])
 
 
