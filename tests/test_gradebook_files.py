@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import html
 import os
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -382,3 +385,94 @@ def test_a_class_with_odd_folder_names_is_checked_whole_and_shown_escaped(tmp_pa
     assert {r["verdict"] for r in book} == {"equal"}
     page = (out / "gradebook.html").read_text()
     assert "\x1b" not in page and "skipped .hidden and _old" in page
+
+
+# -- 52.8: ranks a teacher can defend; the host and the times said; a page a student keeps ---
+
+
+def _timed(rng: np.random.Generator, variant: str, low: float, high: float) -> Timing:
+    median = float(rng.uniform(low, high))
+    return Timing("opencl", variant, Shape(608, 532, 608), median, low, high, "api", 10)
+
+
+def test_kernels_whose_intervals_overlap_share_a_rank():
+    """Ranks as a teacher can defend them: one more than the kernels surely faster (whose
+    interval lies wholly below); a rank shared is written 3=."""
+    rng = np.random.default_rng(5281)
+    bounds = {"a": (1.0, 1.2), "b": (1.1, 1.4), "c": (2.0, 2.1), "d": (2.05, 2.3),
+              "e": (2.08, 2.4), "f": (5.0, 5.5)}  # fmt: skip
+    scale = float(rng.uniform(1e-4, 1e-2))
+    made = []
+    for name, (low, high) in bounds.items():
+        found = Records([Verdict("opencl", f"{name}_v", Shape(7, 13, 5), True, "")],
+                        [_timed(rng, f"{name}_v", low * scale, high * scale)],
+                        [records.Described(f"{name}_v", name, "k", {"opencl": "k.cl"},
+                                           "float32")], True)  # fmt: skip
+        made += gradebook.rows(name, found, {}, 1)
+    ranked = gradebook.ranked(made)
+    said = {row.submission: gradebook.rank_said(row) for row in ranked}
+    assert said == {"a": "1=", "b": "1=", "c": "3=", "d": "3=", "e": "3=", "f": "6"}
+    rows = list(csv.DictReader(gradebook.csv_text(ranked).splitlines()))
+    assert [row["rank"] for row in rows] == ["1=", "1=", "3=", "3=", "3=", "6"]
+    page = pages.class_page(ranked, [], [], {}, rank=True)
+    assert "<td>3=</td>" in page or ">3=<" in page
+    assert (
+        "Kernels whose 95% intervals overlap share a rank (3=): a kernel's rank is one more "
+        "than the number of kernels surely faster, whose interval lies wholly below its own."
+    ) in html.unescape(page)
+
+
+def test_a_students_page_holds_no_machine_path_and_no_row_of_dashes(tmp_path):
+    folder = tmp_path / "teacher" / "class" / "sue"
+    problem = f"no family.toml beside its kernels (sue.cl): {folder}/sue.cl"
+    found = Records([Verdict("-", "-", None, None, problem)], [], [], True)
+    rows = gradebook.rows("sue", found, {}, 1)
+    mine = pages.submission_page("sue", str(folder), rows, found, 1, {})
+    assert str(tmp_path) not in mine and "sue/sue.cl" in mine
+    assert "1 shape a kernel" in mine and "1 shapes" not in mine
+    page = pages.class_page(rows, [], [], {}, rank=False)
+    assert "- -:" not in page and ">no family.toml beside its kernels" in page
+
+
+def test_the_gradebook_says_when_the_host_was_busy_and_how_the_times_were_taken():
+    said = gradebook.host_sentence([("alice", 0.1), ("bob", 1.37), ("carol", None), ("dan", 0.6)])
+    assert said == (
+        "the host was busy: other processes took half a core or more while 2 of 3 "
+        "submissions were checked (bob, dan; up to 1.4 cores): their times read slower than "
+        "on a quiet machine"
+    )
+    assert gradebook.host_sentence([("alice", 0.1), ("carol", None)]) is None
+    assert gradebook.times_sentence(Shape(608, 532, 608), 1) == (
+        "times: each equal kernel's median over at most 10 timed runs at 608×532·532×608, "
+        "with the 95% interval of that median, on the clock its row names; one submission "
+        "at a time, each in a process of its own"
+    )
+
+
+@pytest.mark.slow
+def test_a_check_on_a_busy_host_says_so_and_how_its_times_were_taken(tmp_path):
+    """A process spinning on a core beside the check: the gradebook and the terminal say
+    the host was busy, and the page says how the times were taken."""
+    needs_backend("opencl")
+    folder = _class(tmp_path, ("kevin",))
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        done = run_xbackend("check", str(folder / "kevin"), "--backends", "opencl", "--steps",
+                            "1", "--sanitize", "off", "--out", str(tmp_path / "g"))  # fmt: skip
+    finally:
+        spinner.kill()
+        spinner.wait()
+    assert done.returncode == 0, done.stdout + done.stderr
+    busy = re.search(
+        r"the host was busy: other processes took half a core or more while 1 of 1 "
+        r"submissions were checked \(kevin; up to [0-9.]+ cores\): their times read slower "
+        r"than on a quiet machine", done.stdout,
+    )  # fmt: skip
+    assert busy is not None, done.stdout
+    page = html.unescape((tmp_path / "g" / "gradebook.html").read_text())
+    assert busy.group(0) in page
+    assert (
+        "times: each equal kernel's median over at most 10 timed runs at 16×14·14×16, with "
+        "the 95% interval of that median, on the clock its row names; one submission at a "
+        "time, each in a process of its own"
+    ) in page

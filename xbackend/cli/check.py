@@ -36,7 +36,7 @@ from xbackend.grading.classroom import Checked
 from xbackend.grading.gradebook import REFERENCES, Row
 from xbackend.grading.records import Timing
 from xbackend.isolation import TIMEOUT_ENV
-from xbackend.safeio import UnsafePath, atomic_write, output_folder, refuse_link
+from xbackend.safeio import UnsafePath, atomic_write, output_folder, printable, refuse_link
 
 # A kernel step of a check (its build and first run at a shape of at most 608×532, or one
 # timed sample) takes well under a second on a CPU; past this it is a hang.
@@ -161,6 +161,8 @@ def run(args: argparse.Namespace) -> int:
     references = {} if args.no_times or not args.steps else _references(args)
     book = _Book(out, shared, references, len(shapes), args.rank, [s.name for s in found], kept)
     book.notes += skipped
+    if references or (not args.no_times and args.steps):
+        book.notes.append(gradebook.times_sentence(schedule(args.steps)[-1], args.jobs))
     if args.jobs > 1 and len(found) > 1:
         side = "their times were taken side by side on one device"
         book.notes.append(f"{args.jobs} submissions checked at once: {side}")
@@ -290,9 +292,11 @@ def _progress(number: int, count: int, checked: Checked, shapes: int) -> None:
     by_variant: dict[str, list[str]] = {}
     for row in gradebook.rows(checked.submission.name, checked.records, {}, shapes):
         said = summary_of(list(row.verdicts), shapes)
-        by_variant.setdefault(row.variant, []).append(f"{row.backend}: {said}")
+        where = f"{row.backend}: " if row.backend != "-" else ""  # the submission's own
+        by_variant.setdefault(row.variant, []).append(f"{where}{said}")
     for variant, words in by_variant.items():
-        print(f"    {variant}: {' · '.join(words)}"[:300])
+        head = f"{variant}: " if variant != "-" else ""
+        print(printable(f"    {head}{' · '.join(words)}"[:300]))  # a kernel's words: data
 
 
 class _Book:
@@ -343,7 +347,8 @@ class _Book:
         if self.out is None:
             return
         about = [f"checked {time.strftime('%Y-%m-%d %H:%M')} by xbackend check, "
-                 f"{self.shapes} shapes a kernel", *self.notes]  # fmt: skip
+                 f"{self.shapes} shape{'s' if self.shapes != 1 else ''} a kernel",
+                 *self.notes, *filter(None, [self.host()])]  # fmt: skip
         name = checked.submission.name
         mine = [row for row in self.rows if row.submission == name]
         everyone = [(c.submission.name, c.records) for c in self.checked]
@@ -370,6 +375,10 @@ class _Book:
             except (UnsafePath, OSError) as error:
                 print(f"xbackend: error: {self.out / name}: {error}", file=sys.stderr)
 
+    def host(self) -> str | None:
+        """The host's load while the submissions were checked, where it was busy."""
+        return gradebook.host_sentence([(c.submission.name, c.others_cores) for c in self.checked])
+
     def finish(self) -> None:
         """The summary: the references' times, each kernel's verdict, the ranking."""
         if self.references:
@@ -383,6 +392,8 @@ class _Book:
         if len(self.checked) > 1:
             good = len(self.good())
             print(f"\n{good} of {len(self.checked)} submissions equal everywhere they ran")
+        if self.host():
+            print(f"\n{self.host()}")
         if self.out is not None:
             print(f"\ngradebook: {self.out / 'gradebook.html'} ({self.out / 'gradebook.csv'}; "
                   f"every verdict: {self.out / 'check.csv'})")  # fmt: skip
@@ -400,7 +411,8 @@ class _Book:
         print("\nranking of the equal kernels by median time:")
         for row in ranked:
             dtype = row.timing.dtype if row.timing else ""
-            print(f"  {row.rank:3d}. {row.backend:8s} {dtype:8s} {row.submission:16s} "
+            rank = gradebook.rank_said(row) + "."
+            print(f"  {rank:5s} {row.backend:8s} {dtype:8s} {row.submission:16s} "
                   f"{row.variant:22s} {pages.said_time(row.timing)}")  # fmt: skip
         if not ranked:
             print("  none: no kernel was equal everywhere and timed")

@@ -29,6 +29,7 @@ from xbackend.grading import records
 from xbackend.grading.records import Records, Verdict
 from xbackend.grading.submissions import Submission, shown
 from xbackend.isolation import child_environment
+from xbackend.measuring import host_load
 from xbackend.safeio import UnsafePath
 
 DEFAULT_TIMEOUT_S = 1800.0  # one submission's whole check; each kernel step has its own
@@ -48,6 +49,7 @@ class Checked:
     exit: int | None  # the process's exit status; None where it was ended or died
     ended: str  # "" where it ended by itself; else why ("SIGSEGV", "past its 1800 s")
     seconds: float
+    others_cores: float | None = None  # what other processes took of the host meanwhile
 
 
 def check(
@@ -65,7 +67,7 @@ def check(
     kept.unlink(missing_ok=True)
     if not quiet:  # its output goes to the terminal: no log of an earlier check stays
         (folder / "check.log").unlink(missing_ok=True)
-    started = time.monotonic()
+    started, host = time.monotonic(), _host_now()
     with (
         _utf8(submission.folder) as source,
         _output(folder / "check.log" if quiet else None) as log,
@@ -99,7 +101,28 @@ def check(
         found = _cut_short(
             found, ended or f"exit {status}", folder / "check.log" if quiet else None
         )
-    return Checked(submission, found, status if status >= 0 else None, ended, seconds)
+    return Checked(submission, found, status if status >= 0 else None, ended, seconds,
+                   _others_cores(host, _host_now()))  # fmt: skip
+
+
+def _host_now() -> tuple[host_load.Reading, float]:
+    """The host's counters, and the CPU seconds this process's ended children took."""
+    times = os.times()
+    return host_load.read(), times.children_user + times.children_system
+
+
+def _others_cores(
+    begin: tuple[host_load.Reading, float], end: tuple[host_load.Reading, float]
+) -> float | None:
+    """The cores other processes took between ``begin`` and ``end``: the host's busy time
+    less this process's and its ended children's (the submission's check, with what it
+    started and waited for); None where the OS does not count it."""
+    (first, children_first), (last, children_last) = begin, end
+    window = last.wall_s - first.wall_s
+    if first.busy_s is None or last.busy_s is None or window < host_load.COUNTED_WINDOW_S:
+        return None
+    ours = (last.own_s - first.own_s) + (children_last - children_first)
+    return round(max(0.0, (last.busy_s - first.busy_s) - ours) / window, 2)
 
 
 # The submissions' processes running now: ended all at once where this one is interrupted

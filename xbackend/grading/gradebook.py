@@ -14,10 +14,11 @@ from __future__ import annotations
 import csv
 import dataclasses
 import io
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
 
 from xbackend.errors import XBackendError
+from xbackend.grading.checking import TIMED_SAMPLES
 from xbackend.grading.records import (
     COMPILER,
     SANITIZERS,
@@ -28,6 +29,7 @@ from xbackend.grading.records import (
     compact,
     language_of,
 )
+from xbackend.measuring.host_load import BUSY_CORES
 from xbackend.operations import Shape
 from xbackend.speedups import baselines
 
@@ -58,6 +60,7 @@ class Row:
     speedups: dict[str, float]  # "own naive", "xbackend tiled", "vendor" -> ratio
     verdicts: tuple[Verdict, ...] = ()  # every verdict behind the row, in order
     rank: int | None = None
+    tied: bool = False  # another kernel of its ranking has its rank ("3=")
 
     def cells(self) -> list[str]:
         """The row as the CSV writes it."""
@@ -68,7 +71,7 @@ class Row:
                    f"{t.shape.M}x{t.shape.K}x{t.shape.N}"] if t else ["", "", "", ""])  # fmt: skip
         return [
             self.submission, self.backend, self.variant, self.kernel, self.file, self.verdict,
-            self.shapes, self.finding, self.detail, *timed, *ratio, str(self.rank or ""), *bounds,
+            self.shapes, self.finding, self.detail, *timed, *ratio, rank_said(self), *bounds,
         ]  # fmt: skip
 
     @classmethod
@@ -199,18 +202,61 @@ def _speedups(
 
 def ranked(all_rows: Sequence[Row]) -> list[Row]:
     """The rows with ``rank`` set: the equal, timed kernels of each backend and element
-    type by median time, fastest first (the interval beside says where two are not told
-    apart)."""
+    type, fastest first. A kernel's rank is one more than the number of kernels surely
+    faster (whose 95% interval lies wholly below its own), so that kernels whose intervals
+    overlap share a rank (``tied``): an order the times do not tell is never given."""
     by_backend: dict[tuple[str, str], list[Row]] = defaultdict(list)
     for row in all_rows:
         if row.verdict == "equal" and row.timing is not None:
             by_backend[row.backend, row.timing.dtype].append(row)
-    ranks = {}
+    ranks: dict[int, int] = {}
     for group in by_backend.values():
-        group.sort(key=lambda row: row.timing.median_s if row.timing else 0.0)
-        for place, row in enumerate(group, start=1):
-            ranks[id(row)] = place
-    return [dataclasses.replace(row, rank=ranks.get(id(row))) for row in all_rows]
+        for row in group:
+            mine = row.timing
+            assert mine is not None  # grouped for it
+            faster = [o for o in group if o.timing and o.timing.high_s < mine.low_s]
+            ranks[id(row)] = 1 + len(faster)
+    place = {id(row): (key, ranks[id(row)]) for key, group in by_backend.items() for row in group}
+    counts = Counter(place.values())
+    return [
+        dataclasses.replace(row, rank=ranks.get(id(row)),
+                            tied=id(row) in place and counts[place[id(row)]] > 1)
+        for row in all_rows
+    ]  # fmt: skip
+
+
+def rank_said(row: Row) -> str:
+    """A row's rank as the gradebook writes it: ``3``, or ``3=`` where it is shared."""
+    if row.rank is None:
+        return ""
+    return f"{row.rank}=" if row.tied else str(row.rank)
+
+
+def host_sentence(loads: Sequence[tuple[str, float | None]]) -> str | None:
+    """What other processes took of the host while each submission was checked (its
+    name, and the cores they took; None: not known), in a sentence where it was busy."""
+    known = [(name, cores) for name, cores in loads if cores is not None]
+    busy = [(name, cores) for name, cores in known if cores >= BUSY_CORES]
+    if not busy:
+        return None
+    names = ", ".join(name for name, _ in busy[:8]) + (" ..." if len(busy) > 8 else "")
+    most = max(cores for _, cores in busy)
+    return (
+        f"the host was busy: other processes took half a core or more while {len(busy)} of "
+        f"{len(known)} submissions were checked ({names}; up to {most:.2g} cores): their "
+        "times read slower than on a quiet machine"
+    )
+
+
+def times_sentence(shape: Shape, jobs: int) -> str:
+    """How a check takes its times, in a sentence for the gradebook."""
+    how = ("one submission at a time, each in a process of its own" if jobs == 1
+           else f"{jobs} submissions at a time: their times were taken side by side")  # fmt: skip
+    return (
+        f"times: each equal kernel's median over at most {TIMED_SAMPLES} timed runs at "
+        f"{compact(shape)}, with the 95% interval of that median, on the clock its row "
+        f"names; {how}"
+    )
 
 
 # A cell a spreadsheet would take for a formula (OWASP's CSV injection): one beginning with

@@ -10,11 +10,12 @@ escaped (``report.document``).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
 from collections.abc import Mapping, Sequence
 
-from xbackend.grading.gradebook import Row, passed
+from xbackend.grading.gradebook import Row, passed, rank_said
 from xbackend.grading.records import Records, Timing, compact
 from xbackend.measuring.timing import format_seconds
 from xbackend.report.document import (
@@ -73,7 +74,10 @@ def _submission_cells(name: str, rows: Sequence[Row]) -> list[Cell]:
         kernels.setdefault(row.variant, []).append(f"{row.backend} {row.verdict}")
     said = "; ".join(f"{variant}: {', '.join(words)}" for variant, words in kernels.items())
     bad = next((r for r in rows if r.verdict in ("WRONG", "NOT RUN")), None)
-    fix = f"{bad.backend} {bad.variant}: {bad.finding or bad.detail}" if bad else ""
+    fix = ""
+    if bad is not None:  # a submission's own problem has no backend nor kernel ("-")
+        where = f"{bad.backend} {bad.variant}: " if bad.variant != "-" else ""
+        fix = f"{where}{bad.finding or bad.detail}"
     if word == "compiles":
         fix = "nothing ran: nvcc compiled it, and no CUDA device is here to run it"
     timed = [r for r in rows if r.verdict == "equal" and r.timing is not None]
@@ -138,13 +142,17 @@ def rank_order(row: Row) -> tuple[str, str, int]:
 
 def _ranking(rows: Sequence[Row]) -> list[Block]:
     ranked = sorted((r for r in rows if r.rank), key=rank_order)
-    body = [[Cell(str(r.rank)), Cell(r.backend), Cell(r.timing.dtype if r.timing else ""),
+    body = [[Cell(rank_said(r)), Cell(r.backend), Cell(r.timing.dtype if r.timing else ""),
              Cell(r.submission), Cell(r.variant), Cell(said_time(r.timing)),
              Cell(_ratio(r, "vendor"))] for r in ranked]  # fmt: skip
     header = ["rank", "backend", "type", "submission", "kernel", "median time ±95%", "× vendor"]
     return [
         Heading("Ranking: the equal kernels by median time", 2),
-        Paragraph("Two kernels whose intervals overlap are not told apart by this check."),
+        Paragraph(
+            "Kernels whose 95% intervals overlap share a rank (3=): a kernel's rank is one "
+            "more than the number of kernels surely faster, whose interval lies wholly below "
+            "its own."
+        ),
         Table(header, body),
     ]
 
@@ -153,16 +161,24 @@ def submission_page(
     name: str, folder: str, rows: Sequence[Row], found: Records, shapes: int,
     references: Mapping[str, Timing],
 ) -> str:  # fmt: skip
-    """One submission's page: its kernels, then every verdict that was not equal."""
+    """One submission's page: its kernels, then every verdict that was not equal. The
+    page is the student's: the teacher's folders (``folder``, where the submission is)
+    are said as the submission's name."""
+    rows = [
+        dataclasses.replace(row, finding=_theirs(row.finding, folder, name),
+                            detail=_theirs(row.detail, folder, name))
+        for row in rows
+    ]  # fmt: skip
     blocks: list[Block] = [
         Heading(f"{name}: the check of its kernels", 1),
         Paragraph(
-            f"Folder {folder}; {shapes} shapes a kernel (edge shapes, then the "
-            "assignment's sizes), each against the float64 reference."
+            f"Folder {name}; {shapes} shape{'s' if shapes != 1 else ''} a kernel (edge "
+            "shapes, then the assignment's sizes), each against the float64 reference."
         ),
         Table(_HEADER[1:], [_row_cells(row, False)[1:] for row in rows], numeric=False),
     ]
-    bad = [v for v in found.verdicts if v.equal is not True]
+    bad = [dataclasses.replace(v, detail=_theirs(v.detail, folder, name))
+           for v in found.verdicts if v.equal is not True]  # fmt: skip
     if bad:
         body = [
             [Cell(v.label), Cell(v.variant),
@@ -176,3 +192,8 @@ def submission_page(
         ]
     blocks += _references(references)
     return render_html(f"{name}: xbackend check", blocks)
+
+
+def _theirs(text: str, folder: str, name: str) -> str:
+    """``text`` with the submission's folder said as its name (no path of the machine)."""
+    return text.replace(folder, name) if folder else text
