@@ -149,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
     out = _out_folder(args.out, len(found) > 1, args.merge)  # said before anything runs
     if out is not None:
         _refuse_links(out, found)
-    kept = _kept(out, [s.name for s in found]) if out is not None else None
+    earlier = _kept(out, [s.name for s in found]) if out is not None else None
     shared = submissions.shared_names(found)
     if len(found) > 1:
         print(f"checking a class of {len(found)} submissions, each in a process of its own")
@@ -159,9 +159,10 @@ def run(args: argparse.Namespace) -> int:
     for sentence in skipped:
         print(sentence)
     references = {} if args.no_times or not args.steps else _references(args)
-    book = _Book(out, shared, references, len(shapes), args.rank, [s.name for s in found], kept)
+    book = _Book(out, shared, references, len(shapes), args.rank, [s.name for s in found], earlier)
     book.notes += skipped
-    if references or (not args.no_times and args.steps):
+    book.timed = not args.no_times and args.steps > 0
+    if book.timed:
         book.notes.append(gradebook.times_sentence(schedule(args.steps)[-1], args.jobs))
     if args.jobs > 1 and len(found) > 1:
         side = "their times were taken side by side on one device"
@@ -313,6 +314,7 @@ class _Book:
         names = dict.fromkeys([*self.kept.order, *order])
         self.order = {name: index for index, name in enumerate(names)}
         self.notes: list[str] = []  # said on the class's page
+        self.timed = False  # whether kernels are timed: the host's load is said then
         if self.kept.order:
             again = ", ".join(order[:8]) + (" ..." if len(order) > 8 else "")
             self.notes.append(
@@ -376,7 +378,10 @@ class _Book:
                 print(f"xbackend: error: {self.out / name}: {error}", file=sys.stderr)
 
     def host(self) -> str | None:
-        """The host's load while the submissions were checked, where it was busy."""
+        """The host's load while the submissions were checked, where it was busy and
+        times were taken (the verdicts do not depend on it)."""
+        if not self.timed:
+            return None
         return gradebook.host_sentence([(c.submission.name, c.others_cores) for c in self.checked])
 
     def finish(self) -> None:
