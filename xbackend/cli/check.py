@@ -293,7 +293,7 @@ def _progress(number: int, count: int, checked: Checked, shapes: int) -> None:
     by_variant: dict[str, list[str]] = {}
     for row in gradebook.rows(checked.submission.name, checked.records, {}, shapes):
         said = summary_of(list(row.verdicts), shapes)
-        where = f"{row.backend}: " if row.backend != "-" else ""  # the submission's own
+        where = f"{row.backend}: " if row.variant != "-" else ""  # the submission's own
         by_variant.setdefault(row.variant, []).append(f"{where}{said}")
     for variant, words in by_variant.items():
         head = f"{variant}: " if variant != "-" else ""
