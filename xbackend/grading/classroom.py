@@ -163,7 +163,10 @@ def _utf8(folder: Path) -> Iterator[Path]:
     except UnicodeEncodeError:
         with tempfile.TemporaryDirectory(prefix="xbackend-utf8-") as scratch:
             copy = Path(scratch) / shown(folder.name)
-            shutil.copytree(folder, copy, symlinks=True)
+            try:
+                shutil.copytree(folder, copy, symlinks=True)
+            except (OSError, shutil.Error):  # a full disk: its verdict says what failed
+                copy = folder
             yield copy
         return
     yield folder
@@ -206,13 +209,16 @@ class _Log:
     def _copy(self, descriptor: int) -> None:
         # select, not a blocking read: a process the child left behind may hold the pipe
         # open past the child's end, and the copy must then stop (``close``).
-        while self._until is None or time.monotonic() < self._until:
-            if not select.select([descriptor], [], [], 0.2)[0]:
-                continue
-            chunk = os.read(descriptor, 1 << 16)
-            if not chunk:
-                return
-            self._keep(chunk)
+        try:
+            while self._until is None or time.monotonic() < self._until:
+                if not select.select([descriptor], [], [], 0.2)[0]:
+                    continue
+                chunk = os.read(descriptor, 1 << 16)
+                if not chunk:
+                    return
+                self._keep(chunk)
+        except OSError:  # the pipe gone: what came is kept
+            return
 
     def _keep(self, chunk: bytes) -> None:
         room = max(0, LOG_HEAD_BYTES - self._written)
