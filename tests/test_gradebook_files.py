@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import html
+import itertools
 import os
 import re
 import shutil
@@ -414,6 +415,12 @@ def test_kernels_whose_intervals_overlap_share_a_rank():
     assert said == {"a": "1=", "b": "1=", "c": "3=", "d": "3=", "e": "3=", "f": "6"}
     rows = list(csv.DictReader(gradebook.csv_text(ranked).splitlines()))
     assert [row["rank"] for row in rows] == ["1=", "1=", "3=", "3=", "3=", "6"]
+    listed = sorted(ranked, key=pages.rank_order)  # a shared rank by median time
+    assert [row.rank for row in listed] == [1, 1, 3, 3, 3, 6]
+    for first, second in itertools.pairwise(listed):
+        if first.rank == second.rank:
+            assert first.timing and second.timing
+            assert first.timing.median_s <= second.timing.median_s
     page = pages.class_page(ranked, [], [], {}, rank=True)
     assert "<td>3=</td>" in page or ">3=<" in page
     assert (

@@ -135,9 +135,12 @@ def _references(references: Mapping[str, Timing]) -> list[Block]:
     ]  # fmt: skip
 
 
-def rank_order(row: Row) -> tuple[str, str, int]:
-    """Backend, element type, then rank: how a ranking is listed."""
-    return (row.backend, row.timing.dtype if row.timing else "", row.rank or 0)
+def rank_order(row: Row) -> tuple[str, str, int, float]:
+    """Backend, element type, rank, then median time (within a shared rank): how a
+    ranking is listed."""
+    timing = row.timing
+    return (row.backend, timing.dtype if timing else "", row.rank or 0,
+            timing.median_s if timing else 0.0)  # fmt: skip
 
 
 def _ranking(rows: Sequence[Row]) -> list[Block]:
