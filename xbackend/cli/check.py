@@ -364,7 +364,7 @@ class _Book:
                 self.references,
             ),
             "gradebook.csv": gradebook.csv_text(self.rows),
-            "check.csv": gradebook.verdicts_csv(everyone, self.kept.verdicts),
+            "check.csv": gradebook.verdicts_csv(everyone, self.kept.verdicts, self.order),
             "gradebook.html": pages.class_page(
                 self.rows, about, self.shared, self.references, self.rank
             ),

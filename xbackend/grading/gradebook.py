@@ -298,19 +298,24 @@ VERDICT_COLUMNS = ("submission", "backend", "variant", "M", "K", "N", "verdict",
 
 
 def verdicts_csv(
-    by_submission: Sequence[tuple[str, Records]], kept: Sequence[Sequence[str]] = ()
-) -> str:
+    by_submission: Sequence[tuple[str, Records]], kept: Sequence[Sequence[str]] = (),
+    order: Mapping[str, int] | None = None,
+) -> str:  # fmt: skip
     """Every verdict at every shape (check.csv): the submission first; ``kept``: the lines
-    of an earlier check's submissions, first, as they were."""
-    text = io.StringIO()
-    write = _writer(text)
-    write(VERDICT_COLUMNS)
-    for line in kept:
-        write(line)
+    of an earlier check's submissions, as they were; the submissions in ``order`` (else
+    the earlier check's first)."""
+    lines = [list(line) for line in kept]
     for submission, found in by_submission:
         for v in found.verdicts:
             sizes = [str(n) for n in (v.shape.M, v.shape.K, v.shape.N)] if v.shape else [""] * 3
-            write([submission, v.label, v.variant, *sizes, v.word, v.detail])
+            lines.append([submission, v.label, v.variant, *sizes, v.word, v.detail])
+    if order is not None:  # a stable sort: each submission's lines stay in their order
+        lines.sort(key=lambda line: order.get(line[0], len(order)))
+    text = io.StringIO()
+    write = _writer(text)
+    write(VERDICT_COLUMNS)
+    for line in lines:
+        write(line)
     return text.getvalue()
 
 
