@@ -65,6 +65,7 @@ FAILURES = {
 }
 
 
+@pytest.mark.slow  # a process each: the fast lane keeps the in-process test below
 @pytest.mark.usefixtures("_opencl_here")
 @pytest.mark.parametrize("failure", sorted(FAILURES))
 def test_a_cache_that_cannot_be_written_builds_without_it(tmp_path, failure):
