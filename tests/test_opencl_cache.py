@@ -109,3 +109,47 @@ def test_a_kernel_that_does_not_compile_still_says_so_without_the_cache(tmp_path
         warnings.simplefilter("always")
         backend.matmul(A, B, variant="tiled", tile=8)
     assert not [w for w in caught if issubclass(w.category, opencl_build.ProgramCacheWarning)]
+
+
+@pytest.mark.usefixtures("_opencl_here")
+def test_a_cache_write_that_fails_is_said_once_and_every_product_is_right(tmp_path, monkeypatch):
+    """In this process: pyopencl's fallback raises its KeyError over the write's error (a
+    file size limit); the build goes on without the cache, one warning names the file and
+    the reason, and the next build, another tile, says nothing more."""
+    import errno
+
+    import numpy as np
+
+    import xbackend
+    from xbackend.backends import opencl_build
+
+    binary = tmp_path / "pyopencl" / "binary"
+
+    def failing(*args: object, **kwargs: object) -> None:
+        try:
+            raise OSError(errno.EFBIG, os.strerror(errno.EFBIG), str(binary))
+        except OSError:
+            raise KeyError("PYOPENCL_CACHE_FAILURE_FATAL") from None
+
+    monkeypatch.setattr(opencl_build, "_cached", failing)
+    monkeypatch.setattr(opencl_build, "_cache_failure", None)
+    monkeypatch.setattr(opencl_build.cl, "_PYOPENCL_NO_CACHE", opencl_build.cl._PYOPENCL_NO_CACHE)
+    backend = xbackend.get_backend("opencl")
+    rng = np.random.default_rng(5418)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for tile in (4, 8):  # a fresh backend builds each tile's program itself
+            A = rng.standard_normal((33, 65)).astype(np.float32)
+            B = rng.standard_normal((65, 7)).astype(np.float32)
+            C = backend.matmul(A, B, variant="tiled", tile=tile)
+            exact = A.astype(np.float64) @ B.astype(np.float64)
+            assert np.allclose(C, exact, rtol=1e-4, atol=1e-4)
+    said = [
+        str(w.message) for w in caught if issubclass(w.category, opencl_build.ProgramCacheWarning)
+    ]
+    assert said == [
+        f"PyOpenCL's cache failed ({binary}: File too large); OpenCL programs are built without "
+        "its caches in this process, each build taking the compiler's time "
+        "(PYOPENCL_NO_CACHE=1 turns them off without this warning)"
+    ]
+    assert opencl_build.cl._PYOPENCL_NO_CACHE
