@@ -14,7 +14,9 @@ comes first, so no hour-long product starts.
 
 Every size tried is one measurement (the first, checked run and one timed run), checked
 as ``compare`` checks, recorded as a :class:`PointRecord` through the results writer.
-A wrong result or an error ends the line.
+A wrong result or an error ends the line. A user's kernels (``--kernels``) are measured as
+``compare`` measures them, in a process of their own under the deadline
+(``isolation.py``): a hang or a crash is that size's error, and the other lines go on.
 """
 
 from __future__ import annotations
@@ -28,8 +30,9 @@ from typing import TYPE_CHECKING
 from xbackend.configs import Config, configs, resolve_variants
 from xbackend.cost import CostModel
 from xbackend.errors import DeviceOutOfMemory, UnsupportedParameter
+from xbackend.isolation import Isolation
 from xbackend.machine import environment
-from xbackend.measure import Inputs, measure_point, memory_problem
+from xbackend.measure import Inputs, Measurer, measure_point, memory_problem
 from xbackend.measuring.timing import Sampling
 from xbackend.operations import DEFAULT, Shape, operation
 from xbackend.plan import Plan
@@ -119,6 +122,7 @@ class _Line:
     check: str
     run_id: str
     record: Callable[[PointRecord], None]
+    measurer: Measurer | None = None  # None: in this process (a user's kernel: isolation.py)
     tried: list[PointRecord] = dataclasses.field(default_factory=list)
     best: PointRecord | None = None  # the largest size that ran within the budget
 
@@ -152,7 +156,9 @@ class _Line:
             sampling=Sampling(warmup=0, max_samples=1, min_samples=1, short_kernel_s=0.0),
         )
         inputs = Inputs(shape, self.seed, 1)
-        point = measure_point(plan, config, blank, inputs, CostModel(), {}, _REFUSALS)
+        point = measure_point(
+            plan, config, blank, inputs, CostModel(), {}, _REFUSALS, self.measurer
+        )
         if point.status == "skipped":  # refused: the size does not fit
             return point, point.reason
         if point.status == "error":
@@ -192,9 +198,11 @@ def find_limit(
     check: str = AUTO,
     min_step: int = MIN_STEP,
     run_id: str = "",
+    measurer: Measurer | None = None,
 ) -> Limit:
-    """Grow, then bisect, ``config``'s square size from ``start``; each point to ``record``."""
-    line = _Line(config, budget_s, seed, check, run_id, record)
+    """Grow, then bisect, ``config``'s square size from ``start``; each point to ``record``
+    (measured by ``measurer``; None: in this process)."""
+    line = _Line(config, budget_s, seed, check, run_id, record, measurer)
     low, high, why = 0, 0, ""
     n = start
     for _ in range(MAX_DOUBLINGS):
@@ -245,9 +253,11 @@ def limits(
     seed: int = 0,
     min_step: int = MIN_STEP,
     log: Callable[[str], None] = print,
+    isolation: Isolation | None = None,
 ) -> list[Limit]:
     """Each opened backend's limits for every op, dtype and variant (names or sets, as
-    ``--variants`` takes them; default: each backend's preferred), recorded into ``out``."""
+    ``--variants`` takes them; default: each backend's preferred), recorded into ``out``;
+    a user's kernels measured through ``isolation`` (None: one of its own)."""
     run_id = uuid.uuid4().hex[:12]
     first = start or min(default_start(backend) for _, backend in opened)
     header = RunHeader(
@@ -267,7 +277,7 @@ def limits(
         devices={label: backend.device.to_dict() for label, backend in opened},
     )
     found = []
-    with ResultsWriter(out, header) as writer:
+    with isolation or Isolation() as isolating, ResultsWriter(out, header) as writer:
 
         def record(point: PointRecord) -> None:
             writer.append(point)
@@ -282,6 +292,7 @@ def limits(
                                 config, start=start or default_start(backend),
                                 budget_s=budget_s, record=record, seed=seed,
                                 min_step=min_step, run_id=run_id,
+                                measurer=isolating.measurer(config),
                             )
                         )  # fmt: skip
     return found

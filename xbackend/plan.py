@@ -8,10 +8,12 @@ results can type it without importing the runner and, through it, the backends.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import typing
 from typing import Any
 
-from xbackend.measuring.timing import CACHE_MODES, HOST_MEMORY, Sampling
+from xbackend.measuring.timing import Sampling
 from xbackend.operations import DEFAULT, Shape
 from xbackend.problems import AUTO, CHECKS, FULL
 
@@ -93,28 +95,37 @@ class Plan:
 
 def _sampling(data: dict[str, Any]) -> Sampling:
     """The sampling a header recorded: its ``sampling`` object, or (older headers) the
-    plan's own fields of the same meaning; read loosely, as the plan is."""
+    plan's own fields of the same meaning; read loosely, as the plan is.
+
+    Every field of ``Sampling`` is read by its type (issue 55: a list by hand missed
+    ``energy_s``); a value of the wrong type, or one ``Sampling`` refuses, takes the
+    default, or what an older header that lacks the field ran (``_BEFORE_THE_FIELD``)."""
     given = data.get("sampling")
     kept = given if isinstance(given, dict) else {**data, "max_samples": data.get("samples")}
-    base = Sampling()
-    values: dict[str, Any] = {
-        name: _count(kept.get(name), getattr(base, name))
-        for name in ("warmup", "min_samples", "max_samples", "max_launches")
-    }
-    values |= {
-        name: _real(kept.get(name), getattr(base, name))
-        for name in ("max_noise", "min_time_s", "timeout_s", "batch_target_s",
-                     "cpu_short_kernel_s", "cpu_batch_target_s")
-    }  # fmt: skip
-    return Sampling(
-        **values,
-        noise_of=_choice(kept.get("noise_of"), ("kernel", "both"), base.noise_of),
-        # A header from before the modes ran what is now called "warm".
-        cache=_choice(kept.get("cache"), tuple(CACHE_MODES), base.cache),
-        host_memory=_choice(kept.get("host_memory"), tuple(HOST_MEMORY), "pageable"),
-        # Older headers: every sample was one launch.
-        short_kernel_s=_real(kept.get("short_kernel_s"), 0.0),
-    )
+    sampling = Sampling()
+    types = typing.get_type_hints(Sampling)
+    for field in dataclasses.fields(Sampling):
+        if field.name not in kept:
+            value = _BEFORE_THE_FIELD.get(field.name, getattr(sampling, field.name))
+        else:
+            read = _READERS.get(types[field.name], _same_type)
+            value = read(kept[field.name], getattr(sampling, field.name))
+        # A value Sampling refuses (a cache mode of another version) leaves the default.
+        with contextlib.suppress(ValueError):
+            sampling = dataclasses.replace(sampling, **{field.name: value})
+    return sampling
+
+
+def _text(value: Any, default: str) -> str:
+    return value if isinstance(value, str) else default
+
+
+def _same_type(value: Any, default: Any) -> Any:
+    return value if type(value) is type(default) else default
+
+
+# What a header from before a field ran: every sample was one launch before batches.
+_BEFORE_THE_FIELD: dict[str, Any] = {"short_kernel_s": 0.0}
 
 
 def _is_count(value: Any) -> bool:
@@ -151,3 +162,7 @@ def _shapes(value: Any) -> list[Shape]:
         and len(shape) == 3
         and all(_is_count(n) and n >= 1 for n in shape)
     ]
+
+
+# How a field of each type is read (``_sampling``); a new type is one row here.
+_READERS: dict[Any, Any] = {int: _count, float: _real, str: _text}

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from xbackend.backends import opencl_build
 from xbackend.backends.compiled import CompiledBackend, index_environment
 from xbackend.backends.execution import Device
 from xbackend.backends.kernels import STAMP, include_folders, read_kernel
@@ -334,7 +335,7 @@ class OpenCLBackend(CompiledBackend):
             # 256 for these kernels, yet runs 32×32 groups correctly (H200, driver
             # 580.159.04). The device limit is checked by tile_problem; a group the
             # kernel cannot take fails at launch, with the driver's reason.
-            self._kernels[key] = cl.Kernel(self._programs[family, options], kernel)
+            self._kernels[key] = opencl_build.kernel(self._programs[family, options], kernel)
         return self._kernels[key]
 
     def _extra_options(self) -> tuple[str, ...]:
@@ -388,7 +389,7 @@ class OpenCLBackend(CompiledBackend):
                 # Some runtimes (Intel's) log every successful build; a
                 # failed build still reaches the user through the error.
                 warnings.simplefilter("ignore", cl.CompilerWarning)
-                return cl.Program(self._context, source).build(options=options)
+                return opencl_build.build(self._context, source, options)
         except cl.RuntimeError as error:
             extra = os.environ.get(BUILD_OPTIONS_ENV, "")
             note = f"\n(the options include {BUILD_OPTIONS_ENV}={extra!r})" if extra else ""

@@ -5,6 +5,7 @@ and printed as a table."""
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Any
 
 import xbackend.cli.arguments as arguments
@@ -12,6 +13,7 @@ import xbackend.cli.selection as selection
 from xbackend import results as results_io
 from xbackend.cli.compare import open_backends
 from xbackend.errors import XBackendError
+from xbackend.isolation import DEFAULT_TIMEOUT_S, TIMEOUT_ENV, Isolation
 from xbackend.limits import (
     FALLBACK_VARIANT,
     PREFERRED_VARIANT,
@@ -47,10 +49,19 @@ def add_parser(commands: Any) -> None:
         "--budget", type=arguments.positive(float), default=20.0, metavar="SECONDS",
         help="the most one run of the product may take, measured or predicted (default: 20)",
     )  # fmt: skip
+    parser.add_argument(
+        "--kernel-timeout", type=arguments.positive(float), default=None, metavar="SECONDS",
+        help="the longest a step of a size of your own kernels (--kernels) may take, each "
+        "measured in a process of its own: its build with the first run, then the timed "
+        f"run; longer is that size's error (default: {DEFAULT_TIMEOUT_S:g}, or {TIMEOUT_ENV})",
+    )  # fmt: skip
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.kernel_timeout is not None:  # read by the kernels' processes' deadline
+        os.environ[TIMEOUT_ENV] = repr(args.kernel_timeout)
+    isolation = Isolation()  # its deadline (XBACKEND_KERNEL_TIMEOUT) checked before a run
     opened = open_backends(args.backends)
     try:
         out = output_folder(args.out or arguments.default_out("limits"))
@@ -62,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
             found = find_limits(
                 opened, out, ops=args.op or [DEFAULT], dtypes=args.dtype or ["float32"],
                 variants=args.variants, tiles=args.tile, start=args.start,
-                budget_s=args.budget, seed=args.seed,
+                budget_s=args.budget, seed=args.seed, isolation=isolation,
             )  # fmt: skip
     finally:
         for _, backend in opened:

@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 import argparse
+import os
 from typing import TYPE_CHECKING, Any
 
 import xbackend.cli.arguments as arguments
 import xbackend.cli.cluster as cluster_options
 from xbackend.cli.compare import open_backends
 from xbackend.errors import XBackendError
+from xbackend.isolation import DEFAULT_TIMEOUT_S, TIMEOUT_ENV
 from xbackend.problems import dtype_named, flops
 from xbackend.sweep import parse_shapes
 from xbackend.tuning.objective import ENERGY, OBJECTIVES, RACE_S, WINDOW_S, objective_of
 from xbackend.tuning.searching import FINALIST_TIME_S, SEARCHES, tunable, tuned_variants
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from xbackend.backends.interface import Backend
+    from xbackend.backends.specs import Measurement
+    from xbackend.isolation import Isolation
     from xbackend.tuning import TuneResult
 
 TUNE_SIZES_GPU = "4096x4096x4096,1000x3001x1000"  # a large output and a small one
@@ -117,7 +123,14 @@ def _add_search_options(tune: Any) -> None:
     tune.add_argument(
         "--kernels", action="append", default=None, metavar="DIR",
         help="a folder of your own kernels (docs/kernels.md): its variants that declare "
-        "several tiles are tuned over them. Repeat for several folders",
+        "several tiles are tuned over them, each candidate in a process of its own. Repeat "
+        "for several folders",
+    )  # fmt: skip
+    tune.add_argument(
+        "--kernel-timeout", type=arguments.positive(float), default=None, metavar="SECONDS",
+        help="the longest a step of a candidate of your own kernels (--kernels) may take: "
+        "its build with the first runs, then each sample; longer ends its process and is "
+        f"that candidate's failure (default: {DEFAULT_TIMEOUT_S:g}, or {TIMEOUT_ENV})",
     )  # fmt: skip
 
 
@@ -276,14 +289,66 @@ def _variants(
     return variants
 
 
+class Isolated:
+    """How ``tune`` measures a candidate (``tuning.Measure``): a user's kernels (``--kernels``)
+    in a process of their own under the deadline, as ``compare`` measures them
+    (``isolation.py``), so that a hang or a crash is that candidate's failure
+    (``CandidateFailed``) and the tune goes on; xbackend's own kernels here."""
+
+    def __init__(self, isolation: Isolation):
+        self.isolation = isolation
+
+    def isolates(self, backend: Backend, variant: str, op: str) -> bool:
+        from xbackend.configs import Config
+        from xbackend.isolation import isolated
+
+        return isolated(Config(backend.name, backend, op, variant, None, "float32"))
+
+    def __call__(
+        self, backend: Backend, A: np.ndarray, B: np.ndarray, variant: str, **options: Any
+    ) -> Measurement:
+        from xbackend.configs import Config
+        from xbackend.measure import Described
+        from xbackend.tuning import CandidateFailed
+
+        op = options.pop("op", "mm")
+        if not self.isolates(backend, variant, op):
+            return backend.measure(A, B, variant, op=op, **options)
+        config = Config(backend.name, backend, op, variant, None, A.dtype.name)
+        if options.get("params") is None:  # the process of its own has no choices of ours
+            options["params"] = _untold(backend, variant, op, A.dtype)
+        try:
+            return self.isolation.measure(config, A, B, **options)
+        except Described as error:  # it hung, died, or failed there
+            raise CandidateFailed(str(error)) from error
+
+
+def _untold(backend: Backend, variant: str, op: str, dtype: np.dtype) -> dict[str, int] | None:
+    """The configuration ``variant`` runs untold here: its tile and parameters as this
+    backend's choices give them (none while the tuner times the default), sent to the
+    process of its own, whose backend reads the tune cache itself. None: chosen per
+    product (block tiles), which the process does as this one would with the cache."""
+    from xbackend.backends.compiled import CompiledBackend
+    from xbackend.backends.geometries import per_product
+
+    spec = backend.variant_spec(variant, op)
+    if per_product(spec) or not isinstance(backend, CompiledBackend):
+        return None
+    tile = backend.default_tile(variant, op, dtype)
+    return spec.configuration(tile, backend.chosen_parameters(spec, op, tile, dtype)) or None
+
+
 def run(args: argparse.Namespace) -> int:
     from xbackend import tuning
+    from xbackend.isolation import Isolation
 
     if args.show:
         return _show()
     if not args.backends:
         raise XBackendError("tune needs --backends NAME: the one backend to tune, e.g. cuda")
     objective = _objective(args)
+    if args.kernel_timeout is not None:  # read by the candidates' processes' deadline
+        os.environ[TIMEOUT_ENV] = repr(args.kernel_timeout)
     if cluster_options.spec(args) is None:  # the workers write the caches of their hosts
         tuning.check_writable()
     dtype = dtype_named(args.dtype)
@@ -296,8 +361,9 @@ def run(args: argparse.Namespace) -> int:
         raise XBackendError(f"tune runs on one backend, e.g. cuda or opencl:0: {name!r}")
     if cluster_options.spec(args) is not None:  # every device of it, on the cluster's workers
         return cluster_options.tune(args, ops, _print, (TUNE_SIZES_GPU, TUNE_SIZES_CPU))
+    isolation = Isolation()  # its deadline (XBACKEND_KERNEL_TIMEOUT) checked before a search
     ((label, backend),) = open_backends(name, instead="name another with tune --backends")
-    with backend:
+    with isolation, backend:
         problem = tuning.counter_problem(backend) if objective.energy else None
         if problem:  # before anything is tuned: never a silent fall back to time
             raise XBackendError(problem)
@@ -309,6 +375,7 @@ def run(args: argparse.Namespace) -> int:
         results = tuning.tune(
             backend, variants, sizes, dtype, ops=ops, seed=args.seed, samples=args.samples,
             finalist_time_s=args.finalist_time, how=args.search, objective=objective,
+            measure=Isolated(isolation),
         )  # fmt: skip
     (_print_energy if objective.energy else _print)(results)
     wrong = sum(trial.status == "wrong" for result in results for trial in result.trials)

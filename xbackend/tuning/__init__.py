@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import statistics
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -27,20 +26,20 @@ from typing import Any
 
 import numpy as np
 
-from xbackend.backends.choices import Candidate, ParameterChoice, Trial, shape_class
+from xbackend.backends.choices import Candidate, Trial, shape_class
 from xbackend.backends.compiled import CompiledBackend
 from xbackend.backends.geometries import geometry_of
 from xbackend.backends.interface import Backend
 from xbackend.errors import XBackendError
-from xbackend.measuring.sampler import joules_per_product
 from xbackend.measuring.timing import Sampling
 from xbackend.operations import OPERATIONS
-from xbackend.problems import Reference, Shape, check, flops, make_operands, output_size
+from xbackend.problems import Reference, Shape, flops, make_operands, output_size
 from xbackend.tuning.cache import (
     CACHE_ENV,
     FORMAT,
     NEIGHBOUR,
     CachedChoices,
+    ForeignCache,
     TuneCacheWarning,
     attach,
     cache_path,
@@ -69,6 +68,7 @@ from xbackend.tuning.racing import (
     MAX_RACE_SAMPLES,
     MIN_RACE_SAMPLES,
     TURN_SAMPLES,
+    CandidateFailed,
     Finalist,
     Race,
     Sampler,
@@ -76,6 +76,7 @@ from xbackend.tuning.racing import (
     verdict,
 )
 from xbackend.tuning.searching import FINALIST_TIME_S, SEARCHES, TuneItem, items, search
+from xbackend.tuning.trials import IN_PROCESS, Measure, Product, time_trial, window_joules
 
 __all__ = [
     "CACHE_ENV",
@@ -90,7 +91,10 @@ __all__ = [
     "SEARCHES",
     "TURN_SAMPLES",
     "CachedChoices",
+    "CandidateFailed",
     "Finalist",
+    "ForeignCache",
+    "Measure",
     "Objective",
     "Race",
     "Sampler",
@@ -204,21 +208,6 @@ def search_space(
     return geometry.space(backend, spec, shape, itemsize, op)
 
 
-@dataclasses.dataclass(frozen=True)
-class _Product:
-    """One product the tuner times: the operation, its operands and their reference."""
-
-    op: str
-    shape: Shape
-    A: np.ndarray
-    B: np.ndarray
-    reference: Reference
-
-    @property
-    def output(self) -> tuple[int, int]:
-        return output_size(self.op, self.shape)
-
-
 def tune(
     backend: Backend,
     variants: Iterable[str] | None,
@@ -233,6 +222,7 @@ def tune(
     progress: Callable[[str], None] = print,
     path: Path | None = None,
     objective: Objective | None = None,
+    measure: Measure = IN_PROCESS,
 ) -> list[TuneResult]:
     """Search the candidates of every variant (None: every tuned one) at every shape
     (``how``: coarse to fine, or exhaustive; see ``tune_search``), for each operation of
@@ -241,7 +231,8 @@ def tune(
     race the finalists for up to ``finalist_time_s`` (0: no race, the search's best is
     chosen); cache the choice of each. ``objective``: what is minimised (None: the
     kernel time); for energy, a device without a counter is refused (XBackendError)
-    before anything runs."""
+    before anything runs. ``measure``: how each candidate is measured (``trials.py``: a
+    user's kernels in a process of their own, where ``tune --kernels`` asks)."""
     objective = objective or Objective()
     problem = counter_problem(backend) if objective.energy else None
     if problem:
@@ -260,11 +251,16 @@ def tune(
         A, B = operands[item.shape]
         if (item.shape, item.op) not in references:
             references = {(item.shape, item.op): Reference.of(A, B, item.op)}
-        product = _Product(item.op, item.shape, A, B, references[item.shape, item.op])
-        result = _search(backend, product, item.variant, samples, how, progress, objective)
-        if result.best is not None and finalist_time_s > 0:
-            result.race = _race(backend, product, result, finalist_time_s, progress)
+        product = Product(item.op, item.shape, A, B, references[item.shape, item.op])
+        result = _search(backend, product, item.variant, samples, how, progress, objective,
+                         measure)  # fmt: skip
         results.append(result)
+        if result.best is not None and finalist_time_s > 0:
+            try:
+                result.race = _race(backend, product, result, finalist_time_s, progress, measure)
+            except CandidateFailed as error:  # every finalist: nothing is sure enough to keep
+                progress(f"  every finalist failed in the race ({error}): nothing cached")
+                continue
         if result.chosen is not None:
             _remember(backend, product, result, path, progress)
     return results
@@ -272,12 +268,13 @@ def tune(
 
 def _search(
     backend: Backend,
-    product: _Product,
+    product: Product,
     variant: str,
     samples: int,
     how: str,
     progress: Callable[[str], None],
     objective: Objective,
+    measure: Measure,
 ) -> TuneResult:
     """Time the candidates the search picks, then the untuned choice and the default,
     of one variant for one product. The untuned choice comes after the search, on a
@@ -290,17 +287,23 @@ def _search(
     coarse = " (coarse to fine)" if how == "coarse" and chosen_per_product else ""
     progress(f"{product.shape} ({key}) {product.op} {variant}: {len(space)} candidates{coarse}")
     count = 0
+    # Built here ahead of their runs only where they run here, not in a process of their own.
+    prebuilt = chosen_per_product and not measure.isolates(backend, variant, product.op)
+
+    def time_one(config: Candidate | None) -> Trial:
+        return time_trial(backend, product, variant, config, samples, objective, SAMPLING,
+                          measure)  # fmt: skip
 
     def time_batch(batch: Sequence[Candidate]) -> list[Trial]:
         nonlocal count
         # Build a batch of block tiles together first, in parallel where the backend can.
-        if chosen_per_product:
+        if prebuilt:
             configurations = [config.to_dict() for config in batch]
             backend.prebuild(variant, product.op, product.A, product.B, configurations)
         timed = []
         for config in batch:
             count += 1
-            trial = _time(backend, product, variant, config, samples, objective)
+            trial = time_one(config)
             timed.append(trial)
             speed = f"{gflops_text(trial.tflops)} GFLOP/s" if trial.tflops else trial.status
             energy = f", {trial.joules:.4g} J a product" if trial.joules else ""
@@ -310,22 +313,19 @@ def _search(
     started = time.perf_counter()
     trials = search(space, time_batch, how, geometry)
     seconds = round(time.perf_counter() - started, 1)
-    untuned = _time(backend, product, variant, None, samples, objective)
-    default = _default(backend, product, variant, samples, untuned, objective)
+    untuned = time_one(None)
+    default = _default(backend, time_one, untuned)
     return TuneResult(variant, product.op, product.shape, key, trials, untuned, seconds, default,
                       objective=objective)  # fmt: skip
 
 
-def _default(
-    backend: Backend, product: _Product, variant: str, samples: int, untuned: Trial,
-    objective: Objective,
-) -> Trial:  # fmt: skip
+def _default(backend: Backend, timed: Callable[[None], Trial], untuned: Trial) -> Trial:
     """The variant's configuration without a cache, timed (the untuned one where the
     cache holds no choice for the product: then they are the same)."""
     held = backend.choices
     backend.use_choices(None)
     try:
-        default = _time(backend, product, variant, None, samples, objective)
+        default = timed(None)
     finally:
         backend.use_choices(held)
     return untuned if default.config == untuned.config else default
@@ -333,10 +333,11 @@ def _default(
 
 def _race(
     backend: Backend,
-    product: _Product,
+    product: Product,
     result: TuneResult,
     time_cap_s: float,
     progress: Callable[[str], None],
+    measure: Measure,
 ) -> Race:
     """Race ``result``'s finalists on the device (see ``race``), and say who won. In an
     energy tune a turn is one window a finalist, its sample the joules per product."""
@@ -344,17 +345,23 @@ def _race(
 
     def sampler(config: Candidate, count: int) -> list[float]:
         if objective.energy:
-            return [_joules(backend, product, result.variant, config, objective)
-                    for _ in range(count)]  # fmt: skip
-        measured = backend.measure(
-            product.A, product.B, result.variant, op=product.op, params=config.to_dict(),
-            sampling=SAMPLING, warmup=1, samples=count, min_samples=count,
+            return [window_joules(backend, product, result.variant, config, objective,
+                                  SAMPLING, measure) for _ in range(count)]  # fmt: skip
+        measured = measure(
+            backend, product.A, product.B, result.variant, op=product.op,
+            params=config.to_dict(), sampling=SAMPLING, warmup=1, samples=count,
+            min_samples=count,
         )  # fmt: skip
         return measured.kept[0]  # without samples the device marked (throttled, hold)
 
     racers = finalists(result)
     progress(f"  race of {len(racers)} finalists (at most {time_cap_s:g} s)")
     outcome = race(racers, sampler, time_cap_s, turn_samples=objective.turn_samples)
+    for finalist in racers:
+        if finalist.failure:
+            role = " (default)" if finalist.default else ""
+            progress(f"  {finalist.config.label}{role}: left the race: {finalist.failure}")
+    racers = [finalist for finalist in racers if not finalist.failure]
     if objective.energy:
         for finalist in racers:
             low, high = finalist.interval_s
@@ -372,20 +379,6 @@ def _race(
             f"{len(finalist.samples_s)} samples)"
         )
     return outcome
-
-
-def _joules(
-    backend: Backend, product: _Product, variant: str, config: Candidate, objective: Objective
-) -> float:
-    """One window's joules per product of ``config`` (the race of an energy tune)."""
-    measured = backend.measure(
-        product.A, product.B, variant, op=product.op, params=config.to_dict(),
-        sampling=objective.sampling(SAMPLING), warmup=1, samples=1, min_samples=1,
-    )  # fmt: skip
-    unread = objective.unread(measured)
-    if unread:
-        raise XBackendError(f"the race of {variant} {config.label}: {unread}")
-    return joules_per_product(measured.state) or 0.0
 
 
 def cache_entry(result: TuneResult, build: dict[str, str]) -> dict[str, Any]:
@@ -431,7 +424,7 @@ def gflops_text(tflops: float) -> str:
 
 
 def _remember(
-    backend: Backend, product: _Product, result: TuneResult, path: Path | None,
+    backend: Backend, product: Product, result: TuneResult, path: Path | None,
     progress: Callable[[str], None],
 ) -> None:  # fmt: skip
     """Cache the choice of ``result``; say so where it replaces a choice tuned for the
@@ -444,46 +437,3 @@ def _remember(
         progress(f"  replaces the choice tuned for {objective_of(before)} of {key} ({wanted} now)")
     entry = cache_entry(result, current_build(backend, result.variant, product.op))
     update_entries({key: entry}, path)
-
-
-def _time(
-    backend: Backend,
-    product: _Product,
-    variant: str,
-    config: Candidate | None,
-    samples: int,
-    objective: Objective,
-) -> Trial:
-    params = None if config is None else config.to_dict()
-    geometry = geometry_of(backend.variant_spec(variant, product.op))
-    try:
-        measured = backend.measure(
-            product.A,
-            product.B,
-            variant,
-            op=product.op,
-            params=params,
-            sampling=objective.sampling(SAMPLING),
-            warmup=1,
-            samples=samples,
-            min_samples=samples,
-        )
-    except Exception as error:  # a candidate that fails to build or launch is skipped
-        return Trial(config or ParameterChoice(()), None, str(error)[:200])
-    if config is not None:
-        chosen = config
-    elif geometry is not None:  # what it ran: its parameters, or its tile
-        ran = measured.params or ({"TILE": measured.tile} if measured.tile else {})
-        chosen = geometry.candidate(ran) if ran else ParameterChoice(())
-    else:
-        chosen = ParameterChoice(())
-    if not all(
-        check(out, product.reference).equal for out in (measured.result, measured.last_result)
-    ):
-        return Trial(chosen, None, "wrong")
-    unread = objective.unread(measured)
-    if unread:  # an energy tune ranks joules: a candidate without them is not ranked
-        return Trial(chosen, None, unread)
-    seconds = statistics.median(measured.kernel_s)
-    rate = flops(product.op, product.shape) / seconds / 1e12
-    return Trial(chosen, rate, "ok", joules_per_product(measured.state))  # None: not read

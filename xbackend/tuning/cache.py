@@ -32,6 +32,10 @@ products use the default. Nor is the file's kind trusted: a path that names no r
 file (``/dev/zero``, a FIFO, a folder) or a huge one (``safeio.read_small_text``) is
 ignored the same way, named by the variable that chose it, without a byte read; and the
 lock is never opened through a link (``safeio``'s rule for every file xbackend writes).
+A write keeps what it does not understand (issue 54): the entries it ignores and keys of
+the file's own are written back as read; a file it cannot read at all (another version's
+format, no JSON) reads as empty with a warning and is never written over
+(``ForeignCache``, with the way round).
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ import numpy as np
 import xbackend.tuning.database as tuning_db
 from xbackend.backends.choices import Candidate, ChoiceRequest
 from xbackend.backends.interface import Backend
+from xbackend.errors import XBackendError
 from xbackend.operations import operation
 from xbackend.resources import user_cache_dir
 from xbackend.safeio import (
@@ -80,6 +85,11 @@ def cache_path() -> Path:
 
 class TuneCacheWarning(UserWarning):
     """Part of the tune cache was ignored: the message names the file and says why."""
+
+
+class ForeignCache(XBackendError):
+    """The tune cache holds what this version cannot read (another version's format, no
+    JSON): writing it would lose that, so it is not written; the message says the way round."""
 
 
 _warned: set[tuple[str, str]] = set()  # (file, what): each warning once per process
@@ -144,12 +154,13 @@ def load_entries(path: Path | None = None) -> dict[str, dict[str, Any]]:
     """
     path = path or cache_path()
     data = _read_json(path)
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
+    problem = None if data is None else _foreign(data)
+    if data is None or problem:
+        if problem:
+            named, what = _named(path)
+            _warn_once(path, "file", f"{named}: {problem}; {what} is ignored")
         return {}
     entries = data.get("entries", {})
-    if not isinstance(entries, dict):
-        _warn_once(path, "file", f"{path}: 'entries' is not an object; the cache is ignored")
-        return {}
     good, bad = {}, {}
     for key, entry in entries.items():
         problem = entry_problem(entry)
@@ -173,6 +184,47 @@ def load_entries(path: Path | None = None) -> dict[str, dict[str, Any]]:
     return good
 
 
+def _foreign(data: Any) -> str | None:
+    """Why the JSON ``data`` of a cache or database is not this version's to read or
+    write, or None where it is."""
+    if not isinstance(data, dict):
+        return "it is not a JSON object"
+    if data.get("format") != FORMAT:
+        held = "no format" if "format" not in data else f"format {_shorten(data['format'])}"
+        return (f"it holds {held} (another xbackend version's; this one reads and writes "
+                f"format {FORMAT})")  # fmt: skip
+    if not isinstance(data.get("entries", {}), dict):
+        return "its 'entries' is not an object"
+    return None
+
+
+def _as_read(path: Path) -> dict[str, Any]:
+    """The cache file's whole JSON object, to be written back changed: what this version
+    ignores (an entry it refuses, a key of the user's) included; a missing or empty file
+    is an empty cache. ``ForeignCache`` where the file is another version's or no JSON:
+    written over, whatever it holds would be lost."""
+    named, _ = _named(path)
+    way_round = f"point {CACHE_ENV} at a file of its own for this version, or move it aside"
+    try:
+        text = read_small_text(path)
+    except FileNotFoundError:
+        text = ""
+    except (OSError, UnicodeDecodeError) as error:
+        raise ForeignCache(f"{named}: cannot read it ({error}): {way_round}") from None
+    if not text.strip():
+        return {"format": FORMAT, "entries": {}}
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as error:
+        problem: str | None = f"it is not JSON ({_shorten(error)})"
+    else:
+        problem = _foreign(data)
+    if problem:
+        raise ForeignCache(f"{named}: {problem}; a tune would write over its entries: {way_round}")
+    data.setdefault("entries", {})
+    return dict(data)
+
+
 def _open_lock(path: Path) -> int:
     """Open (or create) the lock file ``path``, never through a link (a link planted
     there would have the lock create its target) nor blocking on a FIFO: either is
@@ -194,7 +246,8 @@ def _lock_path(path: Path) -> Path:
 def check_writable(path: Path | None = None) -> None:
     """Raise ``UnsafePath`` naming the cache (and the variable that chose it) where its
     choices could not be written: a link, or something that is no regular file, at it or
-    at its lock; or a file too large to be one, which a write would replace. ``tune``
+    at its lock; or a file too large to be one, which a write would replace; and
+    ``ForeignCache`` where it holds what this version cannot read (``_as_read``). ``tune``
     asks before it searches, not minutes later."""
     path = path or cache_path()
     try:
@@ -205,6 +258,7 @@ def check_writable(path: Path | None = None) -> None:
             raise UnsafePath(problem)
     except UnsafePath as error:
         raise UnsafePath(f"{_named(path)[0]}: {error}; the tune cache cannot be written") from None
+    _as_read(path)
 
 
 @contextmanager
@@ -220,29 +274,30 @@ def _locked(path: Path) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def _write(entries: Mapping[str, Any], path: Path) -> None:
-    """Write the cache whole, through a temporary file of its own, so a reader never sees
-    half of it."""
-    text = json.dumps({"format": FORMAT, "entries": entries}, indent=1, sort_keys=True)
-    atomic_write(path, text + "\n")
+def _write(data: Mapping[str, Any], path: Path) -> None:
+    """Write the cache's object whole, through a temporary file of its own, so a reader
+    never sees half of it."""
+    atomic_write(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
 
 
 def save_entries(entries: dict[str, dict[str, Any]], path: Path | None = None) -> Path:
     """Replace the cache with ``entries``, under its lock."""
     path = path or cache_path()
     with _locked(path):
-        _write(entries, path)
+        _write({"format": FORMAT, "entries": entries}, path)
     return path
 
 
 def update_entries(changes: Mapping[str, dict[str, Any]], path: Path | None = None) -> Path:
-    """Add or replace the entries ``changes`` and keep every other one: the file is read,
-    changed and replaced under its lock, so that tuners running together lose nothing."""
+    """Add or replace the entries ``changes`` and keep every other one, those this version
+    ignores too: the file is read, changed and replaced under its lock, so that tuners
+    running together lose nothing. ``ForeignCache`` (nothing written) where the file is
+    another version's or no JSON (``_as_read``)."""
     path = path or cache_path()
     with _locked(path):
-        entries = load_entries(path)
-        entries.update(changes)
-        _write(entries, path)
+        data = _as_read(path)
+        data["entries"] = {**data["entries"], **changes}
+        _write(data, path)
     return path
 
 

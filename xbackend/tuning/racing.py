@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from xbackend.backends.choices import Candidate
+from xbackend.errors import XBackendError
 from xbackend.measuring.timing import bootstrap_median_interval
 
 # The race of the finalists (see ``race``). The finalists: the search's best two, and
@@ -26,6 +27,11 @@ MAX_RACE_SAMPLES = 400  # samples of each finalist at most, whatever the time ca
 Sampler = Callable[[Any, int], Sequence[float]]
 
 
+class CandidateFailed(XBackendError):
+    """A configuration's run hung or crashed (a user's kernel, in a process of its own):
+    in the race, that finalist's end, the others race on."""
+
+
 @dataclasses.dataclass
 class Finalist:
     """A configuration in the race, with the samples of its turns and their summary."""
@@ -35,6 +41,7 @@ class Finalist:
     samples_s: list[float] = dataclasses.field(default_factory=list)
     median_s: float = float("nan")
     interval_s: tuple[float, float] = (float("nan"), float("nan"))  # 95%, of the median
+    failure: str = ""  # why it left the race, where its run hung or crashed
 
     def summarise(self) -> None:
         self.median_s = statistics.median(self.samples_s)
@@ -71,23 +78,32 @@ def race(
     and again), so that a drift of the device's clock or temperature falls on all of
     them alike. Once each has MIN_RACE_SAMPLES, a finalist whose 95% interval lies
     above the fastest's drops out; the race ends when one is left, at ``time_cap_s``,
-    or at MAX_RACE_SAMPLES each. See ``verdict`` for who wins."""
+    or at MAX_RACE_SAMPLES each. See ``verdict`` for who wins. A finalist whose run
+    fails (``CandidateFailed``) leaves the race with its ``failure`` and no part in the
+    verdict; where every one fails, the last failure is raised."""
     started = clock()
     active = list(racers)
     rounds = 0
     while True:
-        for finalist in active:
-            finalist.samples_s.extend(sampler(finalist.config, turn_samples))
+        for finalist in list(active):
+            try:
+                finalist.samples_s.extend(sampler(finalist.config, turn_samples))
+            except CandidateFailed as error:
+                finalist.failure = str(error)
+                active.remove(finalist)
+                if not active:
+                    raise
         rounds += 1
         for finalist in active:
             finalist.summarise()
+        running = [finalist for finalist in racers if not finalist.failure]
         if min(len(finalist.samples_s) for finalist in active) >= MIN_RACE_SAMPLES:
-            fastest = min(racers, key=lambda finalist: finalist.median_s)
+            fastest = min(running, key=lambda finalist: finalist.median_s)
             active = [f for f in active if f is fastest or not fastest.below(f)]
         exhausted = max(len(finalist.samples_s) for finalist in active) >= MAX_RACE_SAMPLES
         if len(active) <= 1 or exhausted or clock() - started >= time_cap_s:
             break
-    return verdict(racers, rounds, clock() - started)
+    return verdict(running, rounds, clock() - started)
 
 
 def verdict(racers: list[Finalist], rounds: int = 0, seconds: float = 0.0) -> Race:
