@@ -260,6 +260,7 @@ def _verified(
         clock=measurement.clock,
         api_samples_s=list(measurement.api_s),
         gap_samples_s=list(measurement.gap_s),
+        cpu_samples_s=list(measurement.cpu_s),
         sample_marks=marks if any(marks) else [],
         state=measurement.state,
         host_load=measurement.host_load,

@@ -371,6 +371,7 @@ class Backend(abc.ABC):
             clock=execution.clock,
             api_s=sampled.api_s,
             gap_s=sampled.gap_s,
+            cpu_s=sampled.cpu_s,
             cache=sampling.cache,
             host_memory=host_memory,
             state=sampled.state,
