@@ -101,3 +101,26 @@ def test_a_run_measured_contended_says_so_in_one_sentence():
         "contended: some task waited for a core over 10% of the time at 1 of 2 points"
     )
     assert contention.sentence([{"stall_share": 0.01}]) is None
+
+
+@pytest.mark.slow
+def test_a_vendor_ratio_from_contended_points_says_so(tmp_path):
+    from test_findings import _all, _report_findings
+
+    from xbackend.cli.summary import summary_table
+
+    points = _all(seed=53)
+    for point in points:
+        if point["label"] == "cpu":
+            point["host_load"] = {"stall_share": 0.62, "own_cores": 0.55, "blas_threads": 1}
+    table = summary_table([PointRecord.from_dict(p) for p in points])
+    assert (
+        "  cpu mm vendor float32: the BLAS on 1 thread, as many as the host left it at each "
+        "point (other jobs' cores taken away)"
+    ) in table.splitlines()
+    found = _report_findings(tmp_path, points)
+    (vendor,) = [s for s in found if s.startswith("On cpu") and "vendor's library" in s]
+    assert vendor.endswith(
+        "Measured on a contended host (vendor: stall 62%, got 0.55 cores; tiled T=64: stall "
+        "62%, got 0.55 cores): the ratio moves with the host's load, not with the kernels alone."
+    )

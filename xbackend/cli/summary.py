@@ -87,7 +87,7 @@ def summary_table(points: list[PointRecord]) -> str:
         for row in rows
     ]
     lines.insert(1, "  ".join("-" * width for width in widths))
-    lines += _skip_notes(groups) + _vendor_notes(groups)
+    lines += _skip_notes(groups) + _vendor_notes(groups) + _blas_notes(groups)
     all_measured = [p for p in points if p.status in ("ok", "mismatch", "error")]
     verdict = sum(p.status == "ok" for p in all_measured)
     sketched = sum(p.check == FREIVALDS for p in all_measured)
@@ -115,6 +115,22 @@ def _skip_notes(groups: dict[LineKey, list[PointRecord]], width: int = 110) -> l
         note = f"  {what}: {count} skipped: {reason}"
         notes.append(note if len(note) <= width else note[: width - 1] + "…")
     return ["", "skipped (the first reason of each line):", *notes] if notes else []
+
+
+def _blas_notes(groups: dict[LineKey, list[PointRecord]]) -> list[str]:
+    """Under the table: the threads each CPU vendor line's BLAS ran on, as many as the host
+    left it at each point (``host_load.cores_left``), where its points recorded them."""
+    notes = []
+    for key, group in groups.items():
+        threads = sorted({int((p.host_load or {})["blas_threads"]) for p in group
+                          if "blas_threads" in (p.host_load or {})})  # fmt: skip
+        if threads:
+            span = str(threads[0]) if len(threads) == 1 else f"{threads[0]}-{threads[-1]}"
+            what = printable(f"{key.label} {key.op} {key.variant} {key.dtype}")
+            plural = "s" * (span != "1")
+            notes.append(f"  {what}: the BLAS on {span} thread{plural}, as many as the host "
+                         "left it at each point (other jobs' cores taken away)")  # fmt: skip
+    return ["\nthe BLAS's threads:", *notes] if notes else []
 
 
 def _vendor_notes(groups: dict[LineKey, list[PointRecord]]) -> list[str]:

@@ -181,6 +181,34 @@ class HostWatch:
         return found
 
 
+# Other processes' cores from which a core counts as taken (cores_left): a quarter of a core
+# beside one BLAS thread is enough to hold up the others at each of its barriers.
+_TAKEN_FROM = 0.25
+
+
+def cores_left(cores: int | None = None) -> int:
+    """The cores other processes leave this one now (at least 1): this process's cores
+    (its affinity) less what others took since the newest reading of an earlier point or
+    call at least ``COUNTED_WINDOW_S`` old (at most ``MAX_WINDOW_S``; none: it waits until
+    the oldest recent one is, ``COUNTED_WINDOW_S`` at most, once after each quiet spell),
+    each part of a core past ``_TAKEN_FROM`` counting whole."""
+    if cores is None:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+    now = read()
+    recent = [r for r in HostWatch._recent if now.wall_s - r.wall_s <= MAX_WINDOW_S]
+    if not recent:
+        HostWatch._recent.append(now)
+        recent = [now]
+    oldest = recent[0]
+    if now.wall_s - oldest.wall_s < COUNTED_WINDOW_S:
+        time.sleep(COUNTED_WINDOW_S - (now.wall_s - oldest.wall_s))
+        now = read()
+    begin = [r for r in recent if now.wall_s - r.wall_s >= COUNTED_WINDOW_S][-1]
+    others = between(begin, now).get("others_cores")
+    taken = 0 if others is None else max(0, math.ceil(float(others) - _TAKEN_FROM))
+    return max(1, cores - taken)
+
+
 def busy(host: dict[str, Any] | None) -> bool:
     """Whether other processes took at least ``BUSY_CORES`` over a point (a ``host`` record;
     None, or one without ``others_cores``: not known, so not busy)."""

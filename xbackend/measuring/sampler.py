@@ -126,6 +126,9 @@ def sample(
             gc.enable()
         sampled.state = monitor.finish()
         sampled.host_load = host.finish()
+    threads = getattr(execution, "blas_threads", None)  # the CPU backend's vendor line
+    if threads is not None and sampled.host_load is not None:
+        sampled.host_load["blas_threads"] = float(threads)
     if energy is not None:
         sampled.state = {**(sampled.state or {}), "energy": energy}
     # A library's kernels (a vendor point's), traced over one more run (launched.py).
