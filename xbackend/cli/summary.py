@@ -52,7 +52,7 @@ def _energy_cell(group: list[PointRecord]) -> str:
 
 def _noise(top: PointRecord, group: list[PointRecord]) -> str:
     """The largest point's relative noise, and how many of the line's points are noisy
-    (over the run's --max-noise) or flagged as impossible."""
+    (the interval of the median wider than ±2.5%) or flagged as impossible."""
     stats = top.kernel_s or {}
     if "noise" not in stats:
         return "—"

@@ -26,8 +26,8 @@ MEASURED = ("ok", "mismatch")
 _MAX_DIMENSION = 2**40
 _STATS = ("median", "q1", "q3", "min")
 FLAGS = {
-    "noisy": "the 95% interval of the kernel time's median is wider than ± the run's "
-    "--max-noise (files from before: its relative noise is over it)",
+    "noisy": "the 95% interval of the kernel time's median is wider than ±2.5% of it, "
+    "wider than diff's verdicts need (files from before: than the run's --max-noise)",
     "throttled": "every sample was marked (the GPU throttled, or the CUDA hold gave up): "
     "the statistics are of them all",
     "above-peak-compute": "faster than the device's compute peak: the timing is wrong",
