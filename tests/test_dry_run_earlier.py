@@ -44,8 +44,8 @@ def test_a_dry_run_beside_an_earlier_run_predicts_from_it(tmp_path, capsys):
     assert re.search(
         r"\npredicted time: (under 1 s|[\d.]+ s) for the points \(start-up, figures and "
         r"report on top\), from 4 points as long as they took in 1 earlier run beside --out, "
-        r"2 points measured in none of them \(not counted\); the host's load average then [\d.]+: a "
-        r"busier host takes longer\n",
+        r"2 points measured in none of them \(not counted\); the host's load average then "
+        r"[\d.]+: a busier host takes longer\n",
         said,
     ), said
     assert "cpu mm naive float32: 3 sizes; time unknown until measured" in said
