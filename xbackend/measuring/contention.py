@@ -137,14 +137,14 @@ def differs(a: dict[str, Any] | None, b: dict[str, Any] | None, limit: float) ->
     for differ (``STALL_DIFFERS``, ``CORES_DIFFER``), or either was contended beyond
     ``limit`` (the stall share the A/A floors were measured under); None where neither."""
     said = []
-    stalls = (_value(a, "stall_share"), _value(b, "stall_share"))
-    if stalls[0] is not None and stalls[1] is not None:
-        if abs(stalls[0] - stalls[1]) >= STALL_DIFFERS:
-            said.append(f"some task waited for a core {stalls[0]:.0%} of the time in A, "
-                        f"{stalls[1]:.0%} in B (/proc/pressure/cpu)")  # fmt: skip
-        elif max(stalls) > limit:
+    stall_a, stall_b = _value(a, "stall_share"), _value(b, "stall_share")
+    if stall_a is not None and stall_b is not None:
+        if abs(stall_a - stall_b) >= STALL_DIFFERS:
+            said.append(f"some task waited for a core {stall_a:.0%} of the time in A, "
+                        f"{stall_b:.0%} in B (/proc/pressure/cpu)")  # fmt: skip
+        elif max(stall_a, stall_b) > limit:
             said.append(f"the host was contended beyond the A/A floors' {limit:.0%} stall: "
-                        f"{stalls[0]:.0%} in A, {stalls[1]:.0%} in B")  # fmt: skip
+                        f"{stall_a:.0%} in A, {stall_b:.0%} in B")  # fmt: skip
     for field, what in (("own_cores", "xbackend got"), ("waited_cores", "its threads waited for")):
         pair = (_value(a, field), _value(b, field))
         if pair[0] is not None and pair[1] is not None and abs(pair[0] - pair[1]) >= CORES_DIFFER:
