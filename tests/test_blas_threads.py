@@ -27,7 +27,7 @@ def test_the_cores_left_are_those_other_processes_did_not_take(monkeypatch, othe
 
 def _blas_threads() -> int:
     pools = threadpoolctl.threadpool_info()
-    return next(pool["num_threads"] for pool in pools if pool["user_api"] == "blas")
+    return int(next(pool["num_threads"] for pool in pools if pool["user_api"] == "blas"))
 
 
 def test_a_vendor_point_records_its_blas_threads_and_sets_them_back(monkeypatch):

@@ -40,7 +40,8 @@ def _compared(a_load, b_load, wall_ratio, cpu_ratio, floor_file=None, time="kern
 
 @pytest.mark.parametrize("loads", [(QUIET, CROWDED), (CROWDED, QUIET)])
 def test_a_wall_clock_change_the_cpu_time_does_not_show_is_uncertain_with_its_figures(loads):
-    found = _compared(*loads, wall_ratio=1.7 if loads[1] is CROWDED else 0.6, cpu_ratio=1.0)
+    found = _compared(loads[0], loads[1], wall_ratio=1.7 if loads[1] is CROWDED else 0.6,
+                      cpu_ratio=1.0)  # fmt: skip
     assert found.verdict == diff.UNCERTAIN and found.host_differed
     a, b = loads
     assert (
