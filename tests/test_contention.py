@@ -124,3 +124,24 @@ def test_a_vendor_ratio_from_contended_points_says_so(tmp_path):
         "Measured on a contended host (vendor: stall 62%, got 0.55 cores; tiled T=64: stall "
         "62%, got 0.55 cores): the ratio moves with the host's load, not with the kernels alone."
     )
+
+
+def test_the_summary_says_why_an_end_to_end_time_reads_under_the_kernel_time():
+    from xbackend.cli.summary import summary_table
+    from xbackend.measuring.timing import Stats
+
+    rng = np.random.default_rng(5307)
+    quick = [float(s) for s in 2e-4 * (1 + 0.01 * rng.standard_normal(9))]
+    slow = [3 * s for s in quick]
+    batched = PointRecord.from_dict(_point(
+        launches=12, kernel_s=Stats.of(slow).to_dict(), kernel_samples_s=slow,
+        end_to_end_s=Stats.of(quick).to_dict(), end_to_end_samples_s=quick, variant="vendor",
+    ))  # fmt: skip
+    note = (
+        "end-to-end under the kernel time (cpu mm vendor): there the kernel time is the mean "
+        "of a batch of launches run after the product the end-to-end time is of, and the "
+        "batch ran slower per launch"
+    )
+    assert note in summary_table([batched]).splitlines()
+    single = PointRecord.from_dict(_point(kernel_samples_s=quick))
+    assert "end-to-end under" not in summary_table([single])
