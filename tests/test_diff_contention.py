@@ -122,3 +122,21 @@ def test_the_summary_line_counts_what_contention_took_back():
         "between the runs, or was past the A/A floors', and the CPU time did not say the same "
         "(the note of each gives the figures)"
     )
+
+
+@pytest.mark.parametrize(
+    "changes", [{"clock": "opencl-profiling", "backend": "opencl", "label": "opencl"},
+                {"variant": "vendor", "threads": 2.0}],
+)  # fmt: skip
+def test_the_cpu_time_of_threads_that_wait_for_each_other_keeps_no_change(changes):
+    """An OpenCL runtime's workers and a BLAS's threads spin: their CPU time moved 1.43× for
+    an unchanged kernel under contention, so it keeps no verdict."""
+    rng = np.random.default_rng(SEED)
+    threads = changes.pop("threads", None)
+    points = []
+    for run, seconds, load in (("a", 8e-3, QUIET), ("b", 1.6e-2, CROWDED)):
+        load = {**load, **({"blas_threads": threads} if threads else {})}
+        points.append(dataclasses.replace(_point(run, seconds, seconds, load, rng), **changes))
+    (found,) = diff.compare_points([points[0]], [points[1]], cpu_devices=[CPU])
+    assert found.verdict == diff.UNCERTAIN
+    assert found.note.endswith("its threads wait for each other, so the CPU time cannot tell")

@@ -14,7 +14,8 @@ the two points' hosts differed:
   and its threads waited for);
 
 unless the CPU time of the samples (``cpu_samples_s``), which other jobs move far less,
-gives the same verdict: then the change is the kernel's, and the note says both.
+gives the same verdict where it is one thread's work (:func:`one_thread`): then the change
+is the kernel's, and the note says both.
 Every such note gives the figures that made it so.
 """
 
@@ -66,6 +67,16 @@ def cpu_samples(point: PointRecord) -> list[float]:
     return unmarked(cpu, marks) if not (marks and all(marks)) else list(cpu)
 
 
+def one_thread(point: PointRecord) -> bool:
+    """Whether a point's CPU time is one thread's work: the CPU backend's (its clock is the
+    host's) but for a BLAS on more than one thread. An OpenCL runtime's workers, and a
+    BLAS's threads, spin while they wait for each other, longer the more the host holds
+    them up: under contention the CPU time of an unchanged OpenCL naive kernel moved 1.43×
+    [1.35-1.48] between two runs (docs/diff.md), so it tells no kernel's part there."""
+    threads = (point.host_load or {}).get("blas_threads", 1)
+    return point.clock == "host" and float(threads) <= 1
+
+
 def judged(
     found: str,
     a: PointRecord,
@@ -76,6 +87,8 @@ def judged(
     """Whether a wall-clock ``found`` (FASTER, SLOWER) stands though the hosts differed
     (``reason``): where the CPU times' verdict (``cpu_verdict``: the verdict and its
     interval in words) is the same; and the note that says why, with the figures."""
+    if not (one_thread(a) and one_thread(b)):
+        return False, f"{reason}; its threads wait for each other, so the CPU time cannot tell"
     a_cpu, b_cpu = cpu_samples(a), cpu_samples(b)
     if min(len(a_cpu), len(b_cpu)) < 2:
         return False, f"{reason}; no CPU time recorded to tell the kernel's part"
