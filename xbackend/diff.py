@@ -20,10 +20,10 @@ files give the same verdicts. With a minimum effect ``threshold`` (0.02: 2%):
 
 Every UNCERTAIN says why in its note: the interval reaches past the threshold, the
 change lies within the A/A floor of its kind (floors.py, which says where it was
-measured), or, on a CPU device (the CPU backend, OpenCL on a CPU), the host's load
-differed between the runs: other processes took ``host_load.BUSY_CORES`` (half a core)
-more in one than in the other while the point was measured, and a CPU's time moves with
-that, whatever the kernel did (the points' ``host_load``; files from before have none).
+measured), or, on a CPU device (the CPU backend, OpenCL on a CPU), the host differed
+between the runs or was contended past the floors' (its load, its speed, the contention
+each point measured: ``diff_cpu.py``), and a CPU's time moves with that, whatever the
+kernel did, unless the CPU time of one thread's work says the same.
 
 A point in one run only, not measured (skipped, failed) or not trusted (timed
 faster than the device's peak) in either, or without raw samples, gets no verdict:
