@@ -30,18 +30,19 @@ def _point(run: str, wall_s: float, cpu_s: float, load: dict[str, float] | None,
     )  # fmt: skip
 
 
-def _compared(a_load, b_load, wall_ratio, cpu_ratio, floor_file=None, time="kernel"):
+def _compared(a_load, b_load, wall_ratio, cpu_ratio, floor_file=None, time="kernel", cpu_s=8e-3):
     rng = np.random.default_rng(SEED)
-    a = _point("a", 8e-3, 8e-3, a_load, rng)
-    b = _point("b", 8e-3 * wall_ratio, 8e-3 * cpu_ratio, b_load, rng)
+    a = _point("a", 8e-3, cpu_s, a_load, rng)
+    b = _point("b", 8e-3 * wall_ratio, cpu_s * cpu_ratio, b_load, rng)
     (found,) = diff.compare_points([a], [b], floors=floor_file or floors.Floors(), time=time)
     return found
 
 
 @pytest.mark.parametrize("loads", [(QUIET, CROWDED), (CROWDED, QUIET)])
 def test_a_wall_clock_change_the_cpu_time_does_not_show_is_uncertain_with_its_figures(loads):
-    found = _compared(loads[0], loads[1], wall_ratio=1.7 if loads[1] is CROWDED else 0.6,
-                      cpu_ratio=1.0)  # fmt: skip
+    crowded_b = loads[1] is CROWDED  # the crowded run's wall time the longer, its CPU time not
+    found = _compared(loads[0], loads[1], wall_ratio=1.7 if crowded_b else 0.6, cpu_ratio=1.0,
+                      cpu_s=8e-3 if crowded_b else 4.8e-3)  # fmt: skip
     assert found.verdict == diff.UNCERTAIN and found.host_differed
     a, b = loads
     assert (
@@ -139,4 +140,22 @@ def test_the_cpu_time_of_threads_that_wait_for_each_other_keeps_no_change(change
         points.append(dataclasses.replace(_point(run, seconds, seconds, load, rng), **changes))
     (found,) = diff.compare_points([points[0]], [points[1]], cpu_devices=[CPU])
     assert found.verdict == diff.UNCERTAIN
-    assert found.note.endswith("its threads wait for each other, so the CPU time cannot tell")
+    assert found.note.endswith("the CPU time is not one thread's work on the kernel alone")
+
+
+def test_a_cpu_time_past_the_wall_time_or_on_a_host_of_another_speed_keeps_no_change():
+    """A 1.27 µs BLAS call's CPU time was 2.2 µs with the harness's loop around its batch,
+    and read 2.51× in the next run, whose host ran a fixed probe 1.34× slower."""
+    rng = np.random.default_rng(SEED)
+    a = _point("a", 1.3e-6, 2.2e-6, {**QUIET, "blas_threads": 1.0}, rng)
+    b = _point("b", 6.4e-6, 5.5e-6, {**CROWDED, "blas_threads": 1.0}, rng)
+    (found,) = diff.compare_points([a], [b])
+    assert found.verdict == diff.UNCERTAIN
+    assert found.note.endswith("the CPU time is not one thread's work on the kernel alone")
+    probed = [dataclasses.replace(p, host_load={**(p.host_load or {}), "probe_us": probe,
+                                                "probe_after_us": probe})
+              for p, probe in ((_point("a", 8e-3, 8e-3, QUIET, rng), 400.0),
+                               (_point("b", 1.6e-2, 1.6e-2, CROWDED, rng), 536.0))]  # fmt: skip
+    (found,) = diff.compare_points([probed[0]], [probed[1]])
+    assert found.verdict == diff.UNCERTAIN
+    assert found.note.endswith("the host's speed moves the CPU time too")
