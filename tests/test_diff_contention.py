@@ -84,6 +84,8 @@ def test_the_floors_stall_is_written_and_read_back(tmp_path):
     assert floors.load(path).stall == 0.07
     floors.save(floors.Floors({"x | host 1e-3": 0.1}, 2, "two pairs"), path)
     assert floors.load(path).stall is None and floors.load(path).stall_limit == 0.1
+    merged = floors.Floors({}, 1, "a", stall=0.3).merged(floors.Floors({}, 1, "b", stall=0.6))
+    assert merged.stall == 0.6 and floors.Floors().merged(floors.Floors()).stall is None
     path.write_text('{"floors": {}, "stall": 7}')
     with pytest.raises(ValueError, match="stall 7: expected a share from 0 to 1"):
         floors.load(path)
