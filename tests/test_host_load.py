@@ -83,11 +83,14 @@ def test_the_summary_and_the_findings_say_the_host_was_busy(tmp_path):
 
     points = _all(seed=7)
     for point in points[:5]:
-        point["host_load"] = {"others_cores": 1.2, "window_s": 0.8}
+        point["host_load"] = {"others_cores": 1.2, "window_s": 0.8, "stall_share": 0.4}
     table = summary_table([PointRecord.from_dict(p) for p in points])
     assert "the host was busy: other processes took half a core or more during 5 of 5" in table
+    contended = "contended: some task waited for a core over 10% of the time at 5 of 5 points"
+    assert contended in table  # issue 53: the contention measured, said
     sentences = _report_findings(tmp_path, points)
     assert any(s.startswith("The host was busy: other processes took") for s in sentences)
+    assert any(s.startswith("C" + contended[1:]) for s in sentences)
 
 
 @pytest.mark.parametrize(

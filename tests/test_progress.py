@@ -153,3 +153,28 @@ def test_a_batched_point_with_samples_left_out_says_so_after_its_interval():
     share = 0.0035 / 1.0045
     line = equality_line(record, 1, 1)
     assert f"±{share:.1%} (95% interval of the median, n=10×15, stop: interval, 1 left out)" in line
+
+
+def test_an_interval_past_the_median_and_an_end_to_end_under_the_kernel_are_explained():
+    """Issue 53: ``±399%`` and an end-to-end time under the kernel time read as errors
+    unless the line says what they are."""
+    rng = np.random.default_rng(5305)
+    spread = [float(s) for s in 1e-4 * np.exp(rng.normal(0, 1.6, 9))]
+    record = _timed_point(spread, "capped")
+    share = interval_share(spread)
+    assert share > 1
+    line = equality_line(record, 1, 1)
+    assert (
+        f"±{share:.1%} (95% interval of the median, n=9, stop: capped: the interval spans "
+        "more than twice the median, no time to compare)"
+    ) in line
+    quick = [float(s) for s in 2e-4 * (1 + 0.01 * rng.standard_normal(9))]
+    batched = dataclasses.replace(
+        _timed_point([s * 3 for s in quick], "interval"),
+        launches=12, end_to_end_s=Stats.of(quick).to_dict(), end_to_end_samples_s=quick,
+    )  # fmt: skip
+    assert (
+        " (under the kernel time: that is the mean of a batch of 12 launches run after the "
+        "product, which ran slower per launch than the product alone)"
+    ) in equality_line(batched, 1, 1)
+    assert "under the kernel time" not in equality_line(_timed_point(quick, "interval"), 1, 1)

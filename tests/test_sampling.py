@@ -603,3 +603,18 @@ def test_energy_without_a_counter_says_so_and_measures_the_same(tmp_path):
     (record,) = run(plan, [("cpu", CpuBackend())], tmp_path, log=lambda line: None)
     assert record.status == "ok" and record.state is not None
     assert "no energy counter" in record.state["energy"]["unread"]
+
+
+def test_noisy_means_wider_than_the_verdicts_need_not_than_the_sampling_target():
+    """Issue 53: with --max-noise's 1%, 187 of 190 points of a loaded run were noisy; the
+    mark now says what a verdict between runs cannot use: an interval past ±2.5%."""
+    from xbackend.measuring.timing import NOISY_SHARE, interval_share, noisy
+    from xbackend.results.records import FLAGS
+
+    rng = np.random.default_rng(5306)
+    for width, expected in ((0.04, False), (0.2, True)):
+        samples = [float(s) for s in 1e-3 * (1 + width * rng.standard_normal(40))]
+        share = interval_share(samples)
+        assert (share > NOISY_SHARE) == expected and noisy(samples) == expected
+        assert share > 0.01  # past the default --max-noise either way
+    assert f"±{NOISY_SHARE:.1%}" in FLAGS["noisy"] and "diff's verdicts" in FLAGS["noisy"]

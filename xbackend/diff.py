@@ -20,10 +20,10 @@ files give the same verdicts. With a minimum effect ``threshold`` (0.02: 2%):
 
 Every UNCERTAIN says why in its note: the interval reaches past the threshold, the
 change lies within the A/A floor of its kind (floors.py, which says where it was
-measured), or, on a CPU device (the CPU backend, OpenCL on a CPU), the host's load
-differed between the runs: other processes took ``host_load.BUSY_CORES`` (half a core)
-more in one than in the other while the point was measured, and a CPU's time moves with
-that, whatever the kernel did (the points' ``host_load``; files from before have none).
+measured), or, on a CPU device (the CPU backend, OpenCL on a CPU), the host differed
+between the runs or was contended past the floors' (its load, its speed, the contention
+each point measured: ``diff_cpu.py``), and a CPU's time moves with that, whatever the
+kernel did, unless the CPU time of one thread's work says the same.
 
 A point in one run only, not measured (skipped, failed) or not trusted (timed
 faster than the device's peak) in either, or without raw samples, gets no verdict:
@@ -36,17 +36,19 @@ measured (``joules.py``).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
 
 from xbackend import joules
+from xbackend.diff_cpu import host_reason, judged
+from xbackend.diff_cpu import load_reason as load_reason  # for diff's callers
 from xbackend.diff_machines import cache_warning as cache_warning  # for diff's callers
 from xbackend.diff_machines import machine_warning as machine_warning
 from xbackend.floors import Floors, describe, measured
-from xbackend.measuring.host_load import BUSY_CORES, probe_ratio, speed_changed
+from xbackend.measuring.contention import QUIET_STALL
 from xbackend.measuring.timing import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, CONFIDENCE
 from xbackend.results import PointKey, PointRecord
 from xbackend.tables import CORE_VARIANTS
@@ -174,24 +176,17 @@ def uncertain_reason(interval: Interval, threshold: float, floor: float = 0.0) -
     return f"the interval reaches past 1 ± {threshold * 100:.3g}%"
 
 
-def load_reason(a: PointRecord, b: PointRecord) -> str | None:
-    """Where two points of a CPU device were measured under host loads that differ by
-    ``BUSY_CORES`` or more, or on a host whose speed (its probe: ``host_load.probe_s``)
-    differed by ``host_load.UNSTEADY`` or more, that in words; else None (or where either
-    has neither)."""
-    loads = [(p.host_load or {}).get("others_cores") for p in (a, b)]
-    if None not in loads and abs(float(loads[0] or 0) - float(loads[1] or 0)) >= BUSY_CORES:
-        return (
-            f"the host's load differs: other processes took {loads[0]:.2g} cores in A, "
-            f"{loads[1]:.2g} in B (a CPU's time moves with it)"
-        )
-    ratio = probe_ratio(a.host_load, b.host_load)
-    if ratio is not None and speed_changed(ratio):
-        return (
-            f"the host ran at another speed: a fixed probe took {ratio:.2f}× as long in B "
-            "as in A (a CPU's time moves with it)"
-        )
-    return None
+def _cpu_verdict(
+    threshold: float, floor: float
+) -> Callable[[list[float], list[float]], tuple[str, str]]:
+    """The verdict of two points' CPU times, by the rule of their wall times, and its
+    interval in words ("1.49 [1.45–1.52]")."""
+
+    def judge(a_cpu: list[float], b_cpu: list[float]) -> tuple[str, str]:
+        cpu = ratio_interval(a_cpu, b_cpu)
+        return verdict(cpu, threshold, floor), f"{cpu.ratio:.3g} [{cpu.low:.3g}–{cpu.high:.3g}]"
+
+    return judge
 
 
 def samples_of(point: PointRecord, time: str = "kernel") -> list[float]:
@@ -250,11 +245,12 @@ def _unjudged(a: PointRecord, b: PointRecord, time: str) -> tuple[str, str] | No
 
 def compare_pair(
     a: PointRecord, b: PointRecord, threshold: float, time: str, floor: float = 0.0,
-    on_cpu: bool = False,
+    on_cpu: bool = False, stall_limit: float = QUIET_STALL,
 ) -> Comparison:  # fmt: skip
     """The comparison of one point measured in both runs; a verdict claims no change
     smaller than ``floor``, what runs of the same plan differ by (floors.py), nor one on a
-    CPU device (``on_cpu``) whose host's load differed between the runs."""
+    CPU device (``on_cpu``) whose host differed between the runs or was contended beyond
+    ``stall_limit`` (diff_cpu.py), unless the CPU times' verdict is the same."""
     unjudged = _unjudged(a, b, time)
     if unjudged is not None:
         return Comparison(a.key, a, b, unjudged[0], note=unjudged[1])
@@ -262,14 +258,20 @@ def compare_pair(
     interval = ratio_interval(a_s, b_s)
     found = verdict(interval, threshold, floor)
     notes = [f"wrong result in {side}" for side, p in (("A", a), ("B", b)) if p.status != "ok"]
-    loaded = load_reason(a, b) if on_cpu else None
     single = min(len(a_s), len(b_s)) < 2
-    taken_back = not single and found in (FASTER, SLOWER) and loaded is not None
+    changed = not single and found in (FASTER, SLOWER)
+    loaded = host_reason(a, b, stall_limit) if on_cpu and changed else None
+    taken_back = False
+    if loaded is not None and time != "kernel":  # the CPU time is the kernel's only
+        taken_back, loaded = True, f"{loaded}; no CPU time of the end-to-end window"
+    elif loaded is not None:
+        stands, loaded = judged(found, a, b, loaded, _cpu_verdict(threshold, floor))
+        taken_back = not stands
     if single:
         found = UNCERTAIN  # one sample tells nothing of the noise
         notes.append("a single sample")
-    elif taken_back and loaded:
-        found = UNCERTAIN
+    elif loaded is not None:
+        found = UNCERTAIN if taken_back else found
         notes.append(loaded)
     elif found == UNCERTAIN:
         notes.append(uncertain_reason(interval, threshold, floor))
@@ -336,7 +338,7 @@ def _compared(
     if a is not None and b is not None:
         floor = floors.floor(a) if time == "kernel" else 0.0
         on_cpu = a.clock == "host" or a.device in cpu_devices
-        compared = compare_pair(a, b, threshold, time, floor, on_cpu)
+        compared = compare_pair(a, b, threshold, time, floor, on_cpu, floors.stall_limit)
         energy = joules.compare(a, b, energy_tolerance)
         return dataclasses.replace(compared, hosts=hosts, floor_from=_floor_from(floors, a, floor),
                                    energy=energy)  # fmt: skip

@@ -34,6 +34,7 @@ import math
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from xbackend.measuring.contention import QUIET_STALL
 from xbackend.results import PointRecord
 from xbackend.safeio import atomic_write, read_small_text
 
@@ -88,6 +89,15 @@ class Floors:
     pairs: int = 0  # how many A/A pairs they come from
     how: str = ""  # where and how they were measured
     refused: int = 0  # changes past NOT_AA left out (measured, not read from a file)
+    # The most pressure-stall share (contention.py) of the CPU points they were measured on;
+    # None: not recorded (files from before issue 53).
+    stall: float | None = None
+
+    @property
+    def stall_limit(self) -> float:
+        """The contention a CPU point may have been measured under for these floors to hold:
+        what they were measured under, and at least ``contention.QUIET_STALL``."""
+        return max(QUIET_STALL, self.stall or 0.0)
 
     def kind(self, point: PointRecord) -> str | None:
         """The kind whose floor applies to ``point``: its device's, else one of any device
@@ -109,10 +119,13 @@ class Floors:
         for kind, share in other.shares.items():
             shares[kind] = max(share, shares.get(kind, 0.0))
         how = "; ".join(text for text in (self.how, other.how) if text)
-        return Floors(shares, self.pairs + other.pairs, how, self.refused + other.refused)
+        stalls = [s for s in (self.stall, other.stall) if s is not None]
+        return Floors(shares, self.pairs + other.pairs, how, self.refused + other.refused,
+                      max(stalls) if stalls else None)  # fmt: skip
 
     def to_dict(self) -> dict[str, object]:
-        return {"format": FORMAT, "pairs": self.pairs, "how": self.how,
+        stall = {} if self.stall is None else {"stall": self.stall}
+        return {"format": FORMAT, "pairs": self.pairs, "how": self.how, **stall,
                 "floors": dict(sorted(self.shares.items()))}  # fmt: skip
 
 
@@ -121,8 +134,10 @@ def measured(pairs: Iterable[tuple[PointRecord, PointRecord]], how: str = "") ->
     median between the two runs, up or down (max(B/A, A/B) - 1); a change of NOT_AA or
     more is no A/A change: left out, and counted in ``refused``."""
     shares: dict[str, float] = {}
-    refused = 0
+    refused, stalls = 0, []
     for a, b in pairs:
+        stalls += [float(p.host_load["stall_share"]) for p in (a, b)
+                   if p.host_load and "stall_share" in p.host_load]  # fmt: skip
         kind, a_s, b_s = kind_of(a), a.kernel_median_s, b.kernel_median_s
         if kind is None or not (a.trusted and b.trusted) or not a_s or not b_s:
             continue
@@ -131,7 +146,7 @@ def measured(pairs: Iterable[tuple[PointRecord, PointRecord]], how: str = "") ->
             refused += 1
             continue
         shares[kind] = max(change, shares.get(kind, 0.0))
-    return Floors(shares, 1, how, refused)
+    return Floors(shares, 1, how, refused, max(stalls) if stalls else None)
 
 
 def load(path: Path) -> Floors:
@@ -145,11 +160,18 @@ def load(path: Path) -> Floors:
         pairs = data.get("pairs", 0)
         if not (isinstance(pairs, int) and 0 <= pairs < 2**31):
             raise ValueError(f"pairs {pairs!r:.40}: expected a count")
-        return Floors(shares, pairs, str(data.get("how", "")))
+        stall = data.get("stall")
+        if stall is not None and not (_is_share(stall)):
+            raise ValueError(f"stall {stall!r:.40}: expected a share from 0 to 1")
+        return Floors(shares, pairs, str(data.get("how", "")), stall=stall)
     except RecursionError:  # JSON nested deeper than Python's stack
         raise ValueError(f"{path}: not a floors file (nested too deep)") from None
     except (OSError, ValueError, KeyError, TypeError, AttributeError, OverflowError) as error:
         raise ValueError(f"{path}: not a floors file ({error})") from error
+
+
+def _is_share(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= 1
 
 
 def save(floors: Floors, path: Path) -> None:

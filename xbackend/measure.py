@@ -20,7 +20,7 @@ from xbackend.backends.peaks import peak_flags, peaks
 from xbackend.configs import Config
 from xbackend.cost import CostModel
 from xbackend.errors import KernelCompileError, UnsupportedParameter, XBackendError
-from xbackend.measuring.timing import Stats, interval_share
+from xbackend.measuring.timing import Stats, noisy
 from xbackend.operations import Operation, Shape, operation
 from xbackend.plan import Plan
 from xbackend.problems import (
@@ -164,7 +164,7 @@ def measure_point(
         return dataclasses.replace(record, reason=str(refused) or type(refused).__name__)
     except Exception as error:
         return _failed(record, config, failed, error)
-    measured = _verified(record, measurement, reference, plan.sampling.max_noise)
+    measured = _verified(record, measurement, reference)
     measured = _peak_checked(measured, config)
     assert measured.end_to_end_s is not None
     cost.add(config, record.flops, measured.end_to_end_s["median"])
@@ -215,7 +215,6 @@ def _verified(
     record: PointRecord,
     measurement: Measurement,
     reference: Reference | Freivalds,
-    max_noise: float,
 ) -> PointRecord:
     """The record of a measurement: checked against the reference, its statistics."""
     first = check(measurement.result, reference)
@@ -232,8 +231,8 @@ def _verified(
     # statistics are of them all, and the point says so.
     kernel = Stats.of(kernel_kept or measurement.kernel_s)
     end_to_end = Stats.of(end_to_end_kept or measurement.end_to_end_s)
-    # Noisy: the median's 95% interval is wider than the precision sampling stops at.
-    flags = ["noisy"] if interval_share(kernel_kept or measurement.kernel_s) > max_noise else []
+    # Noisy: the median's 95% interval is wider than diff's verdicts need (timing.noisy).
+    flags = ["noisy"] if noisy(kernel_kept or measurement.kernel_s) else []
     if not kernel_kept:
         flags.append("throttled")
     marks = list(measurement.marks)
@@ -260,6 +259,7 @@ def _verified(
         clock=measurement.clock,
         api_samples_s=list(measurement.api_s),
         gap_samples_s=list(measurement.gap_s),
+        cpu_samples_s=list(measurement.cpu_s),
         sample_marks=marks if any(marks) else [],
         state=measurement.state,
         host_load=measurement.host_load,

@@ -165,8 +165,21 @@ def equality_line(record: PointRecord, index: int, total: int) -> str:
         f"{head}  code equality: {record.equal}  "
         f"max|err| {record.max_abs_error:.2g} ({record.bound_ratio:.2g} of bound)  "
         f"kernel {format_seconds(record.kernel_s['median'])}{_precision(record)}  "
-        f"end-to-end {format_seconds(record.end_to_end_s['median'])}  "
+        f"end-to-end {format_seconds(record.end_to_end_s['median'])}{_below(record)}  "
         f"{record.gflops:.3g} GFLOP/s{_flags(record)}"
+    )
+
+
+def _below(record: PointRecord) -> str:
+    """Why an end-to-end time reads under the kernel time, where it does: the kernel time
+    is then a batch's mean, taken after the product the end-to-end time is of (each
+    sample's end-to-end time is at least its product's kernel time: sampler.py)."""
+    kernel, end_to_end = (record.kernel_s or {}), (record.end_to_end_s or {})
+    if record.launches <= 1 or not end_to_end.get("median", 0) < kernel.get("median", 0):
+        return ""
+    return (
+        f" (under the kernel time: that is the mean of a batch of {record.launches} launches "
+        "run after the product, which ran slower per launch than the product alone)"
     )
 
 
@@ -184,7 +197,12 @@ def _precision(record: PointRecord) -> str:
     share = record.kernel_interval_share
     if share is None:  # one sample: no interval
         return f" ({samples})"
-    return f" ±{share:.1%} (95% interval of the median, {samples})"
+    # Past 100%, the interval's ends lie more than twice the median apart: said, as such a
+    # number (±399% on a loaded 2-core host) reads as an error otherwise.
+    wide = (
+        ": the interval spans more than twice the median, no time to compare" if share > 1 else ""
+    )
+    return f" ±{share:.1%} (95% interval of the median, {samples}{wide})"
 
 
 def _flags(record: PointRecord) -> str:

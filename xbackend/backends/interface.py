@@ -338,10 +338,9 @@ class Backend(abc.ABC):
         ``warmup``, ``samples`` (the most) and ``min_samples`` override its fields.
         ``params`` sets every launch parameter of a tuned variant (see
         ``backends/warp.py``); without it the variant chooses them per product.
-        Before every run the output is poisoned (NaN; for integers the most
-        negative value), so an element the kernel misses fails the check. A product
-        with a zero dimension is what NumPy gives (an empty matrix, or zeros when K
-        is 0) and runs nothing: no samples.
+        Before every run the output is poisoned (NaN; for integers the most negative
+        value), so an element the kernel misses fails the check. A product with a zero
+        dimension is what NumPy gives (an empty matrix, or zeros when K is 0): no samples.
         """
         sampling = _overridden(sampling or Sampling(), warmup, samples, min_samples)
         A, B, tile = self._checked(A, B, variant, tile, op, params)
@@ -371,6 +370,7 @@ class Backend(abc.ABC):
             clock=execution.clock,
             api_s=sampled.api_s,
             gap_s=sampled.gap_s,
+            cpu_s=sampled.cpu_s,
             cache=sampling.cache,
             host_memory=host_memory,
             state=sampled.state,

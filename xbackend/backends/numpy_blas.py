@@ -27,6 +27,28 @@ def numpy_blas_name() -> str:
     return f"{name} {version}" if version and version != "unknown" else name
 
 
+class BlasThreads:
+    """NumPy's BLAS held to ``threads`` threads (threadpoolctl) until :meth:`restore`; where
+    threadpoolctl or a BLAS it knows is missing, nothing is held and ``threads`` is None."""
+
+    def __init__(self, threads: int) -> None:
+        self.threads: int | None = None
+        self._limiter: Any = None
+        try:
+            from threadpoolctl import ThreadpoolController
+        except ImportError:
+            return
+        controller = ThreadpoolController().select(user_api="blas")
+        if controller.lib_controllers:
+            self._limiter = controller.limit(limits=threads)
+            self.threads = threads
+
+    def restore(self) -> None:
+        if self._limiter is not None:
+            self._limiter.restore_original_limits()
+            self._limiter = None
+
+
 _THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 

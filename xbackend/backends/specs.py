@@ -73,6 +73,7 @@ class Measurement:
     # gap between launches on the device; empty elsewhere.
     api_s: list[float] = dataclasses.field(default_factory=list)
     gap_s: list[float] = dataclasses.field(default_factory=list)
+    cpu_s: list[float] = dataclasses.field(default_factory=list)  # a CPU device's CPU time
     cache: str = "warm"  # timing.CACHE_MODES
     host_memory: str = "pageable"  # "pageable", "pinned", "" where nothing is copied
     state: dict[str, Any] | None = None  # the device's clocks and temperature (NVML)

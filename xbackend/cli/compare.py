@@ -18,7 +18,7 @@ import xbackend.cli.arguments as arguments
 import xbackend.cli.cluster as cluster_options
 import xbackend.cli.sampling as sampling
 import xbackend.cli.selection as selection
-from xbackend import Backend, backend_names, fairness, get_backend
+from xbackend import Backend, backend_names, earlier, fairness, get_backend
 from xbackend import results as results_io
 from xbackend.cli.exits import (
     EXIT_BROKEN_PIPE,
@@ -312,7 +312,9 @@ def _dry_run(
     holds = (out / results_io.JSONL_NAME).is_file()
     if holds:  # read, never written: what a resume would keep
         recorded = results_io.load([out]).points
-    for line in runner.plan_lines(plan, opened, recorded):
+    lines = runner.plan_lines(plan, opened, recorded)
+    # What the runs already beside --out took, where the plan's own say nothing (issue 53).
+    for line in earlier.amended(lines, plan, opened, recorded, earlier.read(out.parent, out)):
         print(line)
     if holds and not args.resume:
         print(f"{out} already holds results: the run needs --resume to continue them "

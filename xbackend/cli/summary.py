@@ -52,7 +52,7 @@ def _energy_cell(group: list[PointRecord]) -> str:
 
 def _noise(top: PointRecord, group: list[PointRecord]) -> str:
     """The largest point's relative noise, and how many of the line's points are noisy
-    (over the run's --max-noise) or flagged as impossible."""
+    (the interval of the median wider than ±2.5%) or flagged as impossible."""
     stats = top.kernel_s or {}
     if "noise" not in stats:
         return "—"
@@ -87,7 +87,8 @@ def summary_table(points: list[PointRecord]) -> str:
         for row in rows
     ]
     lines.insert(1, "  ".join("-" * width for width in widths))
-    lines += _skip_notes(groups) + _vendor_notes(groups)
+    lines += _skip_notes(groups) + _vendor_notes(groups) + _blas_notes(groups)
+    lines += _under_notes(groups)
     all_measured = [p for p in points if p.status in ("ok", "mismatch", "error")]
     verdict = sum(p.status == "ok" for p in all_measured)
     sketched = sum(p.check == FREIVALDS for p in all_measured)
@@ -115,6 +116,39 @@ def _skip_notes(groups: dict[LineKey, list[PointRecord]], width: int = 110) -> l
         note = f"  {what}: {count} skipped: {reason}"
         notes.append(note if len(note) <= width else note[: width - 1] + "…")
     return ["", "skipped (the first reason of each line):", *notes] if notes else []
+
+
+def _under_notes(groups: dict[LineKey, list[PointRecord]]) -> list[str]:
+    """Under the table: the rows whose end-to-end time reads under their kernel time, and
+    why (the kernel time is a batch's mean, run after the product: sampler.py)."""
+    under = []
+    for key, group in groups.items():
+        top = _largest(group)
+        if top is None or top.launches <= 1 or not top.kernel_s or not top.end_to_end_s:
+            continue
+        if top.end_to_end_s["median"] < top.kernel_s["median"]:
+            under.append(printable(f"{key.label} {key.op} {key.variant}"))
+    if not under:
+        return []
+    return [f"\nend-to-end under the kernel time ({', '.join(under)}): there the kernel time is "
+            "the mean of a batch of launches run after the product the end-to-end time is of, "
+            "and the batch ran slower per launch"]  # fmt: skip
+
+
+def _blas_notes(groups: dict[LineKey, list[PointRecord]]) -> list[str]:
+    """Under the table: the threads each CPU vendor line's BLAS ran on, as many as the host
+    left it at each point (``host_load.cores_left``), where its points recorded them."""
+    notes = []
+    for key, group in groups.items():
+        threads = sorted({int((p.host_load or {})["blas_threads"]) for p in group
+                          if "blas_threads" in (p.host_load or {})})  # fmt: skip
+        if threads:
+            span = str(threads[0]) if len(threads) == 1 else f"{threads[0]}-{threads[-1]}"
+            what = printable(f"{key.label} {key.op} {key.variant} {key.dtype}")
+            plural = "s" * (span != "1")
+            notes.append(f"  {what}: the BLAS on {span} thread{plural}, as many as the host "
+                         "left it at each point (other jobs' cores taken away)")  # fmt: skip
+    return ["\nthe BLAS's threads:", *notes] if notes else []
 
 
 def _vendor_notes(groups: dict[LineKey, list[PointRecord]]) -> list[str]:

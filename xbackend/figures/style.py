@@ -9,7 +9,7 @@
   (a reference, not a kernel of ours).
 
 What a point's record flags is drawn as such (:func:`trust_handles`): a noisy point
-(the interval of its median wider than the run's --max-noise) is a hollow marker; a
+(the interval of its median wider than ±2.5%, timing.NOISY_SHARE) is a hollow marker; a
 throttled point (every sample marked) and one timed faster than its device can run (not
 ``trusted``) are no points of a line, and the legend says how many were left out.
 

@@ -16,6 +16,9 @@ sampling starts and ends and gives the point's ``host`` record:
   covers less than ``COUNTED_WINDOW_S`` gives no ``others_cores``: it is not known);
 - ``throttle_events``: the cores' thermal-throttle events over the window, where the OS
   counts them (Linux's ``thermal_throttle``; absent elsewhere);
+- on a CPU device, the contention this process met over its samples exactly (the
+  pressure-stall share, the cores it got and waited for, its involuntary switches:
+  ``contention.py``);
 - ``probe_us``, on a CPU device: the fastest of a few runs of a fixed loop of Python
   (``probe_s``), before the samples and after them (``probe_after_us``): how fast the
   host ran this process then. A virtual machine's host that gives its core to another
@@ -36,6 +39,8 @@ import math
 import os
 import time
 from typing import Any, ClassVar
+
+from xbackend.measuring import contention
 
 MIN_WINDOW_S = 0.5
 MAX_WINDOW_S = 5.0
@@ -144,14 +149,19 @@ class HostWatch:
         self._begin: Reading | None = None
         self._probe = probe
         self._probed: float | None = None
+        self._counters: contention.Counters | None = None
 
     def start(self) -> None:
         if self._probe:
             self._probed = probe_s()
+            # On a CPU device, what the host took from this process over the samples
+            # exactly (contention.py): read last, so the probe is outside the window.
+            self._counters = contention.read()
         self._begin = read()
         HostWatch._recent.append(self._begin)
 
     def finish(self) -> dict[str, Any]:
+        counted = contention.read() if self._counters is not None else None
         end = read()
         begin = self._begin or end
         if end.wall_s - begin.wall_s < MIN_WINDOW_S:
@@ -163,10 +173,40 @@ class HostWatch:
                 begin = earlier[-1]  # the newest that is old enough
         HostWatch._recent.append(end)
         found = between(begin, end)
+        if self._counters is not None and counted is not None:
+            found.update(contention.between(self._counters, counted))
         if self._probed is not None:
             found["probe_us"] = round(self._probed * 1e6, 2)
             found["probe_after_us"] = round(probe_s() * 1e6, 2)
         return found
+
+
+# Other processes' cores from which a core counts as taken (cores_left): a quarter of a core
+# beside one BLAS thread is enough to hold up the others at each of its barriers.
+_TAKEN_FROM = 0.25
+
+
+def cores_left(cores: int | None = None) -> int:
+    """The cores other processes leave this one now (at least 1): this process's cores
+    (its affinity) less what others took since the newest reading of an earlier point or
+    call at least ``COUNTED_WINDOW_S`` old (at most ``MAX_WINDOW_S``; none: it waits until
+    the oldest recent one is, ``COUNTED_WINDOW_S`` at most, once after each quiet spell),
+    each part of a core past ``_TAKEN_FROM`` counting whole."""
+    if cores is None:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+    now = read()
+    recent = [r for r in HostWatch._recent if now.wall_s - r.wall_s <= MAX_WINDOW_S]
+    if not recent:
+        HostWatch._recent.append(now)
+        recent = [now]
+    oldest = recent[0]
+    if now.wall_s - oldest.wall_s < COUNTED_WINDOW_S:
+        time.sleep(COUNTED_WINDOW_S - (now.wall_s - oldest.wall_s))
+        now = read()
+    begin = [r for r in recent if now.wall_s - r.wall_s >= COUNTED_WINDOW_S][-1]
+    others = between(begin, now).get("others_cores")
+    taken = 0 if others is None else max(0, math.ceil(float(others) - _TAKEN_FROM))
+    return max(1, cores - taken)
 
 
 def busy(host: dict[str, Any] | None) -> bool:
@@ -249,7 +289,8 @@ def unsteady_sentence(noisy: list[dict[str, Any] | None], probed: int) -> str | 
 
 def sentences(loads: list[dict[str, Any] | None], noisy: list[dict[str, Any] | None]) -> list[str]:
     """What a run's measured points (their ``host_load``; ``noisy``: the noisy ones') say of
-    its host: :func:`busy_sentence` and :func:`unsteady_sentence`, where they say anything."""
+    its host: :func:`busy_sentence`, ``contention.sentence`` and :func:`unsteady_sentence`,
+    where they say anything."""
     probed = sum("probe_us" in (load or {}) for load in loads)
-    found = (busy_sentence(loads), unsteady_sentence(noisy, probed))
+    found = (busy_sentence(loads), contention.sentence(loads), unsteady_sentence(noisy, probed))
     return [sentence for sentence in found if sentence]

@@ -55,6 +55,10 @@ class Monitor(Protocol):
     def finish(self) -> dict[str, Any] | None: ...
 
 
+# This process's CPU time, every thread of it (kept apart from ``time``, which a test may
+# replace with a clock of its own).
+_process_time = time.process_time
+
 # No monitor: every sample is taken as it came.
 NO_MONITOR: Monitor = NullMonitor()
 
@@ -72,6 +76,10 @@ class Sampled:
     # launch, and a batch's mean gap between launches on the device.
     api_s: list[float] = dataclasses.field(default_factory=list)
     gap_s: list[float] = dataclasses.field(default_factory=list)
+    # On a CPU device, per sample, the CPU time every thread of this process used over
+    # the kernel's run (per launch, as kernel_s): what other jobs move far less than the
+    # wall clock (docs/measurement.md). Empty elsewhere.
+    cpu_s: list[float] = dataclasses.field(default_factory=list)
     launches: int = 1
     stop: str = ""
     state: dict[str, Any] | None = None
@@ -110,7 +118,7 @@ def sample(
     gc.disable()
     energy = None
     try:
-        _take_samples(execution, sampling, monitor, sampled)
+        _take_samples(execution, sampling, monitor, sampled, on_cpu)
         if sampling.energy_s > 0:
             energy = measure_energy(execution, sampling, monitor, sampled)
     finally:
@@ -118,6 +126,9 @@ def sample(
             gc.enable()
         sampled.state = monitor.finish()
         sampled.host_load = host.finish()
+    threads = getattr(execution, "blas_threads", None)  # the CPU backend's vendor line
+    if threads is not None and sampled.host_load is not None:
+        sampled.host_load["blas_threads"] = float(threads)
     if energy is not None:
         sampled.state = {**(sampled.state or {}), "energy": energy}
     # A library's kernels (a vendor point's), traced over one more run (launched.py).
@@ -129,15 +140,19 @@ def sample(
     return sampled
 
 
-def _take_samples(execution: Runs, sampling: Sampling, monitor: Monitor, into: Sampled) -> None:
+def _take_samples(
+    execution: Runs, sampling: Sampling, monitor: Monitor, into: Sampled, on_cpu: bool = False
+) -> None:
     began = time.perf_counter()
     while True:
-        kernel_s, end_to_end_s = _one_sample(execution, sampling, into)
+        kernel_s, end_to_end_s, cpu_s = _one_sample(execution, sampling, into)
         mark = execution.run_mark
         if monitor.sample().throttled:
             mark = mark or "throttled"
         into.kernel_s.append(kernel_s)
         into.end_to_end_s.append(end_to_end_s)
+        if on_cpu:
+            into.cpu_s.append(cpu_s)
         into.marks.append(mark)
         _stamped(execution, into)
         kept_kernel, kept_end_to_end = into.kept()
@@ -233,9 +248,11 @@ def _stamped(execution: Runs, into: Sampled) -> None:
         into.gap_s.append(gap_s)
 
 
-def _one_sample(execution: Runs, sampling: Sampling, into: Sampled) -> tuple[float, float]:
-    """(kernel seconds per launch, end-to-end seconds) of one sample; the output is
-    downloaded into ``into.last_result``.
+def _one_sample(execution: Runs, sampling: Sampling, into: Sampled) -> tuple[float, float, float]:
+    """(kernel seconds per launch, end-to-end seconds, CPU seconds per launch) of one
+    sample; the output is downloaded into ``into.last_result``. The CPU time is this
+    process's, every thread of it, over the run the kernel time is of (the batch's, where
+    there is one): ``time.process_time``, read to the microsecond or better on Linux.
 
     The end-to-end time is one product's, as a user's call makes it: the upload, one run
     (every launch of the product) and the download, on the host's clock. A short kernel's
@@ -248,7 +265,9 @@ def _one_sample(execution: Runs, sampling: Sampling, into: Sampled) -> tuple[flo
     uploaded = time.perf_counter()
     _prepare_cache(execution, sampling)
     launched = time.perf_counter()
+    cpu_began = _process_time()
     kernel_s = execution.run()
+    cpu_s = _process_time() - cpu_began
     into.last_result = execution.download()  # copied once sampling ends, untimed
     done = time.perf_counter()
     end_to_end_s = max((uploaded - start) + (done - launched), kernel_s)
@@ -257,9 +276,11 @@ def _one_sample(execution: Runs, sampling: Sampling, into: Sampled) -> tuple[flo
         # cache: Sampling.launches_for); its output is poisoned first and is the one
         # checked, so a launch of the batch that writes nothing is still caught.
         execution.poison()
+        cpu_began = _process_time()
         kernel_s = execution.run_batch(into.launches) / into.launches
+        cpu_s = (_process_time() - cpu_began) / into.launches
         into.last_result = execution.download()
-    return kernel_s, end_to_end_s
+    return kernel_s, end_to_end_s, cpu_s
 
 
 def _prepare_cache(execution: Runs, sampling: Sampling) -> None:

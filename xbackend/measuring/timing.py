@@ -159,6 +159,20 @@ class Stats:
         return dataclasses.asdict(self)
 
 
+# A point is noisy where the 95% interval of its median is wider than ± this share of it:
+# two runs' points that wide give a ratio interval of about ±3.5%, no longer within diff's
+# default ±5% (diff.DEFAULT_THRESHOLD) once the ratio itself moves at all. It is what the
+# verdicts need, not the precision sampling aims at (--max-noise, 1%): with that, 187 of
+# 190 points of a loaded 2-core run were marked and the mark said nothing (issue 53).
+NOISY_SHARE = 0.025
+
+
+def noisy(samples: Sequence[float]) -> bool:
+    """Whether the 95% interval of the median of ``samples`` is wider than ± ``NOISY_SHARE``
+    of it (one sample: no interval, noisy)."""
+    return interval_share(samples) > NOISY_SHARE
+
+
 # -- how a point is sampled ------------------------------------------------------------------
 
 CACHE_MODES = {
@@ -177,7 +191,8 @@ CONDITIONS = ("cache", "host_memory")
 STOP_REASONS = {
     "interval": "the 95% interval of the median lay within ± --max-noise of it",
     "capped": "the interval was still wider than ± --max-noise, and at the rate it "
-    "narrowed it would not reach it within --timeout: the point is flagged noisy",
+    "narrowed it would not reach it within --timeout (flagged noisy where it is wider than "
+    "the verdicts need: timing.NOISY_SHARE)",
     "timeout": "sampling reached --timeout",
     "max-samples": "the samples reached --samples",
     # Reasons of files from before the interval rule (they read as they were).

@@ -23,7 +23,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable, Iterable, Sequence
 
-from xbackend.measuring import host_load
+from xbackend.measuring import contention, host_load
 from xbackend.measuring.clocks import clock_name
 from xbackend.measuring.timing import format_seconds
 from xbackend.report.document import Block, Cell, Heading, Paragraph, Sentences, Table
@@ -277,9 +277,27 @@ def vendor_lines(points: Sequence[PointRecord], names: _Names) -> list[str]:
             f"{_faster(ratio)} than the best own kernel ({_variant_name(best)}) at "
             f"{size_text(library)}{names.where(library)}: "
             f"{format_seconds(_kernel_s(library))}{_marked(library)} against "
-            f"{format_seconds(_kernel_s(best))}{_marked(best)}."
+            f"{format_seconds(_kernel_s(best))}{_marked(best)}.{_contended(library, best)}"
         )
     return found
+
+
+def _contended(*points: PointRecord) -> str:
+    """ " Measured on a contended host (...)": where a ratio's points were measured on a
+    contended host (``contention.contended``, or other processes took half a core or
+    more), what it took from each, in a sentence; "" where neither was."""
+    said = []
+    for point in points:
+        load = point.host_load
+        if contention.contended(load) or host_load.busy(load):
+            others = f"others took {float((load or {}).get('others_cores', 0)):.2g} cores"
+            said.append(f"{_variant_name(point)}: {contention.figures(load) or others}")
+    if not said:
+        return ""
+    return (
+        f" Measured on a contended host ({'; '.join(said)}): the ratio moves with the "
+        "host's load, not with the kernels alone."
+    )
 
 
 def equality_line(points: Sequence[PointRecord]) -> list[str]:

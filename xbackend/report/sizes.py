@@ -103,7 +103,7 @@ def _meaning(note: str, roofed: bool) -> Paragraph:
         (f"{note[0].upper()}{note[1:]}. " if note else "")
         + "Per size and configuration: median kernel time with its quartiles and relative "
         "noise (standard deviation over mean; ~: noisy, the 95% interval of the median "
-        "wider than ± the run's --max-noise), the median end-to-end time (with transfers), "
+        "wider than the ±2.5% verdicts need), the median end-to-end time (with transfers), "
         "and the naive kernel's median time over this one's (same backend, device, "
         "operation, data type and size; verified points only). UNTRUSTED: timed faster "
         "than its device can run, beyond the theoretical peak the run derived from the "

@@ -26,8 +26,8 @@ MEASURED = ("ok", "mismatch")
 _MAX_DIMENSION = 2**40
 _STATS = ("median", "q1", "q3", "min")
 FLAGS = {
-    "noisy": "the 95% interval of the kernel time's median is wider than ± the run's "
-    "--max-noise (files from before: its relative noise is over it)",
+    "noisy": "the 95% interval of the kernel time's median is wider than ±2.5% of it, "
+    "wider than diff's verdicts need (files from before: than the run's --max-noise)",
     "throttled": "every sample was marked (the GPU throttled, or the CUDA hold gave up): "
     "the statistics are of them all",
     "above-peak-compute": "faster than the device's compute peak: the timing is wrong",
@@ -139,6 +139,8 @@ class PointRecord:
     # is the launch overhead, and a batch's mean gap between launches on the device.
     api_samples_s: list[float] = dataclasses.field(default_factory=list)
     gap_samples_s: list[float] = dataclasses.field(default_factory=list)
+    # On a CPU device, per sample, the CPU time this process used over the kernel's run.
+    cpu_samples_s: list[float] = dataclasses.field(default_factory=list)
     # One mark per sample where any was left out of the statistics: "" kept,
     # "throttled" (the device slowed its clocks), "hold" (the CUDA hold gave up).
     sample_marks: list[str] = dataclasses.field(default_factory=list)
@@ -162,9 +164,9 @@ class PointRecord:
             del point["counters"]  # not profiled, as in files from before
         if self.host_load is None:
             del point["host_load"]  # not measured, as in files from before
-        for field in ("api_samples_s", "gap_samples_s"):
+        for field in ("api_samples_s", "gap_samples_s", "cpu_samples_s"):
             if not point[field]:
-                del point[field]  # not stamped, as in files from before
+                del point[field]  # not stamped, not on a CPU, as in files from before
         return point
 
     @classmethod
@@ -371,18 +373,11 @@ def _checked_point(item: Mapping[str, Any]) -> dict[str, Any]:
     if point.get("equal") not in (None, True, False):
         raise RecordError("equal", "expected true, false or null")
     fields["equal"] = point.get("equal")
-    check = point.get("check")
-    if check is not None and not isinstance(check, str):
-        raise RecordError("check", f"expected a string, found {check!r:.40}")
-    fields["check"] = check or ""
-    host = point.get("host")
-    if host is not None and not isinstance(host, str):
-        raise RecordError("host", f"expected a string, found {host!r:.40}")
-    fields["host"] = host or ""
-    worker = point.get("worker")
-    if worker is not None and not isinstance(worker, str):
-        raise RecordError("worker", f"expected a string, found {worker!r:.40}")
-    fields["worker"] = worker or ""
+    for field in ("check", "host", "worker"):  # "" where absent, as in files from before
+        value = point.get(field)
+        if value is not None and not isinstance(value, str):
+            raise RecordError(field, f"expected a string, found {value!r:.40}")
+        fields[field] = value or ""
     fields.update(_samples(point))
     fields.update(_sampling(point))
     fields["params"] = _params(point.get("params"))
@@ -421,19 +416,20 @@ def _samples(point: Mapping[str, Any]) -> dict[str, list[float]]:
             for value in values:
                 _time(value, field)
         found[field] = values
-    gaps = point.get("gap_samples_s", [])
-    if not isinstance(gaps, list):
-        raise RecordError("gap_samples_s", "expected a list of seconds")
-    found["gap_samples_s"] = [_gap(value) for value in gaps]
+    for field in ("gap_samples_s", "cpu_samples_s"):
+        gaps = point.get(field, [])
+        if not isinstance(gaps, list):
+            raise RecordError(field, "expected a list of seconds")
+        found[field] = [_gap(value, field) for value in gaps]
     return found
 
 
-def _gap(value: Any) -> float:
-    """A gap between launches in seconds: finite and not negative (launches may follow
-    each other within one tick of the clock, so 0 is a gap)."""
-    seconds = _number(value, "gap_samples_s")
+def _gap(value: Any, field: str) -> float:
+    """A gap between launches, or a CPU time, in seconds: finite and not negative
+    (launches may follow each other within one tick of the clock, so 0 is a gap)."""
+    seconds = _number(value, field)
     if not 0.0 <= seconds < math.inf:
-        raise RecordError("gap_samples_s", f"{seconds!r} is not a gap in seconds (0 or above)")
+        raise RecordError(field, f"{seconds!r} is not a gap in seconds (0 or above)")
     return seconds
 
 
