@@ -196,6 +196,9 @@ def _sanitized(
             name = SANITIZERS[backend.name]
             if done.finding is not None:
                 _say(Verdict(name, variant, None, False, done.finding.said(file.name)), book)
+            if done.skipped:  # it runs natively; what it was not checked for is said
+                book.add(Verdict(name, variant, None, True, f"not sanitized: {done.skipped}"))
+                print(f"  {name} {variant}: not sanitized: {done.skipped}", flush=True)
             if done.runs_natively:
                 continue
             unsafe.add((label, variant))
@@ -276,7 +279,7 @@ def _said(verdict: Verdict) -> str:
     oclgrind (what, where)") or nvcc's (its build, in its words)."""
     if _native(verdict.label):
         return f"{verdict.word} ({verdict.detail})"
-    if verdict.label == COMPILER:
+    if verdict.label == COMPILER or verdict.equal:  # a sanitizer's: "not sanitized: why"
         return verdict.detail if verdict.equal else f"NOT RUN: {verdict.detail}"
     return f"{verdict.word} under {verdict.label} ({verdict.detail})"
 
