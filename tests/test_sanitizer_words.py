@@ -110,3 +110,14 @@ def test_a_copy_of_a_kernel_of_one_size_small_enough_is_sanitized_at_its_size(
     with pytest.raises(RuntimeError, match="stop"):
         sanitize([str(folder)], "fixed_size_naive", "oclgrind", SEED)
     assert seen == {"cpu_s": cpu_deadline_s([Shape(40, 40, 40)]), "shapes": [Shape(40, 40, 40)]}
+
+
+@pytest.mark.slow
+def test_a_kernel_whose_own_build_fails_is_not_said_unsanitized(oclgrind, own_families):
+    """examples/class/oscar's syntax error fails under oclgrind and on the device alike:
+    it is the kernel's error, which its native check says; oclgrind did not skip it."""
+    needs_backend("opencl")
+    folder = Path(__file__).resolve().parent.parent / "examples" / "class" / "oscar"
+    families.add_folders([str(folder)])
+    done = sanitize([str(folder)], "oscar_naive", oclgrind, SEED)
+    assert (done.finding, done.unfinished, done.skipped) == (None, "", "")

@@ -59,6 +59,7 @@ MAX_CPU_S = 1200.0  # a run that would need more is not made: "not sanitized"
 WALL_PER_CPU = 10.0
 MAX_ERRORS = 100_000  # oclgrind's cap on reports (its own default, 1000, is met by one kernel)
 _CAPPED = "errors generated - suppressing further errors"
+_BUILD_FAILED = "failed to compile"  # a build's error, as ``KernelCompileError`` says it
 # The worst first: an access out of bounds can corrupt memory, a race gives a wrong result
 # on some device, a read of memory never written gives whatever was there.
 _SEVERITY = ("Invalid write", "Invalid read", "data race", "Uninitialized")
@@ -208,7 +209,21 @@ def sanitize(
     unfinished = _unfinished(inner, "oclgrind", status, log, _CAPPED in log, cpu_s)
     if unfinished or finding is not None:
         return Sanitized(finding, unfinished)
-    return Sanitized(None, skipped=_not_run(inner, log))
+    skipped = _not_run(inner, log)
+    if skipped and _BUILD_FAILED in skipped and _fails_natively(folders, variant, seed, dtype,
+                                                                shapes):  # fmt: skip
+        skipped = ""  # the kernel's own build error: the native check says it
+    return Sanitized(None, skipped=skipped)
+
+
+def _fails_natively(
+    folders: Sequence[str], variant: str, seed: int, dtype: str, shapes: Sequence[Shape]
+) -> bool:
+    """Whether the variant's build fails on this machine's own OpenCL device too (in a
+    check of a process of its own, at the first of ``shapes``)."""
+    _, inner, _ = _under([], folders, variant, "opencl", seed, dtype, TIMEOUT_S, {},
+                         shapes=shapes[:1])  # fmt: skip
+    return any(_BUILD_FAILED in verdict.detail for verdict in inner.verdicts)
 
 
 def _too_large(shapes: Sequence[Shape], cpu_s: float) -> str:
