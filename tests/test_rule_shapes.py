@@ -6,6 +6,7 @@ rule is ``M == N == K == 4096``; the end-to-end test checks a copy built for 40)
 from __future__ import annotations
 
 import csv
+import re
 import shutil
 from pathlib import Path
 
@@ -70,6 +71,8 @@ def test_check_runs_and_times_a_kernel_of_one_size_at_its_size(tmp_path):
     done = run_xbackend("check", str(folder), "--backends", "opencl", "--steps", "2",
                         "--sanitize", "off", "--seed", "20261128", "--out", str(out))  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
+    # timed at its size, not at the assignment's largest (32×28·28×32), and said so
+    assert re.search(r"fixed_size_naive +\S+ \S+ ±\S+ \(.*\) at 40×40·40×40\n", done.stdout)
     rows = list(csv.DictReader((out / "check.csv").open()))
     assert [(r["M"], r["K"], r["N"], r["verdict"]) for r in rows] == [("40", "40", "40", "equal")]
     book = list(csv.DictReader((out / "gradebook.csv").open()))

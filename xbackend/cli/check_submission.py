@@ -313,7 +313,8 @@ def _times(args: argparse.Namespace, book: Book, opened: list[Any], isolation: I
             found = timing(backend, variant, shape, args.seed, isolation, label, dtype)
             if found is not None:
                 book.add(found)
-            print(f"  {label:10s} {variant:20s} {said_time(found)}", flush=True)
+            there = f" at {compact(found.shape)}" if found and found.shape != shape else ""
+            print(f"  {label:10s} {variant:20s} {said_time(found)}{there}", flush=True)
 
 
 def said_time(found: records.Timing | None) -> str:
