@@ -68,12 +68,13 @@ def test_check_runs_and_times_a_kernel_of_one_size_at_its_size(tmp_path):
     manifest = folder / "family.toml"
     manifest.write_text(manifest.read_text().replace("4096", "40"))
     out = tmp_path / "out"
-    done = run_xbackend("check", str(folder), "--backends", "opencl", "--steps", "2",
-                        "--sanitize", "off", "--seed", "20261128", "--out", str(out))  # fmt: skip
+    done = run_xbackend("check", str(folder), "--steps", "2", "--sanitize", "off",
+                        "--seed", "20261128", "--out", str(out))  # fmt: skip
+    # nvcc, where it is and no GPU is, builds it at 40 too: exit 0, not "does not compile"
     assert done.returncode == 0, done.stdout + done.stderr
     # timed at its size, not at the assignment's largest (32×28·28×32), and said so
     assert re.search(r"fixed_size_naive +\S+ \S+ ±\S+ \(.*\) at 40×40·40×40\n", done.stdout)
-    rows = list(csv.DictReader((out / "check.csv").open()))
+    rows = [r for r in csv.DictReader((out / "check.csv").open()) if r["backend"] == "opencl"]
     assert [(r["M"], r["K"], r["N"], r["verdict"]) for r in rows] == [("40", "40", "40", "equal")]
-    book = list(csv.DictReader((out / "gradebook.csv").open()))
+    book = [r for r in csv.DictReader((out / "gradebook.csv").open()) if r["backend"] == "opencl"]
     assert [(r["verdict"], bool(r["time_s"])) for r in book] == [("equal", True)], book
