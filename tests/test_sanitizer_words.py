@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -121,3 +122,32 @@ def test_a_kernel_whose_own_build_fails_is_not_said_unsanitized(oclgrind, own_fa
     families.add_folders([str(folder)])
     done = sanitize([str(folder)], "oscar_naive", oclgrind, SEED)
     assert (done.finding, done.unfinished, done.skipped) == (None, "", "")
+
+
+def _lingering() -> list[str]:
+    """This machine's processes running ``sleep 601`` (the fake oclgrind's own child)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            line = (entry / "cmdline").read_bytes() if entry.name.isdigit() else b""
+        except OSError:
+            continue
+        if line == b"sleep\x00601\x00":
+            found.append(entry.name)
+    return found
+
+
+def test_at_its_deadline_a_sanitizers_run_leaves_no_process_behind(own_families, monkeypatch):
+    """A stand-in for oclgrind that waits on a process of its own: at the clock's deadline
+    the run's whole session is killed, its child too (it used to be left, reparented)."""
+    folder = Path(__file__).resolve().parent.parent / "examples" / "assignment" / "student"
+    families.add_folders([str(folder)])
+    monkeypatch.setenv("FAKE_OCLGRIND", "linger")
+    fake = str(KERNELS / "round4" / "fake_oclgrind.sh")
+    done = sanitize([str(folder)], "student_naive", fake, SEED, timeout_s=2)
+    assert done.unfinished == "oclgrind took more than 2 s"
+    for _ in range(20):  # a killed process is gone once it is reaped
+        if not _lingering():
+            break
+        time.sleep(0.25)
+    assert _lingering() == []

@@ -13,12 +13,9 @@ its own, so that its deadline ends its preprocessor and compilers too.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
-import os
 import re
-import signal
 import subprocess
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -37,6 +34,7 @@ from xbackend.backends.machine_code import cuda_tool
 from xbackend.errors import XBackendError
 from xbackend.grading.checking import default_dtype
 from xbackend.grading.records import COMPILER, Verdict
+from xbackend.grading.sessions import run_in_session
 from xbackend.grading.shapes import rule_shape
 
 if TYPE_CHECKING:
@@ -183,25 +181,6 @@ def compiled(
               if (" error" in line or line.startswith("error"))
               and "detected in the compilation" not in line]  # fmt: skip
     return Built("; ".join(errors[:3]) or f"nvcc exit {done.returncode}")
-
-
-def run_in_session(command: Sequence[str], timeout_s: float) -> subprocess.CompletedProcess[str]:
-    """``command`` run to its end, its output kept; past ``timeout_s``, it and every
-    process it started (nvcc's preprocessor, ``cicc``, ``ptxas``: its session, made for
-    it) are killed and ``TimeoutExpired`` raised. Killing nvcc alone would leave them
-    running, reparented to init."""
-    process = subprocess.Popen(
-        list(command), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True,
-    )  # fmt: skip
-    try:
-        stdout, stderr = process.communicate(timeout=timeout_s)
-    except BaseException:  # the deadline, or an interrupt: nothing of it may outlive us
-        with contextlib.suppress(ProcessLookupError):  # already gone
-            os.killpg(process.pid, signal.SIGKILL)
-        process.communicate()
-        raise
-    return subprocess.CompletedProcess(list(command), process.returncode, stdout, stderr)
 
 
 def _located(line: str, name: str, shift: int) -> str:
