@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from xbackend import families
-from xbackend.grading import compilers
+from xbackend.grading import compilers, deadlines
 
 KERNELS = Path(__file__).parent / "kernels"
 
@@ -100,3 +101,12 @@ def test_a_build_error_names_the_line_of_the_file(tmp_path):
     assert detail.startswith(
         'does not compile (nvcc): fixed_size.cu line 10: error: expected a ";"'
     ), detail
+
+
+def test_a_tool_stays_in_its_callers_process_group():
+    """nvcc and a sanitizer's run stay in the group of the check that runs them: a class's
+    check ends a submission by killing its group, which then ends them too."""
+    done = deadlines.run_to_deadline(
+        [sys.executable, "-c", "import os; print(os.getpgrp())"], timeout_s=60
+    )
+    assert int(done.stdout) == os.getpgrp()

@@ -7,8 +7,8 @@ shape its rules take, ``extern "C"`` around a file that does not say it, its fol
 headers) to PTX for one architecture, and each kernel it launches is looked up in what was
 built as the CUDA backend looks it up (``cubins.entry``: a template named without its
 arguments is in no build). nvcc's error, or the kernel missing, is that variant's
-verdict; a clean build says that it was compiled and not run. nvcc runs in a session of
-its own, so that its deadline ends its preprocessor and compilers too.
+verdict; a clean build says that it was compiled and not run. nvcc's deadline ends its
+preprocessor and compilers too (``deadlines``).
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ from xbackend.backends.launch import KernelLaunch
 from xbackend.backends.machine_code import cuda_tool
 from xbackend.errors import XBackendError
 from xbackend.grading.checking import default_dtype
+from xbackend.grading.deadlines import run_to_deadline
 from xbackend.grading.records import COMPILER, Verdict
-from xbackend.grading.sessions import run_in_session
 from xbackend.grading.shapes import rule_shape
 
 if TYPE_CHECKING:
@@ -168,7 +168,7 @@ def compiled(
         command = [compiler, "-ptx", f"-arch={ARCH}", *folders, *options, str(copy),
                    "-o", str(ptx)]  # fmt: skip
         try:
-            done = run_in_session(command, TIMEOUT_S)
+            done = run_to_deadline(command, TIMEOUT_S)
         except subprocess.TimeoutExpired:
             return Built(f"nvcc took more than {TIMEOUT_S} s")
         except OSError as error:

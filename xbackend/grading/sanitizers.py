@@ -33,7 +33,7 @@ from xbackend import families
 from xbackend.backends.cubins import LINEINFO_ENV
 from xbackend.backends.execution import RED_ZONE_ENV
 from xbackend.grading import records
-from xbackend.grading.sessions import run_in_session
+from xbackend.grading.deadlines import run_to_deadline
 from xbackend.grading.shapes import taken_shapes
 from xbackend.isolation import TIMEOUT_ENV, child_environment
 from xbackend.operations import Shape
@@ -155,7 +155,7 @@ def _under(
                    "--no-times", "--sanitize", "off"]  # fmt: skip
         try:
             environment = {**child_environment(), RED_ZONE_ENV: "0", **env}  # C's own end
-            done = run_in_session(command, timeout_s, environment, _cpu_limit(cpu_s))
+            done = run_to_deadline(command, timeout_s, environment, _cpu_limit(cpu_s))
         except subprocess.TimeoutExpired as expired:
             said = [part.decode(errors="replace") if isinstance(part, bytes) else part or ""
                     for part in (expired.stdout, expired.stderr)]  # fmt: skip
