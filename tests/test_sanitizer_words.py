@@ -42,7 +42,7 @@ def test_a_kernel_too_large_to_simulate_is_not_sanitized_and_says_so(own_familie
     assert done.runs_natively and done.finding is None and not done.unfinished
     assert done.skipped == (
         "oclgrind would need about 32 days of CPU time at 4096×4096·4096×4096 (the shape "
-        "its rules take; a run is given at most 20 min)"
+        "its rules take; a run is given at most 10 min)"
     )
 
 

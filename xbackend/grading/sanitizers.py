@@ -54,7 +54,7 @@ TIMEOUT_S = 180  # one variant's run under compute-sanitizer (seconds, on the cl
 # 40 µs, four times that.
 BASE_CPU_S = 60.0
 CPU_S_PER_MULTIPLY_ADD = 40e-6
-MAX_CPU_S = 1200.0  # a run that would need more is not made: "not sanitized"
+MAX_CPU_S = 600.0  # a run that would need more is not made: "not sanitized"
 # The clock's deadline beside it, for a run blocked without spending CPU: ten times its
 # CPU deadline (a machine ten times oversubscribed still finishes it on CPU time).
 WALL_PER_CPU = 10.0
