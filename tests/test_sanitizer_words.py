@@ -151,3 +151,17 @@ def test_at_its_deadline_a_sanitizers_run_leaves_no_process_behind(own_families,
             break
         time.sleep(0.25)
     assert _lingering() == []
+
+
+@pytest.mark.slow
+def test_a_kernel_its_rules_never_take_is_not_said_unsanitized(oclgrind, tmp_path, own_families):
+    """Built for 100000³, past the largest shape a check makes: no shape its rules take, at
+    which the native check says which rule; oclgrind's run is not "not sanitized" too."""
+    needs_backend("opencl")
+    folder = tmp_path / "fixed_size"
+    shutil.copytree(KERNELS / "fixed_size", folder)
+    manifest = folder / "family.toml"
+    manifest.write_text(manifest.read_text().replace("4096", "100000"))
+    families.add_folders([str(folder)])
+    done = sanitize([str(folder)], "fixed_size_naive", oclgrind, SEED)
+    assert (done.finding, done.unfinished, done.skipped) == (None, "", "")

@@ -61,6 +61,7 @@ WALL_PER_CPU = 10.0
 MAX_ERRORS = 100_000  # oclgrind's cap on reports (its own default, 1000, is met by one kernel)
 _CAPPED = "errors generated - suppressing further errors"
 _BUILD_FAILED = "failed to compile"  # a build's error, as ``KernelCompileError`` says it
+_RULE_REFUSED = ": its family's rule "  # a shape its rules refuse, as ``plan_element`` says it
 # The worst first: an access out of bounds can corrupt memory, a race gives a wrong result
 # on some device, a read of memory never written gives whatever was there.
 _SEVERITY = ("Invalid write", "Invalid read", "data race", "Uninitialized")
@@ -210,6 +211,8 @@ def sanitize(
     if unfinished or finding is not None:
         return Sanitized(finding, unfinished)
     skipped = _not_run(inner, log)
+    if _RULE_REFUSED in skipped:  # no shape its rules take: the native check says which
+        skipped = ""
     if skipped and _BUILD_FAILED in skipped and _fails_natively(folders, variant, seed, dtype,
                                                                 shapes):  # fmt: skip
         skipped = ""  # the kernel's own build error: the native check says it
