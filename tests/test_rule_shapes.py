@@ -78,3 +78,20 @@ def test_check_runs_and_times_a_kernel_of_one_size_at_its_size(tmp_path):
     assert [(r["M"], r["K"], r["N"], r["verdict"]) for r in rows] == [("40", "40", "40", "equal")]
     book = [r for r in csv.DictReader((out / "gradebook.csv").open()) if r["backend"] == "opencl"]
     assert [(r["verdict"], bool(r["time_s"])) for r in book] == [("equal", True)], book
+
+
+@pytest.mark.slow
+def test_past_its_deadline_at_the_shape_its_rules_take_the_verdict_says_its_work():
+    """A kernel of one size (4096) given 0.05 s, too little on any device. Its verdict
+    says the deadline passed there, and that it is the shape its rules take, with its
+    work: what a slow device gives too, which the student reads apart from a hang at a
+    shape asked."""
+    needs_backend("opencl")
+    done = run_xbackend("check", str(KERNELS / "fixed_size"), "--backends", "opencl",
+                        "--steps", "0", "--no-times", "--sanitize", "off",
+                        "--kernel-timeout", "0.05", "--seed", "20261128")  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert (
+        "(4096×4096·4096×4096 is the shape its rules take: 68,719,476,736 multiply-adds, "
+        "perhaps too many to check on this device in that time)" in done.stdout
+    ), done.stdout

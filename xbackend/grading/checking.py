@@ -28,7 +28,7 @@ from xbackend.diagnosis import Launch, diagnose
 from xbackend.errors import KernelCompileError, XBackendError
 from xbackend.families import VariantSpec
 from xbackend.grading.records import Timing, Verdict
-from xbackend.grading.shapes import taken_shapes
+from xbackend.grading.shapes import ruled_out, taken_shapes
 from xbackend.isolation import ChildError, Isolation, KernelCrashed, KernelTimeout
 from xbackend.measure import describe_error, in_process
 from xbackend.measuring.timing import median_interval
@@ -101,7 +101,8 @@ def check_variant(
             yield Verdict(label, variant, shape, False, text.split(" (at ")[0])
             continue
         except (KernelTimeout, KernelCrashed) as error:  # its process went
-            yield Verdict(label, variant, shape, None, str(error).splitlines()[0])
+            slow = ruled_out(shapes, shape) if isinstance(error, KernelTimeout) else ""
+            yield Verdict(label, variant, shape, None, str(error).splitlines()[0] + slow)
             return  # wrong: the larger shapes are not run
         except KernelCompileError as error:  # the compiler's own words, as in its process
             yield Verdict(label, variant, shape, None, describe_error(error))

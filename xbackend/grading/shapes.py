@@ -19,6 +19,7 @@ from collections.abc import Sequence
 
 from xbackend.backends.element import fitted, shape_problem, size_names
 from xbackend.families import VariantSpec, expressions
+from xbackend.grading import records
 from xbackend.operations import Shape
 
 # The largest matrix (elements) a shape made of the rules' numbers may have: 2^28 float32
@@ -70,3 +71,14 @@ def taken_shapes(spec: VariantSpec, shapes: Sequence[Shape]) -> list[Shape]:
         if taken not in found:
             found.append(taken)
     return found
+
+
+def ruled_out(asked: Sequence[Shape], shape: Shape) -> str:
+    """What a deadline passed at ``shape`` may mean where the kernel's rules chose it, no
+    shape asked being one they take (a kernel of one size): its work, which a slow device
+    may not finish in time; "" for a shape asked."""
+    if shape in asked:
+        return ""
+    work = shape.M * shape.N * shape.K
+    return (f" ({records.compact(shape)} is the shape its rules take: {work:,} multiply-adds, "
+            "perhaps too many to check on this device in that time)")  # fmt: skip
