@@ -196,6 +196,9 @@ def _sanitized(
             name = SANITIZERS[backend.name]
             if done.finding is not None:
                 _say(Verdict(name, variant, None, False, done.finding.said(file.name)), book)
+            if done.skipped:  # it runs natively; what it was not checked for is said
+                book.add(Verdict(name, variant, None, True, f"not sanitized: {done.skipped}"))
+                print(f"  {name} {variant}: not sanitized: {done.skipped}", flush=True)
             if done.runs_natively:
                 continue
             unsafe.add((label, variant))
@@ -280,6 +283,8 @@ def _said(verdict: Verdict) -> str:
         return (
             f"{verdict.word} ({verdict.detail})" if verdict.equal else f"NOT RUN: {verdict.detail}"
         )
+    if verdict.equal:  # a sanitizer's "not sanitized: why": the kernel ran natively
+        return verdict.detail
     return f"{verdict.word} under {verdict.label} ({verdict.detail})"
 
 
@@ -312,7 +317,8 @@ def _times(args: argparse.Namespace, book: Book, opened: list[Any], isolation: I
             found = timing(backend, variant, shape, args.seed, isolation, label, dtype)
             if found is not None:
                 book.add(found)
-            print(f"  {label:10s} {variant:20s} {said_time(found)}", flush=True)
+            there = f" at {compact(found.shape)}" if found and found.shape != shape else ""
+            print(f"  {label:10s} {variant:20s} {said_time(found)}{there}", flush=True)
 
 
 def said_time(found: records.Timing | None) -> str:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from xbackend import families
-from xbackend.backends.element import fitted, plan_element
+from xbackend.backends.element import plan_element
 from xbackend.backends.execution import WroteOutOfBounds
 from xbackend.backends.geometries import per_product
 from xbackend.backends.launch import KernelLaunch
@@ -28,6 +28,7 @@ from xbackend.diagnosis import Launch, diagnose
 from xbackend.errors import KernelCompileError, XBackendError
 from xbackend.families import VariantSpec
 from xbackend.grading.records import Timing, Verdict
+from xbackend.grading.shapes import ruled_out, taken_shapes
 from xbackend.isolation import ChildError, Isolation, KernelCrashed, KernelTimeout
 from xbackend.measure import describe_error, in_process
 from xbackend.measuring.timing import median_interval
@@ -100,7 +101,8 @@ def check_variant(
             yield Verdict(label, variant, shape, False, text.split(" (at ")[0])
             continue
         except (KernelTimeout, KernelCrashed) as error:  # its process went
-            yield Verdict(label, variant, shape, None, str(error).splitlines()[0])
+            slow = ruled_out(shapes, shape) if isinstance(error, KernelTimeout) else ""
+            yield Verdict(label, variant, shape, None, str(error).splitlines()[0] + slow)
             return  # wrong: the larger shapes are not run
         except KernelCompileError as error:  # the compiler's own words, as in its process
             yield Verdict(label, variant, shape, None, describe_error(error))
@@ -112,15 +114,9 @@ def check_variant(
 
 
 def _taken(spec: VariantSpec, shapes: Sequence[Shape]) -> list[Shape]:
-    """``shapes``, each as the nearest one the kernel's rules on the sizes take (a square
-    for a kernel of square products only, K a multiple of its tile: ``fitted``), once."""
-    found: list[Shape] = []
-    for shape in shapes:
-        sizes = fitted(spec, shape.M, shape.N, shape.K)
-        taken = Shape(M=sizes[0], N=sizes[1], K=sizes[2]) if sizes is not None else shape
-        if taken not in found:
-            found.append(taken)
-    return found
+    """``shapes``, each as the nearest one the kernel's rules on the sizes take, once
+    (``shapes.taken_shapes``: a kernel of one size at that size)."""
+    return taken_shapes(spec, shapes)
 
 
 def _verdict(
@@ -185,7 +181,9 @@ def timing(
 ) -> Timing | None:  # fmt: skip
     """The median kernel time of ``variant`` at ``shape`` (its default tile), with its
     interval and the clock that timed it ("globaltimer": the device span; else the
-    API's); None where it did not run. A user's kernel in the ``isolation``'s process."""
+    API's); None where it did not run. A user's kernel in the ``isolation``'s process,
+    at the shape nearest ``shape`` its rules take."""
+    shape = taken_shapes(backend.variant_spec(variant), [shape])[0]
     A, B = make_operands(shape, seed, np.dtype(dtype))
     config = Config(label, backend, MM.name, variant, None, dtype)
     try:

@@ -33,6 +33,9 @@ WORDS = {
     "NOT RUN": "it did not run at some shape: it did not compile, a launch failed, a "
     "sanitizer did not finish it, no backend here runs it, its process died or hung",
     "compiles": "nvcc built it and no CUDA device here ran it: never a pass",
+    "not sanitized": "the sanitizer could not check it (a feature it does not simulate, a "
+    "build it rejects, a shape too large to simulate), and says why; the kernel was still "
+    "run natively, and its word there is its own",
 }
 
 
@@ -60,8 +63,8 @@ class Verdict:
 
     @property
     def word(self) -> str:
-        if self.equal and self.shape is None:  # a build that nothing here could run
-            return "compiles"
+        if self.equal and self.shape is None:  # a build nothing here ran, or a sanitizer's skip
+            return "compiles" if self.label == COMPILER else "not sanitized"
         return {True: "equal", False: "WRONG", None: "NOT RUN"}[self.equal]
 
 

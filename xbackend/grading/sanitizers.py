@@ -7,23 +7,35 @@ the kernel and the line of its file. One run a variant: its reports are its own,
 whatever other kernels are called, and one kernel's flood of reports cannot hide
 another's. A variant flagged for an access out of bounds, or whose run did not finish (a
 crash, its deadline, a cap on reports), is not run natively: it could corrupt the memory
-of the process that runs it.
+of the process that runs it. A variant oclgrind cannot run (a function it does not
+simulate, such as sub-groups', a build it rejects, a shape too large to simulate) is
+``not sanitized``, with why: it runs natively, and its verdict says it was not checked.
+
+oclgrind's deadline is on the CPU time its run spends, not on the clock, and scales with
+the work at the shapes it runs (``cpu_deadline_s``): a loaded machine gives its run more
+wall time, not another verdict.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
+import resource
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from signal import SIGKILL, SIGXCPU
 
+from xbackend import families
 from xbackend.backends.cubins import LINEINFO_ENV
 from xbackend.backends.execution import RED_ZONE_ENV
 from xbackend.grading import records
-from xbackend.isolation import child_environment
+from xbackend.grading.deadlines import run_to_deadline
+from xbackend.grading.shapes import taken_shapes
+from xbackend.isolation import TIMEOUT_ENV, child_environment
 from xbackend.operations import Shape
 
 # oclgrind's report of one access: what it was, the kernel, and the line of the source.
@@ -34,9 +46,22 @@ _REPORT = re.compile(
     re.MULTILINE,
 )
 SHAPES = (Shape(7, 13, 5), Shape(33, 20, 17))  # every edge guard, K past a tile
-TIMEOUT_S = 180  # one variant's run under oclgrind (seconds): a correct kernel's takes 2-10 s
+TIMEOUT_S = 180  # one variant's run under compute-sanitizer (seconds, on the clock)
+# oclgrind's deadline, in CPU seconds of its run: a start (the interpreter, the imports,
+# the builds: 1-3 s of CPU measured), and each multiply-add of the shapes it runs. On the
+# 2-core machine (2026-11-28) oclgrind simulated a multiply-add in 7.5 µs (the example's
+# naive kernel) to 9.5 µs (its tiled one) of CPU at 64³ and 128³; the deadline gives each
+# 40 µs, four times that.
+BASE_CPU_S = 60.0
+CPU_S_PER_MULTIPLY_ADD = 40e-6
+MAX_CPU_S = 600.0  # a run that would need more is not made: "not sanitized"
+# The clock's deadline beside it, for a run blocked without spending CPU: ten times its
+# CPU deadline (a machine ten times oversubscribed still finishes it on CPU time).
+WALL_PER_CPU = 10.0
 MAX_ERRORS = 100_000  # oclgrind's cap on reports (its own default, 1000, is met by one kernel)
 _CAPPED = "errors generated - suppressing further errors"
+_BUILD_FAILED = "failed to compile"  # a build's error, as ``KernelCompileError`` says it
+_RULE_REFUSED = ": its family's rule "  # a shape its rules refuse, as ``plan_element`` says it
 # The worst first: an access out of bounds can corrupt memory, a race gives a wrong result
 # on some device, a read of memory never written gives whatever was there.
 _SEVERITY = ("Invalid write", "Invalid read", "data race", "Uninitialized")
@@ -99,11 +124,13 @@ def findings(log: str) -> dict[str, Finding]:
 
 @dataclasses.dataclass(frozen=True)
 class Sanitized:
-    """oclgrind's word on one variant: its worst report, if any, and why oclgrind did not
-    finish checking it ("" where it did: then no report means no fault at those shapes)."""
+    """oclgrind's word on one variant: its worst report, if any, why oclgrind did not
+    finish checking it ("" where it did: then no report means no fault at those shapes),
+    and why it did not check it at all (``skipped``: it runs natively, not sanitized)."""
 
     finding: Finding | None
     unfinished: str = ""
+    skipped: str = ""  # why oclgrind did not check it at all ("" where it did)
 
     @property
     def runs_natively(self) -> bool:
@@ -113,12 +140,14 @@ class Sanitized:
 
 def _under(
     prefix: Sequence[str], folders: Sequence[str], variant: str, backend: str, seed: int,
-    dtype: str, timeout_s: float, env: dict[str, str],
+    dtype: str, timeout_s: float, env: dict[str, str], cpu_s: float | None = None,
+    shapes: Sequence[Shape] = SHAPES,
 ) -> tuple[str, records.Records, int | None]:  # fmt: skip
-    """Check one variant at ``SHAPES`` in a process of its own (``check --one``) under
+    """Check one variant at ``shapes`` in a process of its own (``check --one``) under
     the tool ``prefix`` runs: the tool's output, the check's records, and its exit status
-    (None: it ran past ``timeout_s``, its output so far kept)."""
-    sizes = ",".join(f"{s.M}x{s.K}x{s.N}" for s in SHAPES)
+    (None: it ran past ``timeout_s``, its output so far kept). ``cpu_s``: each of its
+    processes is ended (SIGXCPU) once it has spent that much CPU time."""
+    sizes = ",".join(f"{s.M}x{s.K}x{s.N}" for s in shapes)
     with tempfile.TemporaryDirectory(prefix="xbackend-sanitize-") as out:
         kept = Path(out) / "records.jsonl"
         command = [*prefix, sys.executable, "-m", "xbackend", "check", *folders, "--one",
@@ -127,8 +156,7 @@ def _under(
                    "--no-times", "--sanitize", "off"]  # fmt: skip
         try:
             environment = {**child_environment(), RED_ZONE_ENV: "0", **env}  # C's own end
-            done = subprocess.run(command, capture_output=True, text=True, env=environment,
-                                  timeout=timeout_s)  # fmt: skip
+            done = run_to_deadline(command, timeout_s, environment, _cpu_limit(cpu_s))
         except subprocess.TimeoutExpired as expired:
             said = [part.decode(errors="replace") if isinstance(part, bytes) else part or ""
                     for part in (expired.stdout, expired.stderr)]  # fmt: skip
@@ -136,25 +164,119 @@ def _under(
         return done.stdout + "\n" + done.stderr, records.read(kept), done.returncode
 
 
+def _cpu_limit(cpu_s: float | None) -> Callable[[], None] | None:
+    """What the child runs before the tool: its CPU time capped at ``cpu_s`` (SIGXCPU),
+    and a few seconds later for good (SIGKILL); inherited by every process it starts."""
+    if cpu_s is None:
+        return None
+    soft = math.ceil(cpu_s)
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_CPU, (soft, soft + 5))
+
+    return limit
+
+
+def cpu_deadline_s(shapes: Sequence[Shape]) -> float:
+    """oclgrind's CPU deadline for a run at ``shapes``: ``BASE_CPU_S``, and
+    ``CPU_S_PER_MULTIPLY_ADD`` for each multiply-add of the products (M·N·K each)."""
+    return BASE_CPU_S + CPU_S_PER_MULTIPLY_ADD * sum(s.M * s.N * s.K for s in shapes)
+
+
 def sanitize(
     folders: Sequence[str], variant: str, oclgrind: str, seed: int, dtype: str = "float32",
-    timeout_s: float = TIMEOUT_S,
+    timeout_s: float | None = None,
 ) -> Sanitized:  # fmt: skip
     """Run one variant of the folders under oclgrind, unoptimized builds (oclgrind 21.10
-    reads every access of them). Done means that check wrote its last record with no
-    report cut off."""
+    reads every access of them), at ``SHAPES`` as its rules take them, within its CPU
+    deadline (``cpu_deadline_s``; ``timeout_s``: the clock's, ten times that where not
+    given). Done means that check wrote its last record with no report cut off; a run
+    past ``MAX_CPU_S`` is not made, and a variant oclgrind could not run is ``skipped``."""
+    shapes = taken_shapes(families.find_variant(variant), SHAPES)
+    cpu_s = cpu_deadline_s(shapes)
+    if cpu_s > MAX_CPU_S:
+        return Sanitized(None, skipped=_too_large(shapes, cpu_s))
     prefix = [oclgrind, "--data-races", "--uninitialized", "--max-errors", str(MAX_ERRORS)]
-    env = {"XBACKEND_OPENCL_OPTIONS": "-cl-opt-disable"}
-    log, inner, status = _under(prefix, folders, variant, "opencl", seed, dtype, timeout_s, env)
+    wall_s = timeout_s if timeout_s is not None else WALL_PER_CPU * cpu_s
+    # The kernel's own deadline inside the run is the clock's too: the CPU's decides.
+    env = {"XBACKEND_OPENCL_OPTIONS": "-cl-opt-disable", TIMEOUT_ENV: repr(wall_s)}
+    log, inner, status = _under(prefix, folders, variant, "opencl", seed, dtype, wall_s, env,
+                                cpu_s, shapes)  # fmt: skip
     finding = _worst(findings(log))
     if status is None:
-        return Sanitized(finding, f"oclgrind took more than {timeout_s:g} s")
-    return Sanitized(finding, _unfinished(inner, "oclgrind", status, log, _CAPPED in log))
+        return Sanitized(finding, f"oclgrind took more than {wall_s:g} s")
+    if status in (-SIGXCPU, -SIGKILL) and not inner.done:
+        return Sanitized(finding, f"oclgrind used its {cpu_s:.0f} s of CPU time")
+    unfinished = _unfinished(inner, "oclgrind", status, log, _CAPPED in log, cpu_s)
+    if unfinished or finding is not None:
+        return Sanitized(finding, unfinished)
+    skipped = _not_run(inner, log)
+    if _RULE_REFUSED in skipped:  # no shape its rules take: the native check says which
+        skipped = ""
+    if skipped and _BUILD_FAILED in skipped and _fails_natively(folders, variant, seed, dtype,
+                                                                shapes):  # fmt: skip
+        skipped = ""  # the kernel's own build error: the native check says it
+    return Sanitized(None, skipped=skipped)
 
 
-def _unfinished(inner: records.Records, tool: str, status: int, log: str, capped: bool) -> str:
+def _fails_natively(
+    folders: Sequence[str], variant: str, seed: int, dtype: str, shapes: Sequence[Shape]
+) -> bool:
+    """Whether the variant's build fails on this machine's own OpenCL device too (in a
+    check of a process of its own, at the first of ``shapes``)."""
+    _, inner, _ = _under([], folders, variant, "opencl", seed, dtype, TIMEOUT_S, {},
+                         shapes=shapes[:1])  # fmt: skip
+    return any(_BUILD_FAILED in verdict.detail for verdict in inner.verdicts)
+
+
+def _too_large(shapes: Sequence[Shape], cpu_s: float) -> str:
+    """Why a run too large for oclgrind is not made: the shapes, the CPU time it needs."""
+    shown = ", ".join(records.compact(shape) for shape in shapes)
+    taken = "the shape its rules take" if len(shapes) == 1 else "the shapes its rules take"
+    return (f"oclgrind would need about {_duration(cpu_s)} of CPU time at {shown} ({taken}; "
+            f"a run is given at most {_duration(MAX_CPU_S)})")  # fmt: skip
+
+
+def _duration(seconds: float) -> str:
+    """``20 min``, ``5 h``, ``32 days``: a deadline's size in words."""
+    for unit, length in (("days", 86400.0), ("h", 3600.0), ("min", 60.0)):
+        if seconds >= 2 * length or unit == "min":
+            return f"{seconds / length:.0f} {unit}"
+    return f"{seconds:.0f} s"
+
+
+def _not_run(inner: records.Records, log: str) -> str:
+    """Why oclgrind's run did not check the variant although it ended ("" where it
+    did): a verdict that did not run (its build, a launch oclgrind's device refused),
+    in oclgrind's own words where it gave them."""
+    missed = [v for v in inner.verdicts if v.equal is None]
+    if inner.verdicts and not missed:
+        return ""
+    said = _fatal(log)
+    if not said:
+        detail = missed[0].detail.split(" (at ")[0] if missed else "no verdict"
+        said = re.sub(r"^[A-Z]\w*: ", "", detail)[:200]  # not a Python class's name
+    return f"oclgrind could not run it ({said})"
+
+
+def _fatal(log: str) -> str:
+    """oclgrind's own words where it gave up on a kernel (``OCLGRIND FATAL ERROR``, an
+    unsupported instruction), its first such line."""
+    lines = [line.strip() for line in log.splitlines()]
+    for number, line in enumerate(lines):
+        if line.startswith("OCLGRIND FATAL ERROR") and number + 1 < len(lines):
+            return lines[number + 1][:200]
+        if line.startswith(("Unsupported instruction", "Unhandled")):
+            return line[:200]
+    return ""
+
+
+def _unfinished(
+    inner: records.Records, tool: str, status: int, log: str, capped: bool,
+    cpu_s: float | None = None,
+) -> str:  # fmt: skip
     """Why a tool's run did not check the variant through ("" where it did)."""
-    gone = _gone(inner.verdicts)
+    gone = _gone(inner.verdicts, cpu_s)
     if gone:  # a hang or a crash under the tool would be one natively too
         return gone
     if capped:
@@ -165,14 +287,17 @@ def _unfinished(inner: records.Records, tool: str, status: int, log: str, capped
     return ""
 
 
-def _gone(verdicts: Sequence[records.Verdict]) -> str:
+def _gone(verdicts: Sequence[records.Verdict], cpu_s: float | None = None) -> str:
     """How the kernel's own process went under oclgrind, where it hung or died: at which
-    shape, and the isolation's words ("" where it did not)."""
+    shape, and the isolation's words, or the CPU time it used up ("" where it did not)."""
     for verdict in verdicts:
         if verdict.equal is None and verdict.shape is not None:
             said = verdict.detail
+            where = f"its run at {records.compact(verdict.shape)}"
+            if cpu_s is not None and "SIGXCPU" in said:
+                return f"{where} used its {cpu_s:.0f} s of CPU time"
             if said.startswith("timed out") or said.startswith("the kernel's process"):
-                return f"its run at {records.compact(verdict.shape)} {said.split(':')[0]}"
+                return f"{where} {said.split(':')[0]}"
     return ""
 
 
