@@ -132,7 +132,7 @@ def test_every_file_a_check_writes_says_the_words_of_the_docs(tmp_path):
 # -- 52.2: nothing overwritten; --merge replaces a resubmission's own rows only ---------------
 
 
-def _class(tmp_path, names: tuple[str, ...]) -> Path:
+def _class(tmp_path: Path, names: tuple[str, ...]) -> Path:
     folder = tmp_path / "class"
     for name in names:
         shutil.copytree(CLASS / name, folder / name)

@@ -89,6 +89,7 @@ def test_a_kernel_that_does_not_compile_still_says_so_without_the_cache(tmp_path
     """The uncached build that follows a cache failure reports a compiler error as any
     build does, never as the cache's: no warning blames the cache."""
     import numpy as np
+    import pyopencl as cl
 
     import xbackend
     from xbackend.backends import opencl_build
@@ -100,7 +101,7 @@ def test_a_kernel_that_does_not_compile_still_says_so_without_the_cache(tmp_path
     monkeypatch.setattr(opencl_build, "_cached", failing)
     monkeypatch.setattr(opencl_build, "_cache_failure", None)
     # Turned off by the failure: for this test only (the process's other builds keep it).
-    monkeypatch.setattr(opencl_build.cl, "_PYOPENCL_NO_CACHE", opencl_build.cl._PYOPENCL_NO_CACHE)
+    monkeypatch.setattr(cl, "_PYOPENCL_NO_CACHE", cl._PYOPENCL_NO_CACHE)
     backend = xbackend.get_backend("opencl")
     rng = np.random.default_rng(5418)
     A, B = (rng.standard_normal((9, 9)).astype(np.float32) for _ in range(2))
@@ -119,6 +120,7 @@ def test_a_cache_write_that_fails_is_said_once_and_every_product_is_right(tmp_pa
     import errno
 
     import numpy as np
+    import pyopencl as cl
 
     import xbackend
     from xbackend.backends import opencl_build
@@ -133,7 +135,7 @@ def test_a_cache_write_that_fails_is_said_once_and_every_product_is_right(tmp_pa
 
     monkeypatch.setattr(opencl_build, "_cached", failing)
     monkeypatch.setattr(opencl_build, "_cache_failure", None)
-    monkeypatch.setattr(opencl_build.cl, "_PYOPENCL_NO_CACHE", opencl_build.cl._PYOPENCL_NO_CACHE)
+    monkeypatch.setattr(cl, "_PYOPENCL_NO_CACHE", cl._PYOPENCL_NO_CACHE)
     backend = xbackend.get_backend("opencl")
     rng = np.random.default_rng(5418)
     with warnings.catch_warnings(record=True) as caught:
@@ -152,4 +154,4 @@ def test_a_cache_write_that_fails_is_said_once_and_every_product_is_right(tmp_pa
         "its caches in this process, each build taking the compiler's time "
         "(PYOPENCL_NO_CACHE=1 turns them off without this warning)"
     ]
-    assert opencl_build.cl._PYOPENCL_NO_CACHE
+    assert cl._PYOPENCL_NO_CACHE

@@ -28,7 +28,8 @@ def _other_text(base: Sampling, name: str) -> str:
         if candidate == getattr(base, name):
             continue
         try:
-            dataclasses.replace(base, **{name: candidate})
+            changed: dict[str, typing.Any] = {name: candidate}
+            dataclasses.replace(base, **changed)
         except ValueError:
             continue
         return candidate

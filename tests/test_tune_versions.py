@@ -50,7 +50,7 @@ def test_a_write_keeps_entries_and_keys_it_does_not_understand(tmp_path):
     rng = np.random.default_rng(SEED)
     path = tmp_path / "tuned.json"
     kept_key, new_key = _key(rng), _key(rng)
-    written = {
+    written: dict[str, Any] = {
         "format": tuning.FORMAT,
         "comment": f"tuned by hand on {rng.integers(1, 28)} November",  # a key of the user's
         "entries": {
