@@ -30,7 +30,7 @@ from xbackend.families.sources import (
     passing,
     read_source,
 )
-from xbackend.families.values import CONFIGURATION, ManifestError, Values
+from xbackend.families.values import CONFIGURATION, ManifestError, Values, kernel_name_problem
 from xbackend.families.variant import ARGUMENTS, BUFFERS, ELEMENT, SIZES, Launch, VariantSpec
 from xbackend.operations import OPS, operation
 from xbackend.resources import kernel_file
@@ -45,6 +45,12 @@ _SHARED_KEYS = (
 )  # fmt: skip
 _VARIANT_KEYS = ("name", "kernel", "before", *_SHARED_KEYS)
 __all__ = ["MANIFEST", "Family", "ManifestError", "load"]
+# A scalar parameter's kinds (``Declarations.kind``) as a refusal of twins that disagree
+# says them: one launch packs a value once, so both files must take it alike.
+_WIDTHS = {
+    "int32": "a 32-bit integer", "int64": "a 64-bit integer", "float32": "a float (32-bit)",
+    "float64": "a double (64-bit)", "real": "the element type (REAL)",
+}  # fmt: skip
 
 
 @dataclasses.dataclass(frozen=True)
@@ -144,13 +150,13 @@ class _Reader(Values):
                     f"({', '.join(two)}) in {sources[second].name}: the twins must agree"
                 )
             for (param, mine), (_, theirs) in zip(kernels[name][0], others[name][0], strict=True):
-                if {passing(mine), passing(theirs)} == {"int32", "int64"}:
-                    bits = {"int32": "32-bit", "int64": "64-bit"}
+                kinds = (ours.kind(name, mine), theirs_.kind(name, theirs))
+                if kinds[0] != kinds[1] and set(kinds) <= set(_WIDTHS):
+                    said = [_WIDTHS[kind] for kind in kinds]
                     raise self.fail(
-                        f"{name} takes '{param}' as a {bits[passing(mine)]} integer in "
-                        f"{sources[first].name} but a {bits[passing(theirs)]} one in "
-                        f"{sources[second].name}: one launch passes both the same value, so "
-                        "the twins must declare it alike"
+                        f"{name} takes '{param}' as {said[0]} in {sources[first].name} but "
+                        f"as {said[1]} in {sources[second].name}: one launch passes both the "
+                        "same value, so the twins must declare it alike"
                     )
 
     def _known(self, table: dict[str, Any], keys: tuple[str, ...], where: str) -> None:
@@ -200,8 +206,10 @@ class _Reader(Values):
         if not isinstance(name, str) or not name.isidentifier():
             raise self.fail(f"every [[variant]] needs a name (an identifier), not {name!r}")
         where = f"variant '{name}'"
-        if not isinstance(kernel, str) or not Launch(kernel).function.isidentifier():
-            raise self.fail(f"{where} needs the name of its kernel, not {kernel!r}")
+        problem = kernel_name_problem(kernel)
+        if problem:
+            raise self.fail(f"{where}: kernel = {problem}")
+        assert isinstance(kernel, str)
         ops = self.words(entry.get("ops", ["mm"]), OPS, f"{where}: ops")
         geometry = entry.get("geometry", ELEMENT)
         if not isinstance(geometry, str) or not re.fullmatch(r"[a-z][a-z0-9_-]*", geometry):

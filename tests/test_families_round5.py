@@ -1,0 +1,103 @@
+"""Issue 54 (reliability round 5), how a family's files and manifest become a launch: a
+kernel's declaration as the build sees it (``#if 0`` is dead code), struct parameters
+under ``#pragma pack``, twins that agree on a float's width, a kernel's name that is a
+name, includes in every spelling, ``XBACKEND_KERNELS`` for a user's family, launches and
+workspaces whose sizes have no usable value, and declarations read again after
+``families.read_again()`` (issue 55).
+
+The kernels are files: tests/kernels/round5/ (its README says which is which), or the
+student's (examples/assignment/student), copied into ``tmp_path`` with a manifest the
+test writes.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from xbackend import families
+from xbackend.families.manifest import ManifestError
+
+ROOT = Path(__file__).resolve().parent.parent
+ROUND5 = ROOT / "tests" / "kernels" / "round5"
+STUDENT = ROOT / "examples" / "assignment" / "student"
+SEED = 20261128
+
+
+@pytest.fixture
+def catalogue(own_families):
+    """This test's own catalogue: only the folders it adds."""
+
+
+def _student(parent: Path, manifest_edit: tuple[str, str] = ("", "")) -> Path:
+    """A copy of the student's family (its .cl file alone), its manifest edited."""
+    folder = parent / "student"
+    folder.mkdir()
+    shutil.copy(STUDENT / "student.cl", folder)
+    text = (STUDENT / "family.toml").read_text()
+    old, new = manifest_edit
+    if old:
+        assert old in text
+        text = text.replace(old, new, 1)
+    (folder / "family.toml").write_text(text)
+    return folder
+
+
+def _refused(folder: Path) -> str:
+    with pytest.raises(ManifestError) as caught:
+        families.use_folders([folder])  # refused: this process's folders stay as they were
+    message = str(caught.value)
+    assert "\n" not in message and str(folder) in message, message
+    return message
+
+
+# -- 54.15: a kernel's name is a name ------------------------------------------------------
+
+CODE_IN_NAMES = [
+    "mm<REAL>;\\n#error carried\\n//",
+    "matmul_naive;\\n#include </dev/zero>\\n//",
+    "matmul_naive()",
+    "matmul naive",
+    "mm<REAL>(A)",
+    "mm<REAL>>",
+    'mm<\\"x\\">',
+]
+
+
+@pytest.mark.parametrize("kernel", CODE_IN_NAMES)
+def test_a_kernel_name_that_carries_code_is_refused_when_read(kernel, tmp_path):
+    folder = _student(tmp_path, ('kernel = "matmul_naive"', f'kernel = "{kernel}"'))
+    message = _refused(folder)
+    assert "variant 'student_naive'" in message and "kernel" in message, message
+    assert "an identifier" in message
+
+
+@pytest.mark.parametrize("kernel", CODE_IN_NAMES[:2])
+def test_a_before_launch_whose_name_carries_code_is_refused(kernel, tmp_path):
+    before = f'[[variant.before]]\nkernel = "{kernel}"\ngroup = [16]\ngrid = [1]\n'
+    folder = _student(tmp_path)
+    manifest = folder / "family.toml"
+    manifest.write_text(manifest.read_text() + before)
+    message = _refused(folder)
+    assert "a launch before" in message and "an identifier" in message
+
+
+@pytest.mark.parametrize(
+    "kernel", ["mm", "mm<REAL>", "mm<float, 16>", "mm< REAL , TILE_DIM >", "mm<ns::T, 4>"]
+)
+def test_a_kernel_name_with_template_arguments_is_a_name(kernel):
+    from xbackend.families.values import kernel_name_problem
+
+    assert kernel_name_problem(kernel) is None
+
+
+# -- 54.5: twins that disagree on a float's width ------------------------------------------
+
+
+def test_twins_that_disagree_on_a_floats_width_are_refused(catalogue):
+    folder = ROUND5 / "float_twins"
+    message = _refused(folder)
+    for words in ("mm_scaled", "'alpha'", "scaled.cl", "scaled.cu", "float", "double"):
+        assert words in message, (words, message)
