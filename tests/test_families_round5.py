@@ -101,3 +101,20 @@ def test_twins_that_disagree_on_a_floats_width_are_refused(catalogue):
     message = _refused(folder)
     for words in ("mm_scaled", "'alpha'", "scaled.cl", "scaled.cu", "float", "double"):
         assert words in message, (words, message)
+
+
+# -- issue 55: read_again reads the kernels' declarations again ----------------------------
+
+
+def test_read_again_binds_a_reordered_kernels_parameters_anew(tmp_path, catalogue):
+    from xbackend.backends.kernels import parameters
+
+    folder = _student(tmp_path)
+    families.add_folders([folder])
+    assert parameters("student", "matmul_naive") == ("C", "A", "B", "hA", "wA", "wB")
+    source = folder / "student.cl"
+    source.write_text(
+        source.read_text().replace("int hA, int wA, int wB", "int wB, int wA, int hA")
+    )
+    families.read_again()
+    assert parameters("student", "matmul_naive") == ("C", "A", "B", "wB", "wA", "hA")

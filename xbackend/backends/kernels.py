@@ -73,6 +73,11 @@ def source_declarations(family: str, language: str) -> Declarations:
     return declarations_of(text)
 
 
+def _forget() -> None:
+    source_declarations.cache_clear()
+    has_stamps.cache_clear()
+
+
 def declarations(family: str, language: str) -> dict[str, tuple[tuple[str, str], ...]]:
     """Each kernel of a file with its parameters, in order, as (name, the words before
     it): ``("lda", "const INDEX")``, ``("A", "__global const REAL* restrict")``."""
@@ -229,3 +234,8 @@ def source_digest(family: str, language: str, options: Iterable[str] = ()) -> st
     for option in options:
         digest.update(b"\x00" + option.encode())
     return digest.hexdigest()[:16]
+
+
+# A worker that outlives a run reads the families again (``families.read_again``): what was
+# parsed of their files goes with them, so a kernel's reordered parameters bind anew.
+families.forget_on_read_again(_forget)
