@@ -19,6 +19,9 @@ import pytest
 
 from xbackend import families
 from xbackend.families.manifest import ManifestError
+from xbackend.operations import Shape, make_operands
+from xbackend.problems import Reference, check
+from xbackend.pytest_plugin import needs_backend
 
 ROOT = Path(__file__).resolve().parent.parent
 ROUND5 = ROOT / "tests" / "kernels" / "round5"
@@ -101,6 +104,57 @@ def test_twins_that_disagree_on_a_floats_width_are_refused(catalogue):
     message = _refused(folder)
     for words in ("mm_scaled", "'alpha'", "scaled.cl", "scaled.cu", "float", "double"):
         assert words in message, (words, message)
+
+
+# -- 54.3: the declaration the build compiles, not one under #if 0 -------------------------
+
+
+def test_a_declaration_under_if_0_does_not_replace_the_real_one(catalogue):
+    from xbackend.backends.kernels import parameters, struct_fields
+
+    families.add_folders([ROUND5 / "dead_code", ROUND5 / "dead_struct"])
+    assert parameters("dead_code", "matmul_naive") == ("C", "A", "B", "hA", "wA", "wB")
+    fields = struct_fields("dead_struct", "mm_mixed", "A")
+    assert [name for name, _ in fields] == ["rows", "cols", "elements"]
+
+
+def test_the_kernel_beside_dead_code_runs_right(catalogue):
+    needs_backend("opencl")
+    import xbackend
+
+    families.add_folders([ROUND5 / "dead_code"])
+    backend = xbackend.get_backend("opencl")
+    try:
+        for shape in (Shape(7, 13, 5), Shape(33, 20, 17)):
+            A, B = make_operands(shape, SEED)
+            C = backend.matmul(A, B, "dead_code_naive", 16)
+            assert check(C, Reference.of(A, B)).equal, shape
+    finally:
+        backend.close()
+
+
+def test_a_kernel_declared_otherwise_in_a_branch_the_build_decides_is_refused(catalogue):
+    message = _refused(ROUND5 / "ambiguous")
+    for words in ("ambiguous.cl", "kernel matmul_naive", "line 4", "line 20"):
+        assert words in message, (words, message)
+    assert "(C, A, B, hA, wA, wB) and (C, A, B, wA, hA, wB)" in message
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [("#if 0\nx\n#else\ny\n#endif", 1), ("#if 1\ny\n#else\nx\n#endif", 1),
+     ("%:if 0\nx\n%:endif\ny", 1), ("#if 0\n#if 1\nx\n#endif\n#elif 1\ny\n#endif", 1),
+     ("#ifdef X\ny\n#else\ny\n#endif", 2), ("#if !0\ny\n#endif", 1),
+     ("#if 0 \\\n\nx\n#endif\ny", 1), ("# if 0L\nx\n#elif 0x0\nx\n#else\ny\n#endif", 1)],
+)  # fmt: skip
+def test_the_conditionals_decided_before_the_build(text, kept):
+    """What no build compiles is blanked (no x is left); what a build may compile stays
+    (each y); every line keeps its number."""
+    from xbackend.families.sources import code_of
+
+    code = code_of(text)
+    assert "x" not in code and code.count("y") == kept, code
+    assert code.count("\n") == text.count("\n")
 
 
 # -- issue 55: read_again reads the kernels' declarations again ----------------------------

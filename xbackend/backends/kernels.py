@@ -66,16 +66,31 @@ def source_path(family: str, language: str) -> Path:
     return override if override.exists() and override != path else path
 
 
-@functools.cache
 def source_declarations(family: str, language: str) -> Declarations:
-    """What a family's file declares: its kernels, structs and kernel templates."""
-    _, text = read_kernel(family, language)
-    return declarations_of(text)
+    """What a family's file declares: its kernels, structs and kernel templates. Kept by
+    the file's path and its state on disk, never by the family's name alone: another
+    folder's family of that name, or the file edited, is read anew."""
+    path = source_path(family, language)
+    return _declarations_in(path, _state(path))
+
+
+def _state(path: Path) -> tuple[int, int, int]:
+    """A file's state on disk, as a cache of what was read from it is keyed."""
+    try:
+        found = path.stat()
+    except OSError:
+        return (0, 0, 0)  # read_source names what is wrong with it
+    return (found.st_ino, found.st_size, found.st_mtime_ns)
+
+
+@functools.cache
+def _declarations_in(path: Path, state: tuple[int, int, int]) -> Declarations:
+    return declarations_of(read_source(path))
 
 
 def _forget() -> None:
-    source_declarations.cache_clear()
-    has_stamps.cache_clear()
+    _declarations_in.cache_clear()
+    _stamps_in.cache_clear()
 
 
 def declarations(family: str, language: str) -> dict[str, tuple[tuple[str, str], ...]]:
@@ -210,13 +225,18 @@ def include_folders(family: str, language: str) -> list[Path]:
     return [source_path(family, language).parent, kernel_file(language, "stamp.h").parent]
 
 
-@functools.cache
 def has_stamps(family: str, language: str) -> bool:
     """Whether a kernel file's kernels take the clock's hooks (kernels/*/stamp.h): written
     into it, or put in for a stamped build (a file whose kernels cannot be found whole,
-    a body not closed, keeps the API's clock)."""
-    _, text = read_kernel(family, language)
-    if families.find(family) is None:  # a support kernel (ceilings, hold) is not stamped
+    a body not closed, keeps the API's clock). Kept as ``source_declarations`` is."""
+    path = source_path(family, language)
+    return _stamps_in(path, _state(path), families.find(family) is None)
+
+
+@functools.cache
+def _stamps_in(path: Path, state: tuple[int, int, int], support: bool) -> bool:
+    text = read_source(path)
+    if support:  # a support kernel (ceilings, hold) is not stamped
         return sources.has_stamps(text)
     try:
         return sources.has_stamps(with_hooks(text))

@@ -130,9 +130,10 @@ class _Reader(Values):
         try:
             text = read_source(path)
             check_includes(path, text, [path.parent, stamp_folder])
+            return declarations_of(text)
         except XBackendError as error:
-            raise self.fail(str(error)) from None
-        return declarations_of(text)
+            said = str(error)  # a declaration's refusal names its line, not its file
+            raise self.fail(said if path.name in said else f"{path.name}: {said}") from None
 
     def _twins(self, declared: dict[str, Declarations], sources: dict[str, Path]) -> None:
         """A kernel of both sources takes the same parameters in the same order in each:

@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 
 from xbackend.errors import XBackendError
+from xbackend.families.directives import live, spliced
 from xbackend.safeio import UnsafePath, read_small_text
 
 SUFFIXES = {"cuda": ".cu", "opencl": ".cl"}
@@ -96,10 +97,16 @@ def _blank(match: re.Match[str]) -> str:
     return re.sub(r"[^\n]", " ", piece) if "\n" in piece else " " * len(piece)
 
 
-def kernels_of(text: str) -> dict[str, tuple[Parameters, int]]:
-    """Each kernel a source declares, with its parameters and the line it starts on."""
-    code = blank_comments(without_stamps(text))
-    found = {}
+def code_of(text: str) -> str:
+    """A source's code as its declarations are read: without the clock's hooks, its lines
+    joined where a backslash ends them, its comments blanked, and what no build compiles
+    (``#if 0``) blanked too (``directives.live``). Every line keeps its number."""
+    return live(blank_comments(spliced(without_stamps(text))))
+
+
+def _declared_kernels(code: str) -> list[tuple[str, Parameters, int]]:
+    """Each kernel declaration of ``code``, in order: its name, parameters and line."""
+    found = []
     line, counted = 1, 0  # lines counted as the matches come, once over the text
     for match in _DECLARATION.finditer(code):
         name, params = match.group(1), match.group(2).strip()
@@ -109,8 +116,42 @@ def kernels_of(text: str) -> dict[str, tuple[Parameters, int]]:
             declared = ()
         line += code.count("\n", counted, match.start(1))
         counted = match.start(1)
-        found[name] = (declared, line)
+        found.append((name, declared, line))
     return found
+
+
+def kernels_of(text: str) -> dict[str, tuple[Parameters, int]]:
+    """Each kernel a source declares, with its parameters and the line it starts on (of a
+    kernel declared twice, the first: ``declarations_of`` refuses two that differ)."""
+    return _first(code_of(text))
+
+
+def _first(code: str) -> dict[str, tuple[Parameters, int]]:
+    found: dict[str, tuple[Parameters, int]] = {}
+    for name, declared, line in _declared_kernels(code):
+        found.setdefault(name, (declared, line))
+    return found
+
+
+def _ambiguous(code: str) -> None:
+    """A kernel declared twice with other parameters (each in a branch of an ``#ifdef``
+    the build decides, say) is refused: which one a launch binds is not known."""
+    first: dict[str, tuple[Parameters, int]] = {}
+    for name, declared, line in _declared_kernels(code):
+        seen, at = first.setdefault(name, (declared, line))
+        if _shape(seen) != _shape(declared):
+            raise XBackendError(
+                f"kernel {name} is declared at line {at} and again at line {line} with other "
+                f"parameters ({', '.join(p for p, _ in seen)}) and "
+                f"({', '.join(p for p, _ in declared)}): xbackend cannot tell which one the "
+                "build compiles (only #if 0 and #if 1 are decided before the build); "
+                "declare it once, or alike in each branch"
+            )
+
+
+def _shape(params: Parameters) -> tuple[tuple[str, str], ...]:
+    """What a launch binds of a declaration: each parameter's name and how it is passed."""
+    return tuple((name, passing(words)) for name, words in params)
 
 
 # A struct's definition (``typedef struct { ... } Name;`` or ``struct Name { ... };``), and a
@@ -144,13 +185,23 @@ class Declarations:
 
 
 def declarations_of(text: str) -> Declarations:
-    """The kernels, structs and kernel templates ``text`` declares."""
-    code = blank_comments(without_stamps(text))
+    """The kernels, structs and kernel templates ``text`` declares, as the build compiles
+    them (``code_of``); a kernel or a struct declared twice, otherwise, is an
+    ``XBackendError`` naming both lines."""
+    code = code_of(text)
+    _ambiguous(code)
     structs: dict[str, Parameters] = {}
     for match in _STRUCT.finditer(code):
         body, name = (match.group(1), match.group(2)) if match.group(2) else match.group(4, 3)
         fields = [field.replace("*", "* ").split() for field in body.split(";")]
-        structs[name] = tuple((field[-1], " ".join(field[:-1])) for field in fields if field)
+        found = tuple((field[-1], " ".join(field[:-1])) for field in fields if field)
+        if structs.setdefault(name, found) != found:
+            line = code.count("\n", 0, match.start()) + 1
+            raise XBackendError(
+                f"struct {name} is defined again at line {line} with other fields: xbackend "
+                "cannot tell which one the build compiles (only #if 0 and #if 1 are decided "
+                "before the build); define it once"
+            )
     templates = {}
     for match in _DECLARATION.finditer(code):
         before = code[max(0, match.start() - 400) : match.start()]
@@ -159,7 +210,7 @@ def declarations_of(text: str) -> Declarations:
             words = [part.split() for part in head.group(1).split(",")]
             kinds = ("typename", "class")
             templates[match.group(1)] = tuple(w[-1] for w in words if w and w[0] in kinds)
-    return Declarations(kernels_of(text), structs, templates)
+    return Declarations(_first(code), structs, templates)
 
 
 # How a parameter's declared type is passed: a pointer is a buffer; these integer types

@@ -1,0 +1,124 @@
+"""What a kernel file's preprocessor directives decide before any build: lines joined
+where a backslash ends them, the code under ``#if 0`` left out, and each ``#include`` in
+the spellings a compiler reads.
+
+The declarations a launch is bound by are read from the text (``sources.py``), not from a
+compiler's output: a declaration under ``#if 0`` after the real one must not replace
+it. A conditional whose value is a number (``#if 0``, ``#elif 1``) is decided here; one
+that names a macro (``#ifdef ASYNC``) depends on the build, and both of its branches stay
+(a kernel declared otherwise in each is refused as ambiguous: ``sources.declarations_of``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+# A directive, as a compiler reads it: ``#`` or the digraph ``%:`` (or the trigraph
+# ``??=``), then its name. Spaces may stand on either side of the ``#``.
+_DIRECTIVE = re.compile(r"^[ \t]*(?:#|%:|\?\?=)[ \t]*([A-Za-z_]\w*)(.*)$", re.MULTILINE)
+_NUMBER = re.compile(r"(?:0[xX][0-9a-fA-F]+|\d+)[uUlL]*")
+# The directives that read a file: ``#include`` and the forms GCC and clang take as one
+# (``#include_next``, ``#import``) or that read a file's bytes (``#embed``).
+INCLUDES = ("include", "include_next", "import", "embed")
+
+
+def spliced(text: str) -> str:
+    """``text`` with each backslash-newline taken out, as a compiler's second phase does;
+    the line breaks taken out are put back after the line they joined, so that every
+    line keeps its number."""
+    if "\\\n" not in text and "\\\r\n" not in text:
+        return text
+    lines, joined, held = [], "", 0
+    for line in text.split("\n"):
+        stripped = line[:-1] if line.endswith("\r") else line
+        if stripped.endswith("\\"):
+            joined, held = joined + stripped[:-1], held + 1
+            continue
+        lines.append(joined + line + "\n" * held)
+        joined, held = "", 0
+    if joined or held:
+        lines.append(joined + "\n" * (held - 1))
+    return "\n".join(lines)
+
+
+def _number(condition: str) -> int | None:
+    """The value of a condition that is a number (``0``, ``(1)``, ``!0``), or None where it
+    names anything (a macro, ``defined``): the build decides those."""
+    text = condition.strip()
+    negated = False
+    while text.startswith(("!", "(")):
+        if text[0] == "!":
+            negated, text = not negated, text[1:].strip()
+        elif text.endswith(")"):
+            text = text[1:-1].strip()
+        else:
+            return None
+    if not _NUMBER.fullmatch(text):
+        return None
+    digits = text.rstrip("uUlL")
+    digits = digits[2:] if digits[:2] in ("0x", "0X") else digits
+    return int((digits.strip("0") != "") != negated)
+
+
+@dataclasses.dataclass
+class _Branch:
+    """One ``#if`` ... ``#endif``: whether the lines now read are compiled ("live"),
+    never ("dead") or as the build decides ("maybe"), whether a branch before was surely
+    (``taken``) or maybe taken, and whether an ``#if`` around it is dead (``within``)."""
+
+    within: bool
+    state: str = "maybe"
+    taken: bool = False
+    maybe: bool = False
+
+    def enter(self, value: int | None) -> None:
+        if self.taken or value == 0:
+            self.state = "dead"
+        elif value is None or self.maybe:
+            self.state, self.maybe = "maybe", True
+        else:
+            self.state, self.taken = "live", True
+
+    @property
+    def dead(self) -> bool:
+        return self.within or self.state == "dead"
+
+
+def live(code: str) -> str:
+    """``code`` (spliced, its comments blanked) with the lines no build compiles blanked,
+    line breaks kept: those under a conditional whose value is 0, and the branches after
+    one whose value is a number other than 0. A conditional that names a macro keeps all
+    its branches."""
+    if "#" not in code and "%:" not in code and "??=" not in code:
+        return code
+    lines = code.split("\n")
+    stack: list[_Branch] = []
+    for number, line in enumerate(lines):
+        found = _DIRECTIVE.match(line)
+        dead = bool(stack) and stack[-1].dead
+        name, rest = found.group(1, 2) if found else ("", "")
+        if name in ("if", "ifdef", "ifndef"):
+            stack.append(_Branch(dead))
+            stack[-1].enter(_number(rest) if name == "if" else None)
+        elif name in ("elif", "elifdef", "elifndef") and stack:
+            stack[-1].enter(_number(rest) if name == "elif" else None)
+        elif name == "else" and stack:
+            stack[-1].enter(1)
+        elif name == "endif" and stack:
+            stack.pop()
+        if dead or (stack and stack[-1].dead):
+            lines[number] = " " * len(line)
+    return "\n".join(lines)
+
+
+def includes(code: str) -> list[tuple[int, str, str]]:
+    """Each directive of ``code`` (spliced, its comments blanked) that reads a file: its
+    line, its name (``include``, ``include_next``...) and what it names, as written."""
+    found = []
+    line, counted = 1, 0  # lines counted as the matches come, once over the text
+    for match in _DIRECTIVE.finditer(code):
+        if match.group(1) in INCLUDES:
+            line, counted = line + code.count("\n", counted, match.start()), match.start()
+            found.append((line, match.group(1), match.group(2).strip()))
+    return found
