@@ -12,6 +12,7 @@ test writes.
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -155,6 +156,47 @@ def test_the_conditionals_decided_before_the_build(text, kept):
     code = code_of(text)
     assert "x" not in code and code.count("y") == kept, code
     assert code.count("\n") == text.count("\n")
+
+
+# -- 54.16: an include in every spelling a compiler reads --------------------------------
+
+SPELLINGS = ["digraph", "include_next", "split", "import", "split_hash", "has_include"]
+
+
+def _including(parent: Path, spelling: str) -> Path:
+    """The student's family, its .cl file headed by tests/kernels/round5/includes/<spelling>.cl."""
+    folder = _student(parent)
+    head = (ROUND5 / "includes" / f"{spelling}.cl").read_text()
+    (folder / "student.cl").write_text(head + (STUDENT / "student.cl").read_text())
+    return folder
+
+
+@pytest.mark.parametrize("target", ["fifo", "/dev/zero"])
+@pytest.mark.parametrize("spelling", SPELLINGS)
+def test_an_include_in_any_spelling_of_a_fifo_or_a_device_is_refused(spelling, target, tmp_path):
+    folder = _including(tmp_path, spelling)
+    if target == "fifo":
+        os.mkfifo(folder / "pipe.h")
+    else:
+        (folder / "pipe.h").symlink_to(target)
+    message = _refused(folder)
+    assert "student.cl line 2" in message and "pipe.h" in message, message
+
+
+@pytest.mark.parametrize("spelling", SPELLINGS)
+def test_an_include_in_any_spelling_of_a_regular_file_is_kept(spelling, tmp_path, catalogue):
+    folder = _including(tmp_path, spelling)
+    (folder / "pipe.h").write_text("#define TWICE(x) (2 * (x))\n")
+    families.add_folders([folder])
+    assert "student_naive" in families.user_variants(["mm"])
+
+
+def test_an_include_of_a_macro_is_refused_with_the_way_round(tmp_path):
+    folder = _including(tmp_path, "computed")
+    os.mkfifo(folder / "pipe.h")
+    message = _refused(folder)
+    assert "student.cl line 3: #include 'H' names no file in quotes or <>" in message
+    assert "write the file's name" in message
 
 
 # -- issue 55: read_again reads the kernels' declarations again ----------------------------

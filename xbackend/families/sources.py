@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 
 from xbackend.errors import XBackendError
-from xbackend.families.directives import live, spliced
+from xbackend.families.directives import includes, live, spliced
 from xbackend.safeio import UnsafePath, read_small_text
 
 SUFFIXES = {"cuda": ".cu", "opencl": ".cl"}
@@ -42,7 +42,6 @@ _HOOKS = re.compile(
     r'^#include "stamp\.h"\n| STAMP_PARAMETER(?=\))|^[ \t]*STAMP_(?:ENTER|EXIT);\n', re.MULTILINE
 )
 STAMP_PARAMETERS = ("stamps", "stamp_slot")
-_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*(?:"([^"\n]*)"|<([^>\n]*)>)', re.MULTILINE)
 
 Parameters = tuple[tuple[str, str], ...]  # (name, the words before it), in order
 
@@ -70,15 +69,14 @@ def check_includes(
     """Every file ``text`` (the file at ``path``) includes, and what those include, that is
     found in ``folders`` (or named by an absolute path) is a regular UTF-8 file within
     the size limit: an ``#include "/dev/zero"`` or of a FIFO is refused by name, before
-    a compiler blocks on it or reads it without end. Each file is read once."""
+    a compiler blocks on it or reads it without end. Every spelling a compiler reads is
+    followed (``%:include``, ``#include_next``, ``#import``, ``#embed``, a name split by a
+    backslash-newline, ``__has_include``); an include of a macro (``#include H``), whose
+    file only the compiler knows, is refused. Each file is read once."""
     if depth > 16:
         raise XBackendError(f"{path}: includes nested more than 16 deep")
     seen = set() if seen is None else seen
-    code = blank_comments(text)
-    line, counted = 1, 0
-    for match in _INCLUDE.finditer(code):
-        named = match.group(1) if match.group(1) is not None else match.group(2)
-        line, counted = line + code.count("\n", counted, match.start()), match.start()
+    for line, directive, named in _included(path, blank_comments(spliced(text))):
         candidates = [Path(named)] if os.path.isabs(named) else [f / named for f in folders]
         found = next((c for c in candidates if os.path.lexists(c)), None)
         if found is None or found in seen:
@@ -87,8 +85,35 @@ def check_includes(
         try:
             included = read_source(found, "included file")
         except XBackendError as error:
-            raise XBackendError(f"{path} line {line}: #include {named!r}: {error}") from None
+            raise XBackendError(f"{path} line {line}: #{directive} {named!r}: {error}") from None
         check_includes(found, included, [found.parent, *folders[1:]], depth + 1, seen)
+
+
+_NAMED = re.compile(r'"([^"\n]*)"|<([^>\n]*)>')
+_HAS_INCLUDE = re.compile(r'__has_include(?:_next)?\s*\(\s*(?:"([^"\n]*)"|<([^>\n]*)>)')
+
+
+def _included(path: Path, code: str) -> list[tuple[int, str, str]]:
+    """Each file ``code`` names to read, with its line and directive; a directive that
+    names no file in quotes or ``<>`` is refused by name."""
+    found = []
+    for line, directive, rest in includes(code):
+        named = _NAMED.match(rest)
+        if named is None:
+            raise XBackendError(
+                f"{path} line {line}: #{directive} {rest[:40]!r} names no file in quotes or <>: "
+                "xbackend checks every file a kernel includes before a compiler opens it, and "
+                "cannot follow a macro; write the file's name"
+            )
+        found.append(
+            (line, directive, named.group(1) if named.group(1) is not None else named.group(2))
+        )
+    line, counted = 1, 0
+    for match in _HAS_INCLUDE.finditer(code):
+        line, counted = line + code.count("\n", counted, match.start()), match.start()
+        named_ = match.group(1) if match.group(1) is not None else match.group(2)
+        found.append((line, "if __has_include", named_))
+    return found
 
 
 def _blank(match: re.Match[str]) -> str:
