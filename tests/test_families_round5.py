@@ -199,6 +199,119 @@ def test_an_include_of_a_macro_is_refused_with_the_way_round(tmp_path):
     assert "write the file's name" in message
 
 
+# -- 54.19: a launch's sizes without a usable value, said by key, value and manifest --------
+
+NAIVE = 'description = "the student\'s naive kernel"'
+LAUNCHES = {
+    "a negative grid": (
+        'grid = ["0 - cdiv(N, 16)", "cdiv(M, 16)"]',
+        "grid x = '0 - cdiv(N, 16)' is -1 at N = 5: a launch takes 1 to 2^31 - 1 along an axis",
+    ),
+    "a grid past 2^64": (
+        'grid = ["N * 2000000000000000000", "1"]',
+        "grid x = 'N * 2000000000000000000' is 10000000000000000000 at N = 5",
+    ),
+    "cdiv by zero": (
+        'grid = ["cdiv(N, 0)", "cdiv(M, 16)"]',
+        "grid x: 'cdiv(N, 0)': division by zero at N = 5",
+    ),
+    "an uneven division": (
+        'grid = ["N / 3", "M"]',
+        "grid x: 'N / 3': 5 / 3 is not a whole number at N = 5",
+    ),
+    "an argument divided by zero": (
+        'grid = ["N", "M"]\narguments = { hA = "M", wA = "K", wB = "N / (M - 7)" }',
+        "arguments.wB: 'N / (M - 7)': division by zero at M = 7, N = 5",
+    ),
+}
+
+
+def _planned(tmp_path: Path, extra: str, device=None):
+    from xbackend.backends.element import plan_element
+
+    folder = _student(tmp_path, (NAIVE, f"{NAIVE}\ngroup = [16, 16]\n{extra}"))
+    families.add_folders([folder])
+    spec = families.find_variant("student_naive")
+    A, B = make_operands(Shape(7, 13, 5), SEED)
+    return folder, lambda: plan_element("mm", spec, A, B, 16, device=device)
+
+
+@pytest.mark.parametrize("case", LAUNCHES, ids=str)
+def test_a_launch_size_without_a_usable_value_names_key_value_and_manifest(
+    case, tmp_path, catalogue
+):
+    from xbackend.errors import UnsupportedParameter
+
+    extra, words = LAUNCHES[case]
+    folder, plan = _planned(tmp_path, extra)
+    with pytest.raises(UnsupportedParameter) as raised:
+        plan()
+    said = str(raised.value)
+    assert said.startswith(f"{folder / 'family.toml'}: variant 'student_naive': "), said
+    assert words in said, said
+
+
+def test_a_negative_group_is_not_run_with_the_axis_and_its_value(tmp_path):
+    from xbackend.backends.element import group_problem
+    from xbackend.backends.specs import DeviceInfo
+    from xbackend.families.manifest import load
+
+    folder = _student(
+        tmp_path, (NAIVE, f'{NAIVE}\ngroup = ["0 - TILE", "0 - TILE"]\ngrid = ["N", "M"]')
+    )
+    spec = dict((s.name, s) for _, s in load(folder).variants)["student_naive"]
+    device = DeviceInfo("a CPU", max_work_group_size=1024, local_mem_bytes=32768)
+    said = group_problem(device, spec, 16, 4, ("work-items", "local"))
+    assert said == "tile 16: group x = '0 - TILE' is -16 work-items: a group has at least one"
+
+
+# -- 54.20: a workspace's size ------------------------------------------------------------
+
+WORKSPACES = {
+    "negative": (
+        '"0 - K * N"',
+        None,
+        "workspaces.T = '0 - K * N' is -65 elements at K = 13, N = 5: a workspace holds at "
+        "least one",
+    ),
+    "zero": ("0", None, "workspaces.T = 0 is 0 elements: a workspace holds at least one"),
+    "past the device": (
+        '"K * N * 1000000000000000"',
+        8 << 30,
+        "workspaces.T = 'K * N * 1000000000000000' is 65000000000000000 elements (2.42e+08 "
+        "GiB) at K = 13, N = 5: more than the device's 8 GiB in one buffer",
+    ),
+    "past any device": (
+        '"K * N * 1000000000000000000"',
+        None,
+        "more than any device in one buffer",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", WORKSPACES, ids=str)
+def test_a_workspace_without_a_usable_size_is_refused_by_key(case, tmp_path, catalogue):
+    from xbackend.backends.specs import DeviceInfo
+    from xbackend.errors import UnsupportedParameter
+
+    size, memory, words = WORKSPACES[case]
+    device = DeviceInfo("a GPU", global_mem_bytes=memory) if memory else None
+    folder, plan = _planned(tmp_path, f'grid = ["N", "M"]\nworkspaces = {{ T = {size} }}', device)
+    with pytest.raises(UnsupportedParameter) as raised:
+        plan()
+    said = str(raised.value)
+    assert said.startswith(f"{folder / 'family.toml'}: variant 'student_naive': "), said
+    assert words in said, said
+
+
+def test_a_workspace_of_a_usable_size_is_planned_in_bytes(tmp_path, catalogue):
+    from xbackend.backends.specs import DeviceInfo
+
+    device = DeviceInfo("a GPU", global_mem_bytes=8 << 30)
+    _, plan = _planned(tmp_path, 'grid = ["N", "M"]\nworkspaces = { T = "K * N" }', device)
+    assert plan().workspaces == {"T": 5 * 13 * 4}
+
+
 # -- issue 55: read_again reads the kernels' declarations again ----------------------------
 
 
