@@ -274,7 +274,11 @@ WORKSPACES = {
         "workspaces.T = '0 - K * N' is -65 elements at K = 13, N = 5: a workspace holds at "
         "least one",
     ),
-    "zero": ("0", None, "workspaces.T = 0 is 0 elements: a workspace holds at least one"),
+    "zero": (
+        '"K - K"',
+        None,
+        "workspaces.T = 'K - K' is 0 elements at K = 13: a workspace holds at least one",
+    ),
     "past the device": (
         '"K * N * 1000000000000000"',
         8 << 30,
@@ -302,6 +306,18 @@ def test_a_workspace_without_a_usable_size_is_refused_by_key(case, tmp_path, cat
     said = str(raised.value)
     assert said.startswith(f"{folder / 'family.toml'}: variant 'student_naive': "), said
     assert words in said, said
+
+
+@pytest.mark.parametrize(
+    ("extra", "words"),
+    [('grid = ["N", "M"]\nworkspaces = { T = 0 }', "workspaces.T = 0: a workspace holds at"),
+     ('grid = ["N", "M"]\nworkspaces = { T = -3 }', "workspaces.T = -3: a workspace holds"),
+     ('grid = [-1, "M"]', "grid: -1 along an axis: a launch takes at least 1")],
+)  # fmt: skip
+def test_a_size_that_is_a_number_is_judged_when_the_manifest_is_read(extra, words, tmp_path):
+    folder = _student(tmp_path, (NAIVE, f"{NAIVE}\ngroup = [16, 16]\n{extra}"))
+    message = _refused(folder)
+    assert "variant 'student_naive'" in message and words in message, message
 
 
 def test_a_workspace_of_a_usable_size_is_planned_in_bytes(tmp_path, catalogue):

@@ -163,6 +163,9 @@ class Values:
         sizes = self.listed(value, where)
         if not 1 <= len(sizes) <= 3:
             raise self.fail(f"{where} is [x], [x, y] or [x, y, z], not {sizes!r}")
+        for size in sizes:  # a number is judged now; an expression, at each product
+            if type(size) is int and size < 1:
+                raise self.fail(f"{where}: {size} along an axis: a launch takes at least 1")
         return tuple(self.size(size, known, where) for size in sizes)
 
     def patch(self, value: Any, known: tuple[str, ...], where: str) -> tuple[str | int, str | int]:
@@ -201,6 +204,10 @@ class Values:
         for name, size in table.items():
             if not name.isidentifier() or name in (*ARGUMENTS, *SIZES):
                 raise self.fail(f"{where}: workspace {name!r}: a new name for a buffer")
+            if type(size) is int and size < 1:
+                raise self.fail(
+                    f"{where}: workspaces.{name} = {size}: a workspace holds at least one element"
+                )
             found.append((name, self.size(size, known, f"{where}: workspaces.{name}")))
         return tuple(found)
 
