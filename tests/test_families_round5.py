@@ -328,6 +328,67 @@ def test_a_workspace_of_a_usable_size_is_planned_in_bytes(tmp_path, catalogue):
     assert plan().workspaces == {"T": 5 * 13 * 4}
 
 
+# -- 54.8: XBACKEND_KERNELS replaces a --kernels family's file too ------------------------
+
+
+def _replacing(tmp_path: Path, monkeypatch) -> Path:
+    """The student's family added, and an XBACKEND_KERNELS folder whose opencl/student.cl
+    is the student's with the naive kernel's sum started at 1 (an edit to try)."""
+    families.add_folders([_student(tmp_path)])
+    edited = tmp_path / "edited" / "opencl" / "student.cl"
+    edited.parent.mkdir(parents=True)
+    text = (STUDENT / "student.cl").read_text()
+    edited.write_text(text.replace("float sum = 0.0f;", "float sum = 1.0f;", 1))
+    monkeypatch.setenv("XBACKEND_KERNELS", str(tmp_path / "edited"))
+    return edited
+
+
+def test_xbackend_kernels_replaces_a_users_family_file(tmp_path, monkeypatch, catalogue):
+    from xbackend.backends.kernels import read_kernel, source_path
+
+    edited = _replacing(tmp_path, monkeypatch)
+    assert source_path("student", "opencl") == edited
+    assert "float sum = 1.0f;" in read_kernel("student", "opencl")[1]
+
+
+def test_the_replaced_users_kernel_is_the_one_run(tmp_path, monkeypatch, catalogue):
+    needs_backend("opencl")
+    import xbackend
+
+    _replacing(tmp_path, monkeypatch)
+    backend = xbackend.get_backend("opencl")
+    try:
+        A, B = make_operands(Shape(7, 13, 5), SEED)
+        C = backend.matmul(A, B, "student_naive", 16)
+        assert not check(C, Reference.of(A, B)).equal  # the edit's sum, started at 1
+        assert check(C - 1, Reference.of(A, B)).equal
+    finally:
+        backend.close()
+
+
+def test_a_users_file_named_as_a_support_kernel_stays_the_users(tmp_path, monkeypatch, catalogue):
+    """Without XBACKEND_KERNELS, kernels/opencl/ceilings.cl replaces no family's file."""
+    from xbackend.backends.kernels import source_path
+
+    monkeypatch.delenv("XBACKEND_KERNELS", raising=False)
+    folder = _student(tmp_path)
+    (folder / "student.cl").rename(folder / "ceilings.cl")
+    families.add_folders([folder])
+    assert source_path("student", "opencl") == folder / "ceilings.cl"
+
+
+def test_a_replacement_files_includes_are_checked(tmp_path, monkeypatch, catalogue):
+    from xbackend.backends.kernels import read_kernel
+    from xbackend.errors import XBackendError
+
+    edited = _replacing(tmp_path, monkeypatch)
+    head = (ROUND5 / "includes" / "digraph.cl").read_text()
+    edited.write_text(head + edited.read_text())
+    os.mkfifo(edited.parent / "pipe.h")
+    with pytest.raises(XBackendError, match=r"student\.cl line 2: #include 'pipe\.h'"):
+        read_kernel("student", "opencl")
+
+
 # -- issue 55: read_again reads the kernels' declarations again ----------------------------
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -19,13 +20,14 @@ from xbackend.families.sources import (
     STAMP_PARAMETERS,
     SUFFIXES,
     Declarations,
+    check_includes,
     declarations_of,
     passing,
     read_source,
     with_hooks,
     without_stamps,
 )
-from xbackend.resources import kernel_file, kernels_path
+from xbackend.resources import KERNELS_ENV, kernel_file
 
 __all__ = [  # the stamps' words are the sources', re-exported for the launches
     "STAMP",
@@ -53,17 +55,19 @@ GEMM_PARAMETERS = ("M", "N", "K", "A", "lda", "B", "ldb", "C", "ldc")
 
 def source_path(family: str, language: str) -> Path:
     """A family's kernel file in ``language``: the ``XBACKEND_KERNELS`` folder's
-    ``language/<file>`` where it has one (to try an edited kernel), else the family's."""
+    ``language/<file>`` where it has one (to try an edited kernel, of any family: a
+    ``--kernels`` family's too), else the family's."""
     found = families.find(family)
     if found is None:  # a support kernel of kernels/<language>/: hold, ceilings, probe
         return kernel_file(language, f"{family}{SUFFIXES[language]}")
     if language not in found.sources:
         raise XBackendError(f"the {family} family has no {language} source ({found.manifest})")
     path = found.sources[language]
-    if not found.shipped:  # XBACKEND_KERNELS replaces shipped files; a user's are their own
-        return path
-    override = kernels_path() / language / path.name
-    return override if override.exists() and override != path else path
+    # Only a folder the variable names replaces files: without it, a user's file named as
+    # a support kernel of kernels/<language>/ (ceilings.cl) stays the user's.
+    replacing = os.environ.get(KERNELS_ENV)
+    override = Path(replacing) / language / path.name if replacing else path
+    return override if os.path.lexists(override) and override != path else path
 
 
 def source_declarations(family: str, language: str) -> Declarations:
@@ -216,13 +220,20 @@ def read_kernel(family: str, language: str, stamped: bool = False) -> tuple[Path
     """
     path = source_path(family, language)
     text = read_source(path)
+    found = families.find(family)
+    if found is not None and found.sources.get(language) != path:  # a replacement file:
+        check_includes(path, text, include_folders(family, language))  # checked as read
     return path, with_hooks(text) if stamped else text
 
 
 def include_folders(family: str, language: str) -> list[Path]:
-    """The folders a family's ``#include`` finds files in: its own, then the one with
-    ``stamp.h`` (the ``XBACKEND_KERNELS`` folder's where it has the header)."""
-    return [source_path(family, language).parent, kernel_file(language, "stamp.h").parent]
+    """The folders a family's ``#include`` finds files in: its file's (a replacement's,
+    then the family's own), then the one with ``stamp.h`` (the ``XBACKEND_KERNELS``
+    folder's where it has the header)."""
+    own = source_path(family, language).parent
+    found = families.find(family)
+    family_folder = [found.folder] if found is not None and found.folder != own else []
+    return [own, *family_folder, kernel_file(language, "stamp.h").parent]
 
 
 def has_stamps(family: str, language: str) -> bool:
