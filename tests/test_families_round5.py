@@ -28,6 +28,9 @@ ROOT = Path(__file__).resolve().parent.parent
 ROUND5 = ROOT / "tests" / "kernels" / "round5"
 STUDENT = ROOT / "examples" / "assignment" / "student"
 SEED = 20261128
+NVCC = shutil.which("nvcc") or (
+    "/usr/local/cuda/bin/nvcc" if Path("/usr/local/cuda/bin/nvcc").is_file() else ""
+)
 
 
 @pytest.fixture
@@ -387,6 +390,74 @@ def test_a_replacement_files_includes_are_checked(tmp_path, monkeypatch, catalog
     os.mkfifo(edited.parent / "pipe.h")
     with pytest.raises(XBackendError, match=r"student\.cl line 2: #include 'pipe\.h'"):
         read_kernel("student", "opencl")
+
+
+# -- 54.4: a struct argument under #pragma pack ------------------------------------------
+
+
+def _packed_launch():
+    from xbackend.backends.element import plan_element
+
+    spec = families.find_variant("packed_naive")
+    A, B = make_operands(Shape(7, 13, 5), SEED)
+    return plan_element("mm", spec, A, B, spec.default_tile).launches[0]
+
+
+def test_a_struct_under_pragma_pack_is_laid_out_as_packed(catalogue):
+    """pack(push, 4): scale at 4, elements at 12, 20 bytes, 4-aligned (natural: 8, 16, 24)."""
+    import struct
+
+    from xbackend.backends.launch import Buffer, Record
+
+    families.add_folders([ROUND5 / "packed"])
+    A = _packed_launch().args["A"]
+    assert isinstance(A, Record) and A.pragma_pack == 4
+    assert (A.size, A.alignment) == (20, 4)
+    data = A.pack(lambda buffer: {"A": 0x1122334455667788}[buffer.name])
+    assert struct.unpack_from("<i", data, 0)[0] == 7  # rows = M
+    assert struct.unpack_from("<d", data, 4)[0] == 1.0  # scale
+    assert struct.unpack_from("<Q", data, 12)[0] == 0x1122334455667788  # elements
+    natural = Record(A.fields)
+    assert (natural.size, natural.alignment) == (24, 8) and A.fields[2][2] == Buffer("A")
+
+
+@pytest.mark.skipif(not NVCC, reason="nvcc is not installed")
+def test_a_packed_struct_is_packed_as_nvcc_lays_it_out(catalogue, tmp_path):
+    """Each argument's size and alignment in xbackend's packing is what nvcc's PTX says."""
+    from test_styles import _ptx_parameters
+
+    from xbackend.backends.kernels import cuda_text, read_kernel
+    from xbackend.backends.launch import Record
+
+    families.add_folders([ROUND5 / "packed"])
+    launch = _packed_launch()
+    text, _ = cuda_text(read_kernel("packed", "cuda")[1])
+    (params,) = _ptx_parameters(f'extern "C" {{\n{text}\n}}', tmp_path, []).values()
+    records = [value for value in launch.values() if isinstance(value, Record)]
+    assert [(r.alignment, r.size) for r in records] == params[:3] == [(4, 20)] * 3
+
+
+def test_a_struct_aligned_by_an_attribute_is_refused_by_name(catalogue):
+    message = _refused(ROUND5 / "attributed")
+    assert "parameter 'A' of mm_packed" in message and "struct Scaled" in message
+    assert "#pragma pack(N)" in message
+
+
+@pytest.mark.parametrize(
+    ("pragma", "words"),
+    [("#pragma pack(show)", "line 4: #pragma pack(show): xbackend lays out struct arguments"),
+     ("#pragma pack(push, r1, 4)", "line 4: #pragma pack(push, r1, 4)"),
+     ("#pragma pack(3)", "line 4: #pragma pack of 3"),
+     ('_Pragma("pack(push, 4)")', "line 4: _Pragma(...): xbackend reads a struct's layout")],
+)  # fmt: skip
+def test_a_pack_xbackend_does_not_follow_is_refused_by_name(pragma, words, tmp_path):
+    folder = tmp_path / "packed"
+    shutil.copytree(ROUND5 / "packed", folder)
+    source = folder / "packed.cu"
+    text = source.read_text().replace("\n#pragma pack(push, 4)\n", f"\n{pragma}\n", 1)
+    source.write_text(text)
+    message = _refused(folder)
+    assert "packed.cu" in message and words in message, message
 
 
 # -- issue 55: read_again reads the kernels' declarations again ----------------------------

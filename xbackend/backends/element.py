@@ -28,6 +28,7 @@ from xbackend.backends.kernels import (
     long_parameters,
     parameters,
     struct_fields,
+    struct_packing,
 )
 from xbackend.backends.launch import Arg, Buffer, KernelLaunch, Product, Record
 from xbackend.backends.operands import INDEX_MAX, format_bytes
@@ -305,7 +306,7 @@ def _launch(
             args[param] = Record(tuple(
                 (field, kind, _value(spec, f"{param}.{field}", kind, names, given, dtype, launch))
                 for field, kind in fields
-            ))  # fmt: skip
+            ), struct_packing(spec.family, kernel, param))  # fmt: skip
         else:
             args[param] = _value(spec, param, passed[param], names, given, dtype, launch)
     return KernelLaunch.bound(kernel, spec.family, options, grid, block, args, dims)

@@ -152,6 +152,14 @@ def struct_fields(family: str, kernel: str, parameter: str) -> tuple[tuple[str, 
     return tuple((field, passing(kind)) for field, kind in found.structs[words.split()[-1]])
 
 
+def struct_packing(family: str, kernel: str, parameter: str) -> int:
+    """The ``#pragma pack`` a struct parameter of ``kernel`` is laid out under (0: none,
+    its fields at their natural alignment)."""
+    found = _declaring(family, kernel)
+    words = dict(found.kernels[function_name(kernel)][0])[parameter]
+    return max(found.packs.get(words.split()[-1], 0), 0)
+
+
 def extern_c(source: str) -> bool:
     """Whether a CUDA source declares its kernels ``extern "C"`` itself (the shipped ones
     do); else the compiler is asked to, so that a kernel is found by its own name."""

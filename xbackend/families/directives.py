@@ -122,3 +122,48 @@ def includes(code: str) -> list[tuple[int, str, str]]:
             line, counted = line + code.count("\n", counted, match.start()), match.start()
             found.append((line, match.group(1), match.group(2).strip()))
     return found
+
+
+# ``#pragma pack``, as GCC and nvcc read it: ``pack(N)``, ``pack()``, ``pack(push)``,
+# ``pack(push, N)`` and ``pack(pop)``; N a power of two up to 16 (0: natural alignment).
+_PACK = re.compile(r"^[ \t]*(?:#|%:|\?\?=)[ \t]*pragma[ \t]+pack\b(.*)$", re.MULTILINE)
+_PACK_ARGUMENTS = re.compile(r"\(\s*(?:push\s*(?:,\s*(\d+)\s*)?|(pop)\s*|(\d+)\s*)?\)")
+_PRAGMA_OPERATOR = re.compile(r"\b(?:_Pragma|__pragma)\s*\(")
+_FOLLOWED = "pack(N), pack(), pack(push), pack(push, N) and pack(pop), N 1, 2, 4, 8 or 16"
+
+
+def packs(code: str) -> list[tuple[int, int]]:
+    """Each ``#pragma pack`` of ``code`` (spliced, comments blanked, dead code blanked):
+    where it is, and the packing in effect after it (0: natural alignment). A form not
+    followed (``pack(show)``, a packing named by an identifier, ``_Pragma``) is an
+    ``ValueError`` naming its line, never a struct laid out otherwise than nvcc does."""
+    found: list[tuple[int, int]] = []
+    operator = _PRAGMA_OPERATOR.search(code)
+    if operator:
+        line = code.count("\n", 0, operator.start()) + 1
+        raise ValueError(
+            f"line {line}: {operator.group(0).rstrip('(').strip()}(...): xbackend reads a "
+            "struct's layout from #pragma directives alone; write it as #pragma"
+        )
+    stack: list[int] = []
+    current = 0
+    for match in _PACK.finditer(code):
+        line = code.count("\n", 0, match.start()) + 1
+        given = _PACK_ARGUMENTS.fullmatch(match.group(1).strip())
+        if given is None:
+            raise ValueError(
+                f"line {line}: #pragma pack{match.group(1).rstrip()}: xbackend lays out "
+                f"struct arguments under {_FOLLOWED}"
+            )
+        pushed, popped, value = given.groups()
+        if "push" in match.group(1):
+            stack.append(current)
+            current = int(pushed) if pushed else current
+        elif popped:
+            current = stack.pop() if stack else 0
+        else:
+            current = int(value) if value else 0
+        if current not in (0, 1, 2, 4, 8, 16):
+            raise ValueError(f"line {line}: #pragma pack of {current}: {_FOLLOWED}")
+        found.append((match.start(), current))
+    return found

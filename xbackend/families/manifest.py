@@ -21,6 +21,7 @@ from typing import Any
 
 from xbackend.errors import XBackendError
 from xbackend.families.sources import (
+    ATTRIBUTED,
     LANGUAGES,
     STAMP_PARAMETERS,
     SUFFIXES,
@@ -334,6 +335,7 @@ class _Reader(Values):
         for param, words in params:
             kind = found.kind(name, words)
             if kind == "struct":
+                self._laid_out(spec, param, words.split()[-1], where, found)
                 fields = found.structs[words.split()[-1]]
                 taken |= {self._field(spec, launch, param, f, w, where, path) for f, w in fields}
             else:
@@ -344,6 +346,19 @@ class _Reader(Values):
                     f"variant '{spec.name}': arguments names '{param}', which {where} does not take"
                 )
         return {str(value) for value in taken}
+
+    def _laid_out(
+        self, spec: VariantSpec, param: str, struct: str, where: str, found: Declarations
+    ) -> None:
+        """A struct parameter whose layout an attribute sets is refused: xbackend packs a
+        struct at its fields' natural alignment, or as ``#pragma pack`` says."""
+        if found.packs.get(struct) == ATTRIBUTED:
+            raise self.fail(
+                f"variant '{spec.name}': parameter '{param}' of {where} is a struct {struct} "
+                "whose layout an attribute sets (__attribute__, __align__, alignas): xbackend "
+                "lays out a struct argument at its fields' natural alignment or under "
+                "#pragma pack(N); write it so"
+            )
 
     def _field(
         self, spec: VariantSpec, launch: Launch, param: str, field: str, words: str,

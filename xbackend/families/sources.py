@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 
 from xbackend.errors import XBackendError
-from xbackend.families.directives import includes, live, spliced
+from xbackend.families.directives import includes, live, packs, spliced
 from xbackend.safeio import UnsafePath, read_small_text
 
 SUFFIXES = {"cuda": ".cu", "opencl": ".cl"}
@@ -185,6 +185,10 @@ _STRUCT = re.compile(
     r"\btypedef\s+struct\s*\w*\s*\{([^{}]*)\}\s*(\w+)\s*;|\bstruct\s+(\w+)\s*\{([^{}]*)\}\s*;"
 )
 _TEMPLATE = re.compile(r"\btemplate\s*<([^<>]*)>\s*$")
+# A field's alignment set by an attribute, which xbackend does not follow (``Declarations``'
+# packs: the struct is then refused where a kernel takes it).
+_ALIGNING = re.compile(r"\b(?:__attribute__|__align__|alignas|_Alignas|__declspec)\b")
+ATTRIBUTED = -1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -196,6 +200,9 @@ class Declarations:
     kernels: dict[str, tuple[Parameters, int]]
     structs: dict[str, Parameters]
     templates: dict[str, tuple[str, ...]]
+    # Each struct's packing: 0 its fields at their natural alignment, N under ``#pragma
+    # pack(N)`` (each field at most N-aligned), ``ATTRIBUTED`` where an attribute sets it.
+    packs: dict[str, int] = dataclasses.field(default_factory=dict)
 
     def kind(self, kernel: str, words: str) -> str:
         """How a parameter of ``kernel`` declared with ``words`` is passed (``passing``):
@@ -215,9 +222,16 @@ def declarations_of(text: str) -> Declarations:
     ``XBackendError`` naming both lines."""
     code = code_of(text)
     _ambiguous(code)
+    try:
+        pragmas = packs(code)
+    except ValueError as error:
+        raise XBackendError(str(error)) from None
     structs: dict[str, Parameters] = {}
+    packed: dict[str, int] = {}
     for match in _STRUCT.finditer(code):
         body, name = (match.group(1), match.group(2)) if match.group(2) else match.group(4, 3)
+        before = [value for at, value in pragmas if at < match.start()]
+        packed[name] = ATTRIBUTED if _ALIGNING.search(body) else (before or [0])[-1]
         fields = [field.replace("*", "* ").split() for field in body.split(";")]
         found = tuple((field[-1], " ".join(field[:-1])) for field in fields if field)
         if structs.setdefault(name, found) != found:
@@ -235,7 +249,7 @@ def declarations_of(text: str) -> Declarations:
             words = [part.split() for part in head.group(1).split(",")]
             kinds = ("typename", "class")
             templates[match.group(1)] = tuple(w[-1] for w in words if w and w[0] in kinds)
-    return Declarations(_first(code), structs, templates)
+    return Declarations(_first(code), structs, templates, packed)
 
 
 # How a parameter's declared type is passed: a pointer is a buffer; these integer types
