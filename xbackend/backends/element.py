@@ -323,11 +323,12 @@ def _value(
 ) -> Any:  # fmt: skip
     """What a parameter of ``kind`` takes: a buffer or size by name, an expression's
     value, a number; a float of the parameter's type."""
-    takes = launch.takes(param)
+    takes: Any = launch.takes(param)
     if isinstance(takes, str) and takes in given:
         takes = given[takes]
     elif isinstance(takes, str):
-        takes = _valued(spec, f"arguments.{param}", takes, names)
+        before = "" if launch == spec.launch else f"before {launch.function}: "
+        takes = _valued(spec, f"{before}arguments.{param}", takes, names)
     if kind in _FLOATS:
         return _FLOATS[kind](takes)
     if kind == "real":  # the element type: a float or a double (an int in int32)

@@ -230,8 +230,8 @@ def declarations_of(text: str) -> Declarations:
     packed: dict[str, int] = {}
     for match in _STRUCT.finditer(code):
         body, name = (match.group(1), match.group(2)) if match.group(2) else match.group(4, 3)
-        before = [value for at, value in pragmas if at < match.start()]
-        packed[name] = ATTRIBUTED if _ALIGNING.search(body) else (before or [0])[-1]
+        earlier = [value for at, value in pragmas if at < match.start()]
+        packed[name] = ATTRIBUTED if _ALIGNING.search(body) else (earlier or [0])[-1]
         fields = [field.replace("*", "* ").split() for field in body.split(";")]
         found = tuple((field[-1], " ".join(field[:-1])) for field in fields if field)
         if structs.setdefault(name, found) != found:
