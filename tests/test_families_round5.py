@@ -265,7 +265,10 @@ def test_a_negative_group_is_not_run_with_the_axis_and_its_value(tmp_path):
     spec = dict((s.name, s) for _, s in load(folder).variants)["student_naive"]
     device = DeviceInfo("a CPU", max_work_group_size=1024, local_mem_bytes=32768)
     said = group_problem(device, spec, 16, 4, ("work-items", "local"))
-    assert said == "tile 16: group x = '0 - TILE' is -16 work-items: a group has at least one"
+    assert said == (
+        "tile 16: group x = '0 - TILE' is -16 work-items: a group has at least one "
+        f"({folder / 'family.toml'})"
+    )
 
 
 # -- 54.20: a workspace's size ------------------------------------------------------------

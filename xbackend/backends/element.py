@@ -114,7 +114,8 @@ def group_problem(
     for axis, size in zip("xyz", spec.group, strict=False):  # two negatives make a group
         if (count := expressions.evaluate(size, names)) < 1:
             return (
-                f"{where}: group {axis} = {size!r} is {count} {workers}: a group has at least one"
+                f"{where}: group {axis} = {size!r} is {count} {workers}: a group has at least "
+                f"one ({_manifest(spec)})"
             )
     if threads < 1:
         return f"{where}: a group of {threads} {workers}"
