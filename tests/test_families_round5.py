@@ -194,6 +194,13 @@ def test_an_include_in_any_spelling_of_a_regular_file_is_kept(spelling, tmp_path
     assert "student_naive" in families.user_variants(["mm"])
 
 
+def test_an_include_under_if_0_is_never_opened_so_not_refused(tmp_path, catalogue):
+    folder = _including(tmp_path, "dead_computed")
+    os.mkfifo(folder / "pipe.h")
+    families.add_folders([folder])
+    assert "student_naive" in families.user_variants(["mm"])
+
+
 def test_an_include_of_a_macro_is_refused_with_the_way_round(tmp_path):
     folder = _including(tmp_path, "computed")
     os.mkfifo(folder / "pipe.h")

@@ -76,7 +76,7 @@ def check_includes(
     if depth > 16:
         raise XBackendError(f"{path}: includes nested more than 16 deep")
     seen = set() if seen is None else seen
-    for line, directive, named in _included(path, blank_comments(spliced(text))):
+    for line, directive, named in _included(path, live(blank_comments(spliced(text)))):
         candidates = [Path(named)] if os.path.isabs(named) else [f / named for f in folders]
         found = next((c for c in candidates if os.path.lexists(c)), None)
         if found is None or found in seen:
