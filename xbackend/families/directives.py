@@ -1,6 +1,6 @@
 """What a kernel file's preprocessor directives decide before any build: lines joined
-where a backslash ends them, the code under ``#if 0`` left out, and each ``#include`` in
-the spellings a compiler reads.
+where a backslash ends them, the code under ``#if 0`` left out, each ``#include`` in the
+spellings a compiler reads, and the ``#pragma pack`` a struct is laid out under.
 
 The declarations a launch is bound by are read from the text (``sources.py``), not from a
 compiler's output: a declaration under ``#if 0`` after the real one must not replace
