@@ -470,6 +470,32 @@ def test_a_pack_xbackend_does_not_follow_is_refused_by_name(pragma, words, tmp_p
     assert "packed.cu" in message and words in message, message
 
 
+PATHOLOGICAL = {
+    "packs": "#pragma pack(push, 4)\n",
+    "packed structs": "#pragma pack(2)\nstruct S { int a; };\n",
+    "nested ifs": "#if 1\n",
+    "dead ifs": "#if 0\n",
+    "spliced lines": "x \\\n",
+    "includes": '#include "a.h"\n',
+}
+
+
+@pytest.mark.parametrize("case", PATHOLOGICAL, ids=str)
+def test_a_megabyte_of_directives_is_read_within_seconds(case, tmp_path):
+    """A bound on a pathological case, not a comparison of timings."""
+    import time
+
+    from xbackend.families.sources import check_includes, declarations_of
+
+    unit = PATHOLOGICAL[case]
+    text = unit * ((1 << 20) // len(unit))
+    (tmp_path / "a.h").write_text("\n")
+    started = time.perf_counter()
+    declarations_of(text)
+    check_includes(tmp_path / "k.cl", text, [tmp_path])
+    assert time.perf_counter() - started < 5.0, case
+
+
 # -- issue 55: read_again reads the kernels' declarations again ----------------------------
 
 

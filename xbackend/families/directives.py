@@ -29,16 +29,17 @@ def spliced(text: str) -> str:
     line keeps its number."""
     if "\\\n" not in text and "\\\r\n" not in text:
         return text
-    lines, joined, held = [], "", 0
+    lines: list[str] = []
+    joined: list[str] = []  # the pieces of a logical line so far, one per physical line
     for line in text.split("\n"):
         stripped = line[:-1] if line.endswith("\r") else line
         if stripped.endswith("\\"):
-            joined, held = joined + stripped[:-1], held + 1
+            joined.append(stripped[:-1])
             continue
-        lines.append(joined + line + "\n" * held)
-        joined, held = "", 0
-    if joined or held:
-        lines.append(joined + "\n" * (held - 1))
+        lines.append("".join(joined) + line + "\n" * len(joined))
+        joined = []
+    if joined:
+        lines.append("".join(joined) + "\n" * (len(joined) - 1))
     return "\n".join(lines)
 
 
@@ -146,9 +147,9 @@ def packs(code: str) -> list[tuple[int, int]]:
             "struct's layout from #pragma directives alone; write it as #pragma"
         )
     stack: list[int] = []
-    current = 0
+    current, line, counted = 0, 1, 0  # lines counted as the matches come, once over the text
     for match in _PACK.finditer(code):
-        line = code.count("\n", 0, match.start()) + 1
+        line, counted = line + code.count("\n", counted, match.start()), match.start()
         given = _PACK_ARGUMENTS.fullmatch(match.group(1).strip())
         if given is None:
             raise ValueError(

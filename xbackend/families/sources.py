@@ -9,6 +9,7 @@ declaration orders them.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import os
 import re
@@ -230,8 +231,9 @@ def declarations_of(text: str) -> Declarations:
     packed: dict[str, int] = {}
     for match in _STRUCT.finditer(code):
         body, name = (match.group(1), match.group(2)) if match.group(2) else match.group(4, 3)
-        earlier = [value for at, value in pragmas if at < match.start()]
-        packed[name] = ATTRIBUTED if _ALIGNING.search(body) else (earlier or [0])[-1]
+        earlier = bisect.bisect_left(pragmas, (match.start(), -1))  # the packs before it
+        packing = pragmas[earlier - 1][1] if earlier else 0
+        packed[name] = ATTRIBUTED if _ALIGNING.search(body) else packing
         fields = [field.replace("*", "* ").split() for field in body.split(";")]
         found = tuple((field[-1], " ".join(field[:-1])) for field in fields if field)
         if structs.setdefault(name, found) != found:
