@@ -70,6 +70,7 @@ CODE_IN_NAMES = [
     "mm<REAL>(A)",
     "mm<REAL>>",
     'mm<\\"x\\">',
+    "m\u00e9<REAL>",
 ]
 
 

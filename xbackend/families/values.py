@@ -27,7 +27,7 @@ CONFIGURATION = ("TILE", "TM", "TN", "THREADS")
 # of identifiers, numbers, ``::``, commas and spaces (``mm<REAL>``, ``mm<float, 16>``). The
 # name is pasted into the CUDA text nvcc builds (``kernels.cuda_text``): anything else, a
 # ``;`` or a line break, would carry code past the include guard.
-_KERNEL_NAME = re.compile(r"[A-Za-z_]\w*(?: *<(?:\w|::|,| )*>)?")
+_KERNEL_NAME = re.compile(r"[A-Za-z_]\w*(?: *<(?:\w|::|,| )*>)?", re.ASCII)
 KERNEL_NAME_RULE = (
     "an identifier, optionally with template arguments (identifiers, numbers, ::, commas "
     "and spaces) in <>"
