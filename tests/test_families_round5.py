@@ -497,6 +497,19 @@ def test_a_megabyte_of_directives_is_read_within_seconds(case, tmp_path):
     assert time.perf_counter() - started < 5.0, case
 
 
+def test_a_replacement_declaring_a_kernel_twice_otherwise_is_refused_naming_it(
+    tmp_path, monkeypatch, catalogue
+):
+    from xbackend.backends.kernels import parameters
+    from xbackend.errors import XBackendError
+
+    edited = _replacing(tmp_path, monkeypatch)
+    shutil.copy(ROUND5 / "ambiguous" / "ambiguous.cl", edited)
+    with pytest.raises(XBackendError) as raised:
+        parameters("student", "matmul_naive")
+    assert str(raised.value).startswith(f"{edited}: kernel matmul_naive is declared at line 4")
+
+
 # -- issue 55: read_again reads the kernels' declarations again ----------------------------
 
 

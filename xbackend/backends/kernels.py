@@ -89,7 +89,11 @@ def _state(path: Path) -> tuple[int, int, int]:
 
 @functools.cache
 def _declarations_in(path: Path, state: tuple[int, int, int]) -> Declarations:
-    return declarations_of(read_source(path))
+    try:
+        return declarations_of(read_source(path))
+    except XBackendError as error:  # a replacement file's refusal names it, as a family's
+        said = str(error)
+        raise XBackendError(said if str(path) in said else f"{path}: {said}") from None
 
 
 def _forget() -> None:
