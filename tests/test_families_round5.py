@@ -279,6 +279,20 @@ def test_a_negative_group_is_not_run_with_the_axis_and_its_value(tmp_path):
     )
 
 
+def test_a_staged_size_without_a_value_is_not_run_with_its_key(tmp_path):
+    from xbackend.backends.element import group_problem
+    from xbackend.backends.specs import DeviceInfo
+    from xbackend.families.manifest import load
+
+    folder = _student(tmp_path, ('staged = "2 * TILE * TILE"', 'staged = "2 * TILE / (TILE - 16)"'))
+    spec = dict((s.name, s) for _, s in load(folder).variants)["student_tiled"]
+    device = DeviceInfo("a CPU", max_work_group_size=1024, local_mem_bytes=32768)
+    said = group_problem(device, spec, 16, 4, ("work-items", "local"))
+    assert said == (
+        f"tile 16: staged: '2 * TILE / (TILE - 16)': division by zero ({folder / 'family.toml'})"
+    )
+
+
 # -- 54.20: a workspace's size ------------------------------------------------------------
 
 WORKSPACES = {

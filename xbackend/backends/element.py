@@ -122,7 +122,10 @@ def group_problem(
     if threads > limit:
         return f"{threads} {workers} exceed the limit of {limit} per group"
     local = device.local_mem_bytes or 0
-    staged = expressions.evaluate(spec.staged, names)  # elements one group stages
+    try:
+        staged = expressions.evaluate(spec.staged, names)  # elements one group stages
+    except expressions.ExpressionError as error:
+        return f"{where}: staged: {error} ({_manifest(spec)})"
     if staged * itemsize > local:
         return (
             f"the tiles of {staged} {itemsize}-byte elements exceed "
