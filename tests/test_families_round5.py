@@ -140,9 +140,23 @@ def test_the_kernel_beside_dead_code_runs_right(catalogue):
 
 def test_a_kernel_declared_otherwise_in_a_branch_the_build_decides_is_refused(catalogue):
     message = _refused(ROUND5 / "ambiguous")
-    for words in ("ambiguous.cl", "kernel matmul_naive", "line 4", "line 20"):
+    for words in ("ambiguous.cl", "kernel matmul_naive", "line 5", "line 20"):
         assert words in message, (words, message)
     assert "(C, A, B, hA, wA, wB) and (C, A, B, wA, hA, wB)" in message
+
+
+@pytest.mark.parametrize("condition", ["#ifndef BLOCK_SIZE", "#if !defined(BLOCK_SIZE)"])
+def test_a_conditional_on_a_macro_every_build_defines_is_decided(condition, tmp_path, catalogue):
+    """Every variant's build defines BLOCK_SIZE (``build``): the declaration under
+    ``#ifndef BLOCK_SIZE`` is never compiled, and the real one binds the launch."""
+    from xbackend.backends.kernels import parameters
+
+    folder = tmp_path / "ambiguous"
+    shutil.copytree(ROUND5 / "ambiguous", folder)
+    source = folder / "ambiguous.cl"
+    source.write_text(source.read_text().replace("#ifdef OLD_ORDER", condition, 1))
+    families.add_folders([folder])
+    assert parameters("ambiguous", "matmul_naive") == ("C", "A", "B", "hA", "wA", "wB")
 
 
 @pytest.mark.parametrize(
@@ -521,7 +535,21 @@ def test_a_replacement_declaring_a_kernel_twice_otherwise_is_refused_naming_it(
     shutil.copy(ROUND5 / "ambiguous" / "ambiguous.cl", edited)
     with pytest.raises(XBackendError) as raised:
         parameters("student", "matmul_naive")
-    assert str(raised.value).startswith(f"{edited}: kernel matmul_naive is declared at line 4")
+    assert str(raised.value).startswith(f"{edited}: kernel matmul_naive is declared at line 5")
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["#ifdef X\ny\n#else\nx\n#endif", "#ifndef X\nx\n#else\ny\n#endif",
+     "#if defined(X)\ny\n#elif 1\nx\n#endif", "#if !defined X\nx\n#endif\ny",
+     "#ifdef Z\ny\n#elifdef X\ny\n#else\nx\n#endif"],
+)  # fmt: skip
+def test_a_conditional_on_a_macro_every_build_defines_is_decided_as_the_build_does(text):
+    from xbackend.families.sources import code_of
+
+    code = code_of(text, frozenset({"X"}))
+    assert "x" not in code and "y" in code, code
+    assert "x" in code_of(text)  # a macro no build is known to define keeps its branches
 
 
 # -- issue 55: read_again reads the kernels' declarations again ----------------------------

@@ -75,7 +75,8 @@ def source_declarations(family: str, language: str) -> Declarations:
     the file's path and its state on disk, never by the family's name alone: another
     folder's family of that name, or the file edited, is read anew."""
     path = source_path(family, language)
-    return _declarations_in(path, _state(path))
+    found = families.find(family)
+    return _declarations_in(path, _state(path), found.defined if found else frozenset())
 
 
 def _state(path: Path) -> tuple[int, int, int]:
@@ -88,9 +89,11 @@ def _state(path: Path) -> tuple[int, int, int]:
 
 
 @functools.cache
-def _declarations_in(path: Path, state: tuple[int, int, int]) -> Declarations:
+def _declarations_in(
+    path: Path, state: tuple[int, int, int], defined: frozenset[str]
+) -> Declarations:
     try:
-        return declarations_of(read_source(path))
+        return declarations_of(read_source(path), defined)
     except XBackendError as error:  # a replacement file's refusal names it, as a family's
         said = str(error)
         raise XBackendError(said if str(path) in said else f"{path}: {said}") from None

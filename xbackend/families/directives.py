@@ -76,21 +76,41 @@ class _Branch:
     def enter(self, value: int | None) -> None:
         if self.taken or value == 0:
             self.state = "dead"
-        elif value is None or self.maybe:
+        elif value is None:
             self.state, self.maybe = "maybe", True
-        else:
-            self.state, self.taken = "live", True
+        else:  # true: the branches after it are dead, this one live unless one before may be
+            self.state, self.taken = "maybe" if self.maybe else "live", True
 
     @property
     def dead(self) -> bool:
         return self.within or self.state == "dead"
 
 
-def live(code: str) -> str:
+_DEFINED = re.compile(r"(!?)\s*defined\s*(?:\(\s*(\w+)\s*\)|(\w+))")
+
+
+def _condition(name: str, rest: str, defined: frozenset[str]) -> int | None:
+    """The value of ``#if``/``#elif rest`` (or ``#ifdef``, ``#ifndef``...) where it is
+    known before the build: a number, or whether a macro every build defines is defined
+    (``defined``: the build options of every variant); None otherwise."""
+    if name in ("if", "elif"):
+        asked = _DEFINED.fullmatch(rest.strip())
+        if asked is None:
+            return _number(rest)
+        negated, macro = asked.group(1) == "!", asked.group(2) or asked.group(3)
+        return (0 if negated else 1) if macro in defined else None
+    macro = rest.strip()
+    if macro not in defined:
+        return None
+    return 1 if name in ("ifdef", "elifdef") else 0
+
+
+def live(code: str, defined: frozenset[str] = frozenset()) -> str:
     """``code`` (spliced, its comments blanked) with the lines no build compiles blanked,
     line breaks kept: those under a conditional whose value is 0, and the branches after
-    one whose value is a number other than 0. A conditional that names a macro keeps all
-    its branches."""
+    one whose value is a number other than 0; ``#ifdef X`` (``defined(X)``) is true and
+    ``#ifndef X`` false for a macro X of ``defined`` (every build defines it). Any other
+    conditional on a macro keeps all its branches."""
     if "#" not in code and "%:" not in code and "??=" not in code:
         return code
     lines = code.split("\n")
@@ -101,9 +121,9 @@ def live(code: str) -> str:
         name, rest = found.group(1, 2) if found else ("", "")
         if name in ("if", "ifdef", "ifndef"):
             stack.append(_Branch(dead))
-            stack[-1].enter(_number(rest) if name == "if" else None)
+            stack[-1].enter(_condition(name, rest, defined))
         elif name in ("elif", "elifdef", "elifndef") and stack:
-            stack[-1].enter(_number(rest) if name == "elif" else None)
+            stack[-1].enter(_condition(name, rest, defined))
         elif name == "else" and stack:
             stack[-1].enter(1)
         elif name == "endif" and stack:

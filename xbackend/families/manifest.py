@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import tomllib
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +71,18 @@ class Family:
     def manifest(self) -> Path:
         return self.folder / MANIFEST
 
+    @property
+    def defined(self) -> frozenset[str]:
+        """The macros every build of its variants defines (``always_defined``)."""
+        return always_defined(self.variants)
+
+
+def always_defined(variants: Iterable[tuple[str, VariantSpec]]) -> frozenset[str]:
+    """The macros every variant's build defines (its ``build`` keys and ``switches``): an
+    ``#ifdef`` of one is decided before the build, as the declarations are read."""
+    each = [frozenset(name for name, _ in spec.build) | set(spec.defines) for _, spec in variants]
+    return frozenset.intersection(*each) if each else frozenset()
+
 
 def load(folder: Path, shipped: bool = False) -> Family:
     """The family in ``folder``, checked; a ``ManifestError`` naming the file otherwise."""
@@ -102,7 +115,6 @@ class _Reader(Values):
         if type(order) is not int:
             raise self.fail(f"order must be an integer, not {order!r}")
         sources = self._sources(head.get("sources"))
-        declared = {language: self._declared(language, p) for language, p in sources.items()}
         entries = data.get("variant")
         if not isinstance(entries, list) or not entries:
             raise self.fail("no [[variant]]: a family declares at least one")
@@ -111,6 +123,8 @@ class _Reader(Values):
         variants: list[tuple[str, VariantSpec]] = []
         for entry in entries:
             variants += self._variant(name, {**defaults, **self.table(entry, "[[variant]]")})
+        defined = always_defined(variants)
+        declared = {lang: self._declared(lang, path, defined) for lang, path in sources.items()}
         for language, found in declared.items():
             for op, spec in variants:
                 self._bound(op, spec, sources[language], found)
@@ -124,14 +138,14 @@ class _Reader(Values):
         folder = self.path.parent
         return Family(name, folder, description, sources, tuple(variants), order, self.shipped)
 
-    def _declared(self, language: str, path: Path) -> Declarations:
+    def _declared(self, language: str, path: Path, defined: frozenset[str]) -> Declarations:
         """The kernels ``path`` declares, its includes checked (a device or a FIFO named
         by an ``#include`` is refused here, before a compiler opens it)."""
         stamp_folder = kernel_file(language, "stamp.h").parent
         try:
             text = read_source(path)
             check_includes(path, text, [path.parent, stamp_folder])
-            return declarations_of(text)
+            return declarations_of(text, defined)
         except XBackendError as error:
             said = str(error)  # a declaration's refusal names its line, not its file
             raise self.fail(said if path.name in said else f"{path.name}: {said}") from None

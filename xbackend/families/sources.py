@@ -123,11 +123,12 @@ def _blank(match: re.Match[str]) -> str:
     return re.sub(r"[^\n]", " ", piece) if "\n" in piece else " " * len(piece)
 
 
-def code_of(text: str) -> str:
+def code_of(text: str, defined: frozenset[str] = frozenset()) -> str:
     """A source's code as its declarations are read: without the clock's hooks, its lines
     joined where a backslash ends them, its comments blanked, and what no build compiles
-    (``#if 0``) blanked too (``directives.live``). Every line keeps its number."""
-    return live(blank_comments(spliced(without_stamps(text))))
+    (``#if 0``, ``#ifndef X`` of a macro X every build defines: ``defined``) blanked too
+    (``directives.live``). Every line keeps its number."""
+    return live(blank_comments(spliced(without_stamps(text))), defined)
 
 
 def _declared_kernels(code: str) -> list[tuple[str, Parameters, int]]:
@@ -170,8 +171,9 @@ def _ambiguous(code: str) -> None:
                 f"kernel {name} is declared at line {at} and again at line {line} with other "
                 f"parameters ({', '.join(p for p, _ in seen)}) and "
                 f"({', '.join(p for p, _ in declared)}): xbackend cannot tell which one the "
-                "build compiles (only #if 0 and #if 1 are decided before the build); "
-                "declare it once, or alike in each branch"
+                "build compiles (only #if of a number, and #ifdef of a macro every variant's "
+                "build defines, are decided before the build); declare it once, or alike in "
+                "each branch"
             )
 
 
@@ -217,11 +219,11 @@ class Declarations:
         return passing(words)
 
 
-def declarations_of(text: str) -> Declarations:
+def declarations_of(text: str, defined: frozenset[str] = frozenset()) -> Declarations:
     """The kernels, structs and kernel templates ``text`` declares, as the build compiles
-    them (``code_of``); a kernel or a struct declared twice, otherwise, is an
-    ``XBackendError`` naming both lines."""
-    code = code_of(text)
+    them (``code_of``, ``defined`` the macros every build defines); a kernel or a struct
+    declared twice, otherwise, is an ``XBackendError`` naming both lines."""
+    code = code_of(text, defined)
     _ambiguous(code)
     try:
         pragmas = packs(code)
@@ -240,8 +242,9 @@ def declarations_of(text: str) -> Declarations:
             line = code.count("\n", 0, match.start()) + 1
             raise XBackendError(
                 f"struct {name} is defined again at line {line} with other fields: xbackend "
-                "cannot tell which one the build compiles (only #if 0 and #if 1 are decided "
-                "before the build); define it once"
+                "cannot tell which one the build compiles (only #if of a number, and #ifdef of "
+                "a macro every variant's build defines, are decided before the build); define "
+                "it once"
             )
     templates = {}
     for match in _DECLARATION.finditer(code):
