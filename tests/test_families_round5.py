@@ -550,6 +550,7 @@ def test_a_conditional_on_a_macro_every_build_defines_is_decided_as_the_build_do
     code = code_of(text, frozenset({"X"}))
     assert "x" not in code and "y" in code, code
     assert "x" in code_of(text)  # a macro no build is known to define keeps its branches
+    assert "x" in code_of(f"#undef X\n{text}", frozenset({"X"}))  # nor one the file undoes
 
 
 # -- issue 55: read_again reads the kernels' declarations again ----------------------------

@@ -113,6 +113,8 @@ def live(code: str, defined: frozenset[str] = frozenset()) -> str:
     conditional on a macro keeps all its branches."""
     if "#" not in code and "%:" not in code and "??=" not in code:
         return code
+    undone = {m.group(2).strip() for m in _DIRECTIVE.finditer(code) if m.group(1) == "undef"}
+    defined = defined - undone  # a macro the file may #undef is the build's no longer
     lines = code.split("\n")
     stack: list[_Branch] = []
     for number, line in enumerate(lines):
