@@ -28,9 +28,10 @@ from xbackend.backends.kernels import (
     long_parameters,
     parameters,
     struct_fields,
+    struct_packing,
 )
 from xbackend.backends.launch import Arg, Buffer, KernelLaunch, Product, Record
-from xbackend.backends.operands import INDEX_MAX
+from xbackend.backends.operands import INDEX_MAX, format_bytes
 from xbackend.backends.plans import Layout, index_options, tiled_reach
 from xbackend.backends.specs import DeviceInfo, VariantSpec
 from xbackend.errors import UnsupportedParameter
@@ -51,7 +52,7 @@ class Element(Geometry):
     ) -> Product:  # fmt: skip
         if params is None and spec.configurable:  # as ``xbackend tune`` chose, if it did
             params = backend.chosen_parameters(spec, op, tile, A.dtype)
-        return plan_element(op, spec, A, B, tile, params, wide)
+        return plan_element(op, spec, A, B, tile, params, wide, backend.device)
 
     def problem(
         self, device: DeviceInfo, spec: VariantSpec, tile: int | None, itemsize: int,
@@ -110,12 +111,21 @@ def group_problem(
         return broken
     threads = names["THREADS"]
     limit = device.max_work_group_size or 0
+    for axis, size in zip("xyz", spec.group, strict=False):  # two negatives make a group
+        if (count := expressions.evaluate(size, names)) < 1:
+            return (
+                f"{where}: group {axis} = {size!r} is {count} {workers}: a group has at least "
+                f"one ({_manifest(spec)})"
+            )
     if threads < 1:
         return f"{where}: a group of {threads} {workers}"
     if threads > limit:
         return f"{threads} {workers} exceed the limit of {limit} per group"
     local = device.local_mem_bytes or 0
-    staged = expressions.evaluate(spec.staged, names)  # elements one group stages
+    try:
+        staged = expressions.evaluate(spec.staged, names)  # elements one group stages
+    except expressions.ExpressionError as error:
+        return f"{where}: staged: {error} ({_manifest(spec)})"
     if staged * itemsize > local:
         return (
             f"the tiles of {staged} {itemsize}-byte elements exceed "
@@ -129,10 +139,12 @@ def build_options(
 ) -> tuple[str, ...]:
     """The -D options of a variant, as its family's manifest writes them (``build``:
     expressions of ``names``, ``REAL`` the element type), and its switches."""
-    options = [
-        f"-D{name}={C_TYPES[dtype.name] if value == 'REAL' else expressions.evaluate(value, names)}"
-        for name, value in spec.build
-    ]
+    options = []
+    for name, value in spec.build:
+        given = (
+            C_TYPES[dtype.name] if value == "REAL" else _valued(spec, f"build.{name}", value, names)
+        )
+        options.append(f"-D{name}={given}")
     return (*options, *(f"-D{name}" for name in spec.defines))
 
 
@@ -177,11 +189,14 @@ def plan_element(
     tile: int | None,
     params: Mapping[str, int] | None = None,
     wide: bool = False,
+    device: DeviceInfo | None = None,
 ) -> Product:
     """The launches of one product of an "element" variant at ``tile`` with ``params``
     (its parameters' defaults where not given), its arguments bound as its manifest says;
     64-bit offsets where the product needs them, or ``wide`` asks for them. A product
-    whose sizes break one of the kernel's rules is an ``UnsupportedParameter``."""
+    whose sizes break one of the kernel's rules, or at which a size of its manifest has
+    no usable value (a grid of no group, a workspace larger than ``device`` holds), is an
+    ``UnsupportedParameter`` naming the key, its value and the manifest."""
     op = operation(op)
     taken = {str(launch.takes(p)) for launch in spec.launches for p in _declared(spec, launch)}
     taken |= {str(value) for value in spec.arguments.values()}
@@ -207,7 +222,8 @@ def plan_element(
         _launch(spec, launch, names, given, options, A_.dtype) for launch in spec.launches
     )
     workspaces = {
-        name: int(expressions.evaluate(size, names)) * A_.itemsize for name, size in spec.workspaces
+        name: _workspace(spec, name, size, names, A_.itemsize, device)
+        for name, size in spec.workspaces
     }
     shape = (*([layout.batch] if op.batched else []), rows, columns)
     turned = spec.storage.get("C") == "column-major"
@@ -292,11 +308,11 @@ def _launch(
         if passed[param] == "struct":
             fields = struct_fields(spec.family, kernel, param)
             args[param] = Record(tuple(
-                (field, kind, _value(launch.takes(f"{param}.{field}"), kind, names, given, dtype))
+                (field, kind, _value(spec, f"{param}.{field}", kind, names, given, dtype, launch))
                 for field, kind in fields
-            ))  # fmt: skip
+            ), struct_packing(spec.family, kernel, param))  # fmt: skip
         else:
-            args[param] = _value(launch.takes(param), passed[param], names, given, dtype)
+            args[param] = _value(spec, param, passed[param], names, given, dtype, launch)
     return KernelLaunch.bound(kernel, spec.family, options, grid, block, args, dims)
 
 
@@ -306,12 +322,17 @@ def _instance(kernel: str, dtype: np.dtype[Any]) -> str:
 
 
 def _value(
-    takes: Any, kind: str, names: Mapping[str, int], given: Mapping[str, Arg], dtype: np.dtype[Any]
-) -> Any:
+    spec: VariantSpec, param: str, kind: str, names: Mapping[str, int], given: Mapping[str, Arg],
+    dtype: np.dtype[Any], launch: Launch,
+) -> Any:  # fmt: skip
     """What a parameter of ``kind`` takes: a buffer or size by name, an expression's
     value, a number; a float of the parameter's type."""
-    if isinstance(takes, str):
-        takes = given[takes] if takes in given else expressions.evaluate(takes, names)
+    takes: Any = launch.takes(param)
+    if isinstance(takes, str) and takes in given:
+        takes = given[takes]
+    elif isinstance(takes, str):
+        before = "" if launch == spec.launch else f"before {launch.function}: "
+        takes = _valued(spec, f"{before}arguments.{param}", takes, names)
     if kind in _FLOATS:
         return _FLOATS[kind](takes)
     if kind == "real":  # the element type: a float or a double (an int in int32)
@@ -327,8 +348,9 @@ def _geometry(
     but z of a two-axis grid: a group per product of the batch), or the default."""
     batch = names["BATCH"]
     if launch.group:
-        block = [int(expressions.evaluate(size, names)) for size in launch.group]
-        grid = [int(expressions.evaluate(size, names)) for size in launch.grid]
+        key = "" if launch == spec.launch else f"before {launch.function}: "
+        block = _counts(spec, f"{key}group", launch.group, names)
+        grid = _counts(spec, f"{key}grid", launch.grid, names)
         dims = len(block)
         if dims == 2 and batch > 1:
             block, grid, dims = [*block, 1], [*grid, batch], 3
@@ -342,3 +364,72 @@ def _geometry(
     if spec.x == "rows":  # the launch's x axis runs down the rows of C
         grid3, block3 = (grid3[1], grid3[0], grid3[2]), (block3[1], block3[0], 1)
     return grid3, block3, 3
+
+
+# The most groups, or workers of a group, a launch takes along an axis: CUDA's grid takes
+# 2^31 - 1 along x (65,535 along y and z, which its driver names); past it no runtime
+# launches, and a value past 2^64 reached OpenCL's binding as a bad cast.
+MAX_COUNT = 2**31 - 1
+
+
+def _manifest(spec: VariantSpec) -> str:
+    """The manifest that declared ``spec``, as a message names it."""
+    shipped = spec.source.startswith("shipped:")
+    return f"kernels/{spec.family}/family.toml" if shipped else spec.source or "its manifest"
+
+
+def _at(value: str | int, names: Mapping[str, int]) -> str:
+    """The values an expression read (``M = 7, N = 13``), or "" for a number."""
+    if isinstance(value, int):
+        return ""
+    used = sorted(expressions.names(value) & set(names))
+    return f" at {', '.join(f'{n} = {names[n]}' for n in used)}" if used else ""
+
+
+def _valued(spec: VariantSpec, key: str, value: str | int, names: Mapping[str, int]) -> int:
+    """The value of a size of ``spec``'s manifest (``key``: ``grid x``, ``arguments.n``),
+    or an ``UnsupportedParameter`` naming the key, its value and the manifest where it
+    has none (a division by zero, an uneven one)."""
+    try:
+        return int(expressions.evaluate(value, names))
+    except expressions.ExpressionError as error:
+        raise UnsupportedParameter(
+            f"{_manifest(spec)}: variant '{spec.name}': {key}: {error}{_at(value, names)}"
+        ) from None
+
+
+def _counts(
+    spec: VariantSpec, key: str, sizes: tuple[str | int, ...], names: Mapping[str, int]
+) -> list[int]:
+    """A launch's groups (``grid``) or workers per group (``group``) along each axis: each
+    from 1 to ``MAX_COUNT``, or an ``UnsupportedParameter`` saying which is not."""
+    found = []
+    for axis, size in zip("xyz", sizes, strict=False):
+        value = _valued(spec, f"{key} {axis}", size, names)
+        if not 1 <= value <= MAX_COUNT:
+            raise UnsupportedParameter(
+                f"{_manifest(spec)}: variant '{spec.name}': {key} {axis} = {size!r} is "
+                f"{value}{_at(size, names)}: a launch takes 1 to 2^31 - 1 along an axis"
+            )
+        found.append(value)
+    return found
+
+
+def _workspace(
+    spec: VariantSpec, name: str, size: str | int, names: Mapping[str, int], itemsize: int,
+    device: DeviceInfo | None,
+) -> int:  # fmt: skip
+    """A workspace's bytes: at least one element, and no more than ``device`` holds."""
+    key = f"workspaces.{name}"
+    elements = _valued(spec, key, size, names)
+    nbytes = elements * itemsize
+    where = f"{_manifest(spec)}: variant '{spec.name}': {key} = {size!r} is {elements} elements"
+    if elements < 1:
+        raise UnsupportedParameter(f"{where}{_at(size, names)}: a workspace holds at least one")
+    limit = device and (device.max_alloc_bytes or device.global_mem_bytes)
+    if nbytes > (limit or 2**63 - 1):
+        holds = f"the device's {format_bytes(limit)}" if limit else "any device"
+        raise UnsupportedParameter(
+            f"{where} ({format_bytes(nbytes)}){_at(size, names)}: more than {holds} in one buffer"
+        )
+    return nbytes

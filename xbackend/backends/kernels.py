@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -19,13 +20,14 @@ from xbackend.families.sources import (
     STAMP_PARAMETERS,
     SUFFIXES,
     Declarations,
+    check_includes,
     declarations_of,
     passing,
     read_source,
     with_hooks,
     without_stamps,
 )
-from xbackend.resources import kernel_file, kernels_path
+from xbackend.resources import KERNELS_ENV, kernel_file
 
 __all__ = [  # the stamps' words are the sources', re-exported for the launches
     "STAMP",
@@ -53,24 +55,53 @@ GEMM_PARAMETERS = ("M", "N", "K", "A", "lda", "B", "ldb", "C", "ldc")
 
 def source_path(family: str, language: str) -> Path:
     """A family's kernel file in ``language``: the ``XBACKEND_KERNELS`` folder's
-    ``language/<file>`` where it has one (to try an edited kernel), else the family's."""
+    ``language/<file>`` where it has one (to try an edited kernel, of any family: a
+    ``--kernels`` family's too), else the family's."""
     found = families.find(family)
     if found is None:  # a support kernel of kernels/<language>/: hold, ceilings, probe
         return kernel_file(language, f"{family}{SUFFIXES[language]}")
     if language not in found.sources:
         raise XBackendError(f"the {family} family has no {language} source ({found.manifest})")
     path = found.sources[language]
-    if not found.shipped:  # XBACKEND_KERNELS replaces shipped files; a user's are their own
-        return path
-    override = kernels_path() / language / path.name
-    return override if override.exists() and override != path else path
+    # Only a folder the variable names replaces files: without it, a user's file named as
+    # a support kernel of kernels/<language>/ (ceilings.cl) stays the user's.
+    replacing = os.environ.get(KERNELS_ENV)
+    override = Path(replacing) / language / path.name if replacing else path
+    return override if os.path.lexists(override) and override != path else path
+
+
+def source_declarations(family: str, language: str) -> Declarations:
+    """What a family's file declares: its kernels, structs and kernel templates. Kept by
+    the file's path and its state on disk, never by the family's name alone: another
+    folder's family of that name, or the file edited, is read anew."""
+    path = source_path(family, language)
+    found = families.find(family)
+    return _declarations_in(path, _state(path), found.defined if found else frozenset())
+
+
+def _state(path: Path) -> tuple[int, int, int]:
+    """A file's state on disk, as a cache of what was read from it is keyed."""
+    try:
+        found = path.stat()
+    except OSError:
+        return (0, 0, 0)  # read_source names what is wrong with it
+    return (found.st_ino, found.st_size, found.st_mtime_ns)
 
 
 @functools.cache
-def source_declarations(family: str, language: str) -> Declarations:
-    """What a family's file declares: its kernels, structs and kernel templates."""
-    _, text = read_kernel(family, language)
-    return declarations_of(text)
+def _declarations_in(
+    path: Path, state: tuple[int, int, int], defined: frozenset[str]
+) -> Declarations:
+    try:
+        return declarations_of(read_source(path), defined)
+    except XBackendError as error:  # a replacement file's refusal names it, as a family's
+        said = str(error)
+        raise XBackendError(said if str(path) in said else f"{path}: {said}") from None
+
+
+def _forget() -> None:
+    _declarations_in.cache_clear()
+    _stamps_in.cache_clear()
 
 
 def declarations(family: str, language: str) -> dict[str, tuple[tuple[str, str], ...]]:
@@ -126,6 +157,14 @@ def struct_fields(family: str, kernel: str, parameter: str) -> tuple[tuple[str, 
     found = _declaring(family, kernel)
     words = dict(found.kernels[function_name(kernel)][0])[parameter]
     return tuple((field, passing(kind)) for field, kind in found.structs[words.split()[-1]])
+
+
+def struct_packing(family: str, kernel: str, parameter: str) -> int:
+    """The ``#pragma pack`` a struct parameter of ``kernel`` is laid out under (0: none,
+    its fields at their natural alignment)."""
+    found = _declaring(family, kernel)
+    words = dict(found.kernels[function_name(kernel)][0])[parameter]
+    return max(found.packs.get(words.split()[-1], 0), 0)
 
 
 def extern_c(source: str) -> bool:
@@ -196,22 +235,34 @@ def read_kernel(family: str, language: str, stamped: bool = False) -> tuple[Path
     """
     path = source_path(family, language)
     text = read_source(path)
+    found = families.find(family)
+    if found is not None and found.sources.get(language) != path:  # a replacement file:
+        check_includes(path, text, include_folders(family, language))  # checked as read
     return path, with_hooks(text) if stamped else text
 
 
 def include_folders(family: str, language: str) -> list[Path]:
-    """The folders a family's ``#include`` finds files in: its own, then the one with
-    ``stamp.h`` (the ``XBACKEND_KERNELS`` folder's where it has the header)."""
-    return [source_path(family, language).parent, kernel_file(language, "stamp.h").parent]
+    """The folders a family's ``#include`` finds files in: its file's (a replacement's,
+    then the family's own), then the one with ``stamp.h`` (the ``XBACKEND_KERNELS``
+    folder's where it has the header)."""
+    own = source_path(family, language).parent
+    found = families.find(family)
+    family_folder = [found.folder] if found is not None and found.folder != own else []
+    return [own, *family_folder, kernel_file(language, "stamp.h").parent]
 
 
-@functools.cache
 def has_stamps(family: str, language: str) -> bool:
     """Whether a kernel file's kernels take the clock's hooks (kernels/*/stamp.h): written
     into it, or put in for a stamped build (a file whose kernels cannot be found whole,
-    a body not closed, keeps the API's clock)."""
-    _, text = read_kernel(family, language)
-    if families.find(family) is None:  # a support kernel (ceilings, hold) is not stamped
+    a body not closed, keeps the API's clock). Kept as ``source_declarations`` is."""
+    path = source_path(family, language)
+    return _stamps_in(path, _state(path), families.find(family) is None)
+
+
+@functools.cache
+def _stamps_in(path: Path, state: tuple[int, int, int], support: bool) -> bool:
+    text = read_source(path)
+    if support:  # a support kernel (ceilings, hold) is not stamped
         return sources.has_stamps(text)
     try:
         return sources.has_stamps(with_hooks(text))
@@ -229,3 +280,8 @@ def source_digest(family: str, language: str, options: Iterable[str] = ()) -> st
     for option in options:
         digest.update(b"\x00" + option.encode())
     return digest.hexdigest()[:16]
+
+
+# A worker that outlives a run reads the families again (``families.read_again``): what was
+# parsed of their files goes with them, so a kernel's reordered parameters bind anew.
+families.forget_on_read_again(_forget)

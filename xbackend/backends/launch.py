@@ -42,26 +42,40 @@ class Buffer:
     name: str
 
 
-# How each kind of field is packed (Python's struct codes, native alignment as C's).
-_CODES = {"int32": "i", "int64": "q", "float32": "f", "float64": "d", "buffer": "P"}
+# How each kind of field is packed: Python's struct codes in standard sizes (a device
+# address is 64 bits), and each one's size, its natural alignment.
+_CODES = {"int32": "i", "int64": "q", "float32": "f", "float64": "d", "buffer": "Q"}
+_SIZES = {"int32": 4, "int64": 8, "float32": 4, "float64": 8, "buffer": 8}
 
 
 @dataclasses.dataclass(frozen=True)
 class Record:
     """A struct argument passed by value (CUDA): its fields in order, each with its kind
-    (``_CODES``) and its value: a number, or a buffer whose device address it holds."""
+    (``_CODES``) and its value: a number, or a buffer whose device address it holds; and
+    the ``#pragma pack`` it is laid out under (0: each field at its natural alignment; N:
+    at most N-aligned, as GCC and nvcc lay it out)."""
 
     fields: tuple[tuple[str, str, Buffer | int | float], ...]
+    pragma_pack: int = 0
+
+    def _aligned(self, kind: str) -> int:
+        return min(_SIZES[kind], self.pragma_pack) if self.pragma_pack else _SIZES[kind]
 
     @property
     def format(self) -> str:
-        """Its bytes as Python's struct writes them, padded at the end as C pads it."""
-        codes = [_CODES[kind] for _, kind, _ in self.fields]
-        return "".join(codes) + f"0{max(codes, key=struct.calcsize)}"
+        """Its bytes as Python's struct writes them: each field where C puts it, padded
+        at the end to its alignment as C pads it."""
+        codes, offset = "=", 0
+        for _, kind, _ in self.fields:
+            pad = -offset % self._aligned(kind)
+            codes += f"{pad}x{_CODES[kind]}" if pad else _CODES[kind]
+            offset += pad + _SIZES[kind]
+        tail = -offset % self.alignment
+        return codes + (f"{tail}x" if tail else "")
 
     @property
     def alignment(self) -> int:
-        return max(struct.calcsize(_CODES[kind]) for _, kind, _ in self.fields)
+        return max(self._aligned(kind) for _, kind, _ in self.fields)
 
     @property
     def size(self) -> int:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from importlib.metadata import entry_points
 from pathlib import Path
 
@@ -39,6 +39,7 @@ __all__ = [
     "family",
     "find",
     "find_variant",
+    "forget_on_read_again",
     "provenance",
     "read_again",
     "shipped_variants",
@@ -53,6 +54,9 @@ ENTRY_POINTS = "xbackend.kernels"
 # The folders this process added (``add_folders``, ``use_folders``), each resolved, in the
 # order they came: this process's alone (a child is handed them, ``added_folders``).
 _added: tuple[Path, ...] = ()
+# What the layers above keep of the families' files (the backends' parsed declarations):
+# each forgotten with the catalogue, so that nothing read before ``read_again`` outlives it.
+_forgetting: list[Callable[[], None]] = []
 
 
 def user_folders() -> tuple[Path, ...]:
@@ -102,6 +106,14 @@ def read_again() -> None:
     gets the families as they are then, not as the last run read them."""
     _catalogue.cache_clear()
     _variant_table.cache_clear()
+    for forget in _forgetting:
+        forget()
+
+
+def forget_on_read_again(forget: Callable[[], None]) -> None:
+    """Have ``read_again`` call ``forget`` too: for a cache kept of the families' files
+    outside this package (``backends/kernels.py``'s parsed declarations)."""
+    _forgetting.append(forget)
 
 
 def catalogue() -> tuple[Family, ...]:

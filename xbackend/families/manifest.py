@@ -16,11 +16,13 @@ from __future__ import annotations
 import dataclasses
 import re
 import tomllib
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from xbackend.errors import XBackendError
 from xbackend.families.sources import (
+    ATTRIBUTED,
     LANGUAGES,
     STAMP_PARAMETERS,
     SUFFIXES,
@@ -30,7 +32,7 @@ from xbackend.families.sources import (
     passing,
     read_source,
 )
-from xbackend.families.values import CONFIGURATION, ManifestError, Values
+from xbackend.families.values import CONFIGURATION, ManifestError, Values, kernel_name_problem
 from xbackend.families.variant import ARGUMENTS, BUFFERS, ELEMENT, SIZES, Launch, VariantSpec
 from xbackend.operations import OPS, operation
 from xbackend.resources import kernel_file
@@ -45,6 +47,12 @@ _SHARED_KEYS = (
 )  # fmt: skip
 _VARIANT_KEYS = ("name", "kernel", "before", *_SHARED_KEYS)
 __all__ = ["MANIFEST", "Family", "ManifestError", "load"]
+# A scalar parameter's kinds (``Declarations.kind``) as a refusal of twins that disagree
+# says them: one launch packs a value once, so both files must take it alike.
+_WIDTHS = {
+    "int32": "a 32-bit integer", "int64": "a 64-bit integer", "float32": "a float (32-bit)",
+    "float64": "a double (64-bit)", "real": "the element type (REAL)",
+}  # fmt: skip
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,6 +70,18 @@ class Family:
     @property
     def manifest(self) -> Path:
         return self.folder / MANIFEST
+
+    @property
+    def defined(self) -> frozenset[str]:
+        """The macros every build of its variants defines (``always_defined``)."""
+        return always_defined(self.variants)
+
+
+def always_defined(variants: Iterable[tuple[str, VariantSpec]]) -> frozenset[str]:
+    """The macros every variant's build defines (its ``build`` keys and ``switches``): an
+    ``#ifdef`` of one is decided before the build, as the declarations are read."""
+    each = [frozenset(name for name, _ in spec.build) | set(spec.defines) for _, spec in variants]
+    return frozenset.intersection(*each) if each else frozenset()
 
 
 def load(folder: Path, shipped: bool = False) -> Family:
@@ -95,7 +115,6 @@ class _Reader(Values):
         if type(order) is not int:
             raise self.fail(f"order must be an integer, not {order!r}")
         sources = self._sources(head.get("sources"))
-        declared = {language: self._declared(language, p) for language, p in sources.items()}
         entries = data.get("variant")
         if not isinstance(entries, list) or not entries:
             raise self.fail("no [[variant]]: a family declares at least one")
@@ -104,6 +123,8 @@ class _Reader(Values):
         variants: list[tuple[str, VariantSpec]] = []
         for entry in entries:
             variants += self._variant(name, {**defaults, **self.table(entry, "[[variant]]")})
+        defined = always_defined(variants)
+        declared = {lang: self._declared(lang, path, defined) for lang, path in sources.items()}
         for language, found in declared.items():
             for op, spec in variants:
                 self._bound(op, spec, sources[language], found)
@@ -117,16 +138,17 @@ class _Reader(Values):
         folder = self.path.parent
         return Family(name, folder, description, sources, tuple(variants), order, self.shipped)
 
-    def _declared(self, language: str, path: Path) -> Declarations:
+    def _declared(self, language: str, path: Path, defined: frozenset[str]) -> Declarations:
         """The kernels ``path`` declares, its includes checked (a device or a FIFO named
         by an ``#include`` is refused here, before a compiler opens it)."""
         stamp_folder = kernel_file(language, "stamp.h").parent
         try:
             text = read_source(path)
             check_includes(path, text, [path.parent, stamp_folder])
+            return declarations_of(text, defined)
         except XBackendError as error:
-            raise self.fail(str(error)) from None
-        return declarations_of(text)
+            said = str(error)  # a declaration's refusal names its line, not its file
+            raise self.fail(said if path.name in said else f"{path.name}: {said}") from None
 
     def _twins(self, declared: dict[str, Declarations], sources: dict[str, Path]) -> None:
         """A kernel of both sources takes the same parameters in the same order in each:
@@ -144,13 +166,13 @@ class _Reader(Values):
                     f"({', '.join(two)}) in {sources[second].name}: the twins must agree"
                 )
             for (param, mine), (_, theirs) in zip(kernels[name][0], others[name][0], strict=True):
-                if {passing(mine), passing(theirs)} == {"int32", "int64"}:
-                    bits = {"int32": "32-bit", "int64": "64-bit"}
+                kinds = (ours.kind(name, mine), theirs_.kind(name, theirs))
+                if kinds[0] != kinds[1] and set(kinds) <= set(_WIDTHS):
+                    said = [_WIDTHS[kind] for kind in kinds]
                     raise self.fail(
-                        f"{name} takes '{param}' as a {bits[passing(mine)]} integer in "
-                        f"{sources[first].name} but a {bits[passing(theirs)]} one in "
-                        f"{sources[second].name}: one launch passes both the same value, so "
-                        "the twins must declare it alike"
+                        f"{name} takes '{param}' as {said[0]} in {sources[first].name} but "
+                        f"as {said[1]} in {sources[second].name}: one launch passes both the "
+                        "same value, so the twins must declare it alike"
                     )
 
     def _known(self, table: dict[str, Any], keys: tuple[str, ...], where: str) -> None:
@@ -200,8 +222,10 @@ class _Reader(Values):
         if not isinstance(name, str) or not name.isidentifier():
             raise self.fail(f"every [[variant]] needs a name (an identifier), not {name!r}")
         where = f"variant '{name}'"
-        if not isinstance(kernel, str) or not Launch(kernel).function.isidentifier():
-            raise self.fail(f"{where} needs the name of its kernel, not {kernel!r}")
+        problem = kernel_name_problem(kernel)
+        if problem:
+            raise self.fail(f"{where}: kernel = {problem}")
+        assert isinstance(kernel, str)
         ops = self.words(entry.get("ops", ["mm"]), OPS, f"{where}: ops")
         geometry = entry.get("geometry", ELEMENT)
         if not isinstance(geometry, str) or not re.fullmatch(r"[a-z][a-z0-9_-]*", geometry):
@@ -325,6 +349,7 @@ class _Reader(Values):
         for param, words in params:
             kind = found.kind(name, words)
             if kind == "struct":
+                self._laid_out(spec, param, words.split()[-1], where, found)
                 fields = found.structs[words.split()[-1]]
                 taken |= {self._field(spec, launch, param, f, w, where, path) for f, w in fields}
             else:
@@ -335,6 +360,19 @@ class _Reader(Values):
                     f"variant '{spec.name}': arguments names '{param}', which {where} does not take"
                 )
         return {str(value) for value in taken}
+
+    def _laid_out(
+        self, spec: VariantSpec, param: str, struct: str, where: str, found: Declarations
+    ) -> None:
+        """A struct parameter whose layout an attribute sets is refused: xbackend packs a
+        struct at its fields' natural alignment, or as ``#pragma pack`` says."""
+        if found.packs.get(struct) == ATTRIBUTED:
+            raise self.fail(
+                f"variant '{spec.name}': parameter '{param}' of {where} is a struct {struct} "
+                "whose layout an attribute sets (__attribute__, __align__, alignas): xbackend "
+                "lays out a struct argument at its fields' natural alignment or under "
+                "#pragma pack(N); write it so"
+            )
 
     def _field(
         self, spec: VariantSpec, launch: Launch, param: str, field: str, words: str,

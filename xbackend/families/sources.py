@@ -9,12 +9,14 @@ declaration orders them.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import os
 import re
 from pathlib import Path
 
 from xbackend.errors import XBackendError
+from xbackend.families.directives import includes, live, packs, spliced
 from xbackend.safeio import UnsafePath, read_small_text
 
 SUFFIXES = {"cuda": ".cu", "opencl": ".cl"}
@@ -41,7 +43,6 @@ _HOOKS = re.compile(
     r'^#include "stamp\.h"\n| STAMP_PARAMETER(?=\))|^[ \t]*STAMP_(?:ENTER|EXIT);\n', re.MULTILINE
 )
 STAMP_PARAMETERS = ("stamps", "stamp_slot")
-_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*(?:"([^"\n]*)"|<([^>\n]*)>)', re.MULTILINE)
 
 Parameters = tuple[tuple[str, str], ...]  # (name, the words before it), in order
 
@@ -69,15 +70,14 @@ def check_includes(
     """Every file ``text`` (the file at ``path``) includes, and what those include, that is
     found in ``folders`` (or named by an absolute path) is a regular UTF-8 file within
     the size limit: an ``#include "/dev/zero"`` or of a FIFO is refused by name, before
-    a compiler blocks on it or reads it without end. Each file is read once."""
+    a compiler blocks on it or reads it without end. Every spelling a compiler reads is
+    followed (``%:include``, ``#include_next``, ``#import``, ``#embed``, a name split by a
+    backslash-newline, ``__has_include``); an include of a macro (``#include H``), whose
+    file only the compiler knows, is refused. Each file is read once."""
     if depth > 16:
         raise XBackendError(f"{path}: includes nested more than 16 deep")
     seen = set() if seen is None else seen
-    code = blank_comments(text)
-    line, counted = 1, 0
-    for match in _INCLUDE.finditer(code):
-        named = match.group(1) if match.group(1) is not None else match.group(2)
-        line, counted = line + code.count("\n", counted, match.start()), match.start()
+    for line, directive, named in _included(path, live(blank_comments(spliced(text)))):
         candidates = [Path(named)] if os.path.isabs(named) else [f / named for f in folders]
         found = next((c for c in candidates if os.path.lexists(c)), None)
         if found is None or found in seen:
@@ -86,8 +86,35 @@ def check_includes(
         try:
             included = read_source(found, "included file")
         except XBackendError as error:
-            raise XBackendError(f"{path} line {line}: #include {named!r}: {error}") from None
+            raise XBackendError(f"{path} line {line}: #{directive} {named!r}: {error}") from None
         check_includes(found, included, [found.parent, *folders[1:]], depth + 1, seen)
+
+
+_NAMED = re.compile(r'"([^"\n]*)"|<([^>\n]*)>')
+_HAS_INCLUDE = re.compile(r'__has_include(?:_next)?\s*\(\s*(?:"([^"\n]*)"|<([^>\n]*)>)')
+
+
+def _included(path: Path, code: str) -> list[tuple[int, str, str]]:
+    """Each file ``code`` names to read, with its line and directive; a directive that
+    names no file in quotes or ``<>`` is refused by name."""
+    found = []
+    for line, directive, rest in includes(code):
+        named = _NAMED.match(rest)
+        if named is None:
+            raise XBackendError(
+                f"{path} line {line}: #{directive} {rest[:40]!r} names no file in quotes or <>: "
+                "xbackend checks every file a kernel includes before a compiler opens it, and "
+                "cannot follow a macro; write the file's name"
+            )
+        found.append(
+            (line, directive, named.group(1) if named.group(1) is not None else named.group(2))
+        )
+    line, counted = 1, 0
+    for match in _HAS_INCLUDE.finditer(code):
+        line, counted = line + code.count("\n", counted, match.start()), match.start()
+        named_ = match.group(1) if match.group(1) is not None else match.group(2)
+        found.append((line, "if __has_include", named_))
+    return found
 
 
 def _blank(match: re.Match[str]) -> str:
@@ -96,10 +123,17 @@ def _blank(match: re.Match[str]) -> str:
     return re.sub(r"[^\n]", " ", piece) if "\n" in piece else " " * len(piece)
 
 
-def kernels_of(text: str) -> dict[str, tuple[Parameters, int]]:
-    """Each kernel a source declares, with its parameters and the line it starts on."""
-    code = blank_comments(without_stamps(text))
-    found = {}
+def code_of(text: str, defined: frozenset[str] = frozenset()) -> str:
+    """A source's code as its declarations are read: without the clock's hooks, its lines
+    joined where a backslash ends them, its comments blanked, and what no build compiles
+    (``#if 0``, ``#ifndef X`` of a macro X every build defines: ``defined``) blanked too
+    (``directives.live``). Every line keeps its number."""
+    return live(blank_comments(spliced(without_stamps(text))), defined)
+
+
+def _declared_kernels(code: str) -> list[tuple[str, Parameters, int]]:
+    """Each kernel declaration of ``code``, in order: its name, parameters and line."""
+    found = []
     line, counted = 1, 0  # lines counted as the matches come, once over the text
     for match in _DECLARATION.finditer(code):
         name, params = match.group(1), match.group(2).strip()
@@ -109,8 +143,43 @@ def kernels_of(text: str) -> dict[str, tuple[Parameters, int]]:
             declared = ()
         line += code.count("\n", counted, match.start(1))
         counted = match.start(1)
-        found[name] = (declared, line)
+        found.append((name, declared, line))
     return found
+
+
+def kernels_of(text: str) -> dict[str, tuple[Parameters, int]]:
+    """Each kernel a source declares, with its parameters and the line it starts on (of a
+    kernel declared twice, the first: ``declarations_of`` refuses two that differ)."""
+    return _first(code_of(text))
+
+
+def _first(code: str) -> dict[str, tuple[Parameters, int]]:
+    found: dict[str, tuple[Parameters, int]] = {}
+    for name, declared, line in _declared_kernels(code):
+        found.setdefault(name, (declared, line))
+    return found
+
+
+def _ambiguous(code: str) -> None:
+    """A kernel declared twice with other parameters (each in a branch of an ``#ifdef``
+    the build decides, say) is refused: which one a launch binds is not known."""
+    first: dict[str, tuple[Parameters, int]] = {}
+    for name, declared, line in _declared_kernels(code):
+        seen, at = first.setdefault(name, (declared, line))
+        if _shape(seen) != _shape(declared):
+            raise XBackendError(
+                f"kernel {name} is declared at line {at} and again at line {line} with other "
+                f"parameters ({', '.join(p for p, _ in seen)}) and "
+                f"({', '.join(p for p, _ in declared)}): xbackend cannot tell which one the "
+                "build compiles (only #if of a number, and #ifdef of a macro every variant's "
+                "build defines, are decided before the build); declare it once, or alike in "
+                "each branch"
+            )
+
+
+def _shape(params: Parameters) -> tuple[tuple[str, str], ...]:
+    """What a launch binds of a declaration: each parameter's name and how it is passed."""
+    return tuple((name, passing(words)) for name, words in params)
 
 
 # A struct's definition (``typedef struct { ... } Name;`` or ``struct Name { ... };``), and a
@@ -119,6 +188,10 @@ _STRUCT = re.compile(
     r"\btypedef\s+struct\s*\w*\s*\{([^{}]*)\}\s*(\w+)\s*;|\bstruct\s+(\w+)\s*\{([^{}]*)\}\s*;"
 )
 _TEMPLATE = re.compile(r"\btemplate\s*<([^<>]*)>\s*$")
+# A field's alignment set by an attribute, which xbackend does not follow (``Declarations``'
+# packs: the struct is then refused where a kernel takes it).
+_ALIGNING = re.compile(r"\b(?:__attribute__|__align__|alignas|_Alignas|__declspec)\b")
+ATTRIBUTED = -1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -130,6 +203,9 @@ class Declarations:
     kernels: dict[str, tuple[Parameters, int]]
     structs: dict[str, Parameters]
     templates: dict[str, tuple[str, ...]]
+    # Each struct's packing: 0 its fields at their natural alignment, N under ``#pragma
+    # pack(N)`` (each field at most N-aligned), ``ATTRIBUTED`` where an attribute sets it.
+    packs: dict[str, int] = dataclasses.field(default_factory=dict)
 
     def kind(self, kernel: str, words: str) -> str:
         """How a parameter of ``kernel`` declared with ``words`` is passed (``passing``):
@@ -143,14 +219,33 @@ class Declarations:
         return passing(words)
 
 
-def declarations_of(text: str) -> Declarations:
-    """The kernels, structs and kernel templates ``text`` declares."""
-    code = blank_comments(without_stamps(text))
+def declarations_of(text: str, defined: frozenset[str] = frozenset()) -> Declarations:
+    """The kernels, structs and kernel templates ``text`` declares, as the build compiles
+    them (``code_of``, ``defined`` the macros every build defines); a kernel or a struct
+    declared twice, otherwise, is an ``XBackendError`` naming both lines."""
+    code = code_of(text, defined)
+    _ambiguous(code)
+    try:
+        pragmas = packs(code)
+    except ValueError as error:
+        raise XBackendError(str(error)) from None
     structs: dict[str, Parameters] = {}
+    packed: dict[str, int] = {}
     for match in _STRUCT.finditer(code):
         body, name = (match.group(1), match.group(2)) if match.group(2) else match.group(4, 3)
+        earlier = bisect.bisect_left(pragmas, (match.start(), -1))  # the packs before it
+        packing = pragmas[earlier - 1][1] if earlier else 0
+        packed[name] = ATTRIBUTED if _ALIGNING.search(body) else packing
         fields = [field.replace("*", "* ").split() for field in body.split(";")]
-        structs[name] = tuple((field[-1], " ".join(field[:-1])) for field in fields if field)
+        found = tuple((field[-1], " ".join(field[:-1])) for field in fields if field)
+        if structs.setdefault(name, found) != found:
+            line = code.count("\n", 0, match.start()) + 1
+            raise XBackendError(
+                f"struct {name} is defined again at line {line} with other fields: xbackend "
+                "cannot tell which one the build compiles (only #if of a number, and #ifdef of "
+                "a macro every variant's build defines, are decided before the build); define "
+                "it once"
+            )
     templates = {}
     for match in _DECLARATION.finditer(code):
         before = code[max(0, match.start() - 400) : match.start()]
@@ -159,7 +254,7 @@ def declarations_of(text: str) -> Declarations:
             words = [part.split() for part in head.group(1).split(",")]
             kinds = ("typename", "class")
             templates[match.group(1)] = tuple(w[-1] for w in words if w and w[0] in kinds)
-    return Declarations(kernels_of(text), structs, templates)
+    return Declarations(_first(code), structs, templates, packed)
 
 
 # How a parameter's declared type is passed: a pointer is a buffer; these integer types

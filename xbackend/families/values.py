@@ -10,6 +10,7 @@ shapes may also use the product's sizes (``SIZES``).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,25 @@ from xbackend.families.variant import ARGUMENTS, BUFFERS, SIZES, STORAGES, Launc
 
 # The names of a configuration: the tile, the patch a worker computes, the workers a group.
 CONFIGURATION = ("TILE", "TM", "TN", "THREADS")
+
+
+# A kernel's name as a manifest writes it: an identifier, optionally with template arguments
+# of identifiers, numbers, ``::``, commas and spaces (``mm<REAL>``, ``mm<float, 16>``). The
+# name is pasted into the CUDA text nvcc builds (``kernels.cuda_text``): anything else, a
+# ``;`` or a line break, would carry code past the include guard.
+_KERNEL_NAME = re.compile(r"[A-Za-z_]\w*(?: *<(?:\w|::|,| )*>)?", re.ASCII)
+KERNEL_NAME_RULE = (
+    "an identifier, optionally with template arguments (identifiers, numbers, ::, commas "
+    "and spaces) in <>"
+)
+
+
+def kernel_name_problem(kernel: Any) -> str | None:
+    """Why ``kernel`` is not a kernel's name a manifest may write, or None."""
+    if isinstance(kernel, str) and _KERNEL_NAME.fullmatch(kernel):
+        return None
+    shown = repr(kernel) if len(repr(kernel)) <= 60 else repr(kernel)[:57] + "..."
+    return f"{shown} is not the name of a kernel: {KERNEL_NAME_RULE}"
 
 
 class ManifestError(XBackendError):
@@ -143,6 +163,9 @@ class Values:
         sizes = self.listed(value, where)
         if not 1 <= len(sizes) <= 3:
             raise self.fail(f"{where} is [x], [x, y] or [x, y, z], not {sizes!r}")
+        for size in sizes:  # a number is judged now; an expression, at each product
+            if type(size) is int and size < 1:
+                raise self.fail(f"{where}: {size} along an axis: a launch takes at least 1")
         return tuple(self.size(size, known, where) for size in sizes)
 
     def patch(self, value: Any, known: tuple[str, ...], where: str) -> tuple[str | int, str | int]:
@@ -181,6 +204,10 @@ class Values:
         for name, size in table.items():
             if not name.isidentifier() or name in (*ARGUMENTS, *SIZES):
                 raise self.fail(f"{where}: workspace {name!r}: a new name for a buffer")
+            if type(size) is int and size < 1:
+                raise self.fail(
+                    f"{where}: workspaces.{name} = {size}: a workspace holds at least one element"
+                )
             found.append((name, self.size(size, known, f"{where}: workspaces.{name}")))
         return tuple(found)
 
@@ -213,10 +240,10 @@ class Values:
         entry = self.table(value, f"{where}: before")
         self.known(entry, ("kernel", "group", "grid", "arguments"), f"{where}: before")
         kernel = entry.get("kernel")
-        if not isinstance(kernel, str) or not kernel.split("<")[0].strip().isidentifier():
-            raise self.fail(
-                f"{where}: a launch before needs the name of its kernel, not {kernel!r}"
-            )
+        problem = kernel_name_problem(kernel)
+        if problem:
+            raise self.fail(f"{where}: a launch before names its kernel: {problem}")
+        assert isinstance(kernel, str)
         if "group" not in entry or "grid" not in entry:
             raise self.fail(f"{where}: the launch of {kernel} before needs its group and its grid")
         configuration = tuple(name for name in known if name not in SIZES)
