@@ -42,6 +42,7 @@ import numpy as np
 
 import xbackend
 from xbackend import families
+from xbackend.backends.operands import POISON_ENV
 from xbackend.backends.registry import backend_class
 from xbackend.configs import Config
 from xbackend.errors import XBackendError
@@ -113,6 +114,7 @@ class _Request:
     B: Array
     options: dict[str, Any]
     folders: tuple[Path, ...]  # the parent's kernel-family folders (``--kernels``)
+    poison: str = ""  # the parent's POISON_ENV: check's second run poisons with a finite value
 
     @classmethod
     def of(cls, config: Config, A: Array, B: Array, options: dict[str, Any]) -> _Request:
@@ -120,6 +122,7 @@ class _Request:
         return cls(
             backend.name, _device_selector(backend), getattr(backend, "index_mode", None),
             config.variant, config.tile, config.op, A, B, options, families.added_folders(),
+            os.environ.get(POISON_ENV, ""),
         )  # fmt: skip
 
 
@@ -367,6 +370,7 @@ def _answer(request: _Request, opened: dict[Any, Backend], progress: int) -> tup
         # The parent's folders as it has them now, the variant's family among them (one
         # the child cannot load is this point's error).
         families.use_folders(request.folders)
+        os.environ[POISON_ENV] = request.poison  # this run's poison, as the parent's
         key = (request.backend, request.device, request.index)
         if key not in opened:
             os.write(progress, bytes([_OPENING]))

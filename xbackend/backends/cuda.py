@@ -34,6 +34,7 @@ from xbackend.backends.launch import (
     packing,
 )
 from xbackend.backends.machine_code import cuda_ptx
+from xbackend.backends.operands import FINITE_POISON_WORD, finite_poison
 from xbackend.backends.specs import DeviceInfo
 from xbackend.backends.vendor import check_library
 from xbackend.errors import KernelCompileError, UnsupportedParameter, XBackendError
@@ -205,7 +206,9 @@ class _CudaDevice(Device):
 
     def fill(self, targets: Sequence[tuple[Any, int]], dtype: np.dtype[Any]) -> None:
         # NaN for floats, the most negative int for integers; the workspaces too.
-        if dtype.kind == "f":
+        if dtype.kind == "f" and finite_poison():  # check's second run: a finite value
+            pattern = FINITE_POISON_WORD
+        elif dtype.kind == "f":
             pattern = _NAN_BITS_F64 if dtype.itemsize == 8 else _NAN_BITS_F32
         else:
             pattern = 0x80000000

@@ -194,7 +194,7 @@ class LaunchExecution(Execution):
         zone = np.empty(self._zone, dtype=self._C.dtype)
         self._device.download(zone, self._buffers[OUTPUT], self._C.nbytes)
         poison = poison_value(self._C.dtype)
-        kept = np.isnan(zone) if self._C.dtype.kind == "f" else zone == poison
+        kept = np.isnan(zone) if np.isnan(poison) else zone == poison
         written = np.flatnonzero(~kept)
         if written.size:
             raise WroteOutOfBounds(

@@ -161,8 +161,9 @@ def _checked(
                 if (label, variant) in unsafe:
                     continue
                 dtype = dtype_of(args, variant)
+                finding = _finding(book, backend.name, variant)
                 for verdict in check_variant(
-                    label, backend, variant, shapes, args.seed, isolation, dtype
+                    label, backend, variant, shapes, args.seed, isolation, dtype, finding
                 ):
                     _say(verdict, book)
         if args.steps and not args.no_times:
@@ -204,6 +205,14 @@ def _sanitized(
             why = why or f"{name} did not finish checking it ({done.unfinished})"
             _say(Verdict(label, variant, None, None, f"not run natively: {why}"), book)
     return unsafe
+
+
+def _finding(book: Book, language: str, variant: str) -> str:
+    """The sanitizer's finding on ``variant``'s kernel in ``language``, as a verdict's
+    detail ends with it ("oclgrind: Read-write data race ..."), or ""."""
+    tool = SANITIZERS.get(language)
+    found = [v for v in book.verdicts if v.label == tool and v.variant == variant]
+    return next((f"{tool}: {v.detail}" for v in found if v.equal is False), "")
 
 
 def _tool(args: argparse.Namespace, language: str) -> str | None:

@@ -23,8 +23,9 @@ from xbackend.backends.element import fitted, plan_element
 from xbackend.backends.execution import WroteOutOfBounds
 from xbackend.backends.geometries import per_product
 from xbackend.backends.launch import KernelLaunch
+from xbackend.backends.operands import finitely_poisoned, poison_value
 from xbackend.configs import Config
-from xbackend.diagnosis import Launch, diagnose
+from xbackend.diagnosis import COMPUTED, Launch, diagnose
 from xbackend.errors import KernelCompileError, XBackendError
 from xbackend.families import VariantSpec
 from xbackend.grading.records import Timing, Verdict
@@ -45,6 +46,10 @@ EDGE_SHAPES = (
     Shape(1, 64, 97), Shape(97, 64, 1), Shape(129, 67, 271),
 )  # fmt: skip
 TIMED_SAMPLES = 10
+UNTOLD = (
+    "unwritten or computed, not told apart (its second run, into C poisoned with a finite "
+    "value, did not finish)"
+)
 
 
 def folder_variants(folders: Sequence[str]) -> list[str]:
@@ -71,12 +76,13 @@ def _measured(
 
 def check_variant(
     label: str, backend: Backend, variant: str, shapes: Sequence[Shape], seed: int,
-    isolation: Isolation | None = None, dtype: str = "float32",
+    isolation: Isolation | None = None, dtype: str = "float32", finding: str = "",
 ) -> Iterator[Verdict]:  # fmt: skip
     """``variant`` at each of ``shapes``, at its default tile; a build error ends it, and so
     does a hang, a crash or any error of a user's kernel in the ``isolation``'s process
     (on a GPU a kernel's fault is an error there, not a signal, and leaves its device
-    unusable). A wrong result says what it looks like (``diagnosis``)."""
+    unusable). A wrong result says what it looks like (``diagnosis``); NaNs it computed
+    end with the sanitizer's ``finding`` where there is one."""
     spec = backend.variant_spec(variant)
     problem = backend.variant_problem(variant, np.dtype(dtype))
     if not problem and spec.default_tile is not None:  # a size of its manifest's that
@@ -108,7 +114,8 @@ def check_variant(
         except XBackendError as error:
             yield Verdict(label, variant, shape, None, str(error).splitlines()[0])
             continue
-        yield _verdict(label, spec, shape, result, A, B)
+        untouched = _untouched(isolation, config, A, B, result)
+        yield _verdict(label, spec, shape, result, A, B, untouched, finding)
 
 
 def _taken(spec: VariantSpec, shapes: Sequence[Shape]) -> list[Shape]:
@@ -123,25 +130,50 @@ def _taken(spec: VariantSpec, shapes: Sequence[Shape]) -> list[Shape]:
     return found
 
 
+def _untouched(
+    isolation: Isolation | None, config: Config, A: np.ndarray, B: np.ndarray,
+    result: np.ndarray,
+) -> np.ndarray | None:  # fmt: skip
+    """Where a second run into C poisoned with a finite value left that value: the
+    elements the kernel did not write. None where the result has no NaN to tell apart
+    (or the second run did not finish): a NaN is then not called unwritten."""
+    if result.dtype.kind != "f" or not np.isnan(result).any():
+        return None
+    try:
+        with finitely_poisoned():
+            poison = poison_value(result.dtype)
+            again = _measured(isolation, config, A, B, warmup=0, samples=0).result
+    except XBackendError:
+        return None
+    return np.asarray(again == poison).reshape(result.shape)
+
+
 def _verdict(
     label: str, spec: VariantSpec, shape: Shape, result: np.ndarray, A: np.ndarray,
-    B: np.ndarray,
+    B: np.ndarray, untouched: np.ndarray | None = None, finding: str = "",
 ) -> Verdict:  # fmt: skip
     """The verdict on one result; where it is wrong, what it looks like and the launch
-    that made it."""
+    that made it (NaNs called unwritten only where ``untouched`` says so)."""
     found = check(result, Reference.of(A, B))
     detail = (
-        f"{found.nan_count} elements NaN or unwritten"
+        f"{found.nan_count} elements NaN"
         if found.nan_count
         else f"largest error {found.bound_ratio:.2g}× its bound"
     )
-    if not found.equal:
+    if found.equal:
+        return Verdict(label, spec.name, shape, True, detail)
+    if untouched is None and result.dtype.kind == "f" and np.isnan(result).any():
+        detail += f": {UNTOLD}"  # neither unwritten nor computed is proven
+    else:
         launch = launch_of(spec, A, B)
-        said = diagnose(result, A, B, spec.default_tile, launch)
+        proof = untouched if untouched is not None else np.zeros(result.shape, dtype=bool)
+        said = diagnose(result, A, B, spec.default_tile, launch, proof)
         detail += f": {said}" if said else ""
         if launch is not None and "launch covered" in said:
             detail += f" ({_launch_keys(spec)})"
-    return Verdict(label, spec.name, shape, found.equal, detail)
+        if finding and COMPUTED in said:
+            detail += f"; {finding}"
+    return Verdict(label, spec.name, shape, False, detail)
 
 
 def _launch_keys(spec: VariantSpec) -> str:
