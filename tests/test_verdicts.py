@@ -11,6 +11,8 @@ class of examples/class. Every run is seeded.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from conftest import ROOT, run_xbackend
@@ -151,3 +153,63 @@ def test_a_missing_first_barrier_reads_as_computed_nan_with_the_race(oclgrind):
     for line in nan_lines:
         assert "computed NaN: read before written? (the kernel wrote " in line, line
         assert line.endswith(f"; {race})"), line
+
+
+# -- 52.4: a manifest's launch that covers less than C is the manifest's bug ------------------
+
+
+@pytest.mark.slow
+def test_a_grid_too_short_for_c_is_named_by_its_key_on_every_device(oclgrind):
+    """short_grid's kernel is right; its manifest launches M // TILE groups of rows. Below
+    16 rows that is no group: decided before anything runs (a GPU refused the launch with
+    "cuLaunchKernel failed: invalid argument"); at 31 rows one group of 16, and the rows
+    past it unwritten; at 32 rows all of C, and equal."""
+    needs_backend("opencl")
+    done = _check(str(VERDICTS / "short_grid"), "--backends", "opencl", "--steps", "0",
+                  "--shapes", "7x13x5,31x17x29,32x28x32", "--no-times", "--sanitize", "on",
+                  *SEED)  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert _lines(done.stdout, "short_naive") == [
+        "  opencl short_naive at 7×13·13×5: WRONG (grid[1] = M // TILE = 0 groups of 16 rows "
+        "cover 0 of 7 rows (family.toml: grid))",
+        "  opencl short_naive at 31×17·17×29: WRONG (435 elements NaN: grid[1] = M // TILE = 1 "
+        "group of 16 rows covers 16 of 31 rows (family.toml: grid); the kernel left rows "
+        "from 16 on unwritten)",
+    ]
+    assert "opencl short_naive: WRONG at 2 of 3 shapes" in done.stdout
+    for internal in ("cuLaunchKernel", "unstamped", "Error:", "(at "):
+        assert internal not in done.stdout, internal
+
+
+def _short_spec(**launch: tuple[str, ...]):
+    from xbackend import families
+
+    families.add_folders([VERDICTS / "short_grid"])
+    spec = families.find_variant("short_naive")
+    return dataclasses.replace(spec, **launch) if launch else spec
+
+
+def test_what_a_written_launch_leaves_of_c(own_families):
+    from xbackend.grading.coverage import shortfall
+
+    spec = _short_spec()
+    assert shortfall(spec, Shape(32, 28, 48)) is None  # covers C
+    zero = shortfall(spec, Shape(7, 13, 5))
+    assert zero is not None and zero.empty
+    rectangular = _short_spec(group=("TILE", "8"), grid=("cdiv(N, TILE)", "cdiv(M, TILE)"))
+    short = shortfall(rectangular, Shape(31, 17, 29))
+    assert short is not None and not short.empty
+    assert short.said == (
+        "grid[1] = cdiv(M, TILE) = 2 groups of 8 rows (group[1] = 8) cover 16 of 31 rows "
+        "(family.toml: grid, group)"
+    )
+    columns = _short_spec(grid=("N // TILE", "cdiv(M, TILE)"))
+    assert shortfall(columns, Shape(31, 17, 29)).said == (  # type: ignore[union-attr]
+        "grid[0] = N // TILE = 1 group of 16 columns covers 16 of 29 columns (family.toml: grid)"
+    )
+    flat = _short_spec(group=("256",), grid=("M * N // 256",))  # a 1-D launch: its own map
+    assert shortfall(flat, Shape(31, 17, 29)) is None
+    assert shortfall(flat, Shape(7, 13, 5)).said == (  # type: ignore[union-attr]
+        "grid[0] = M * N // 256 = 0 groups: nothing runs (family.toml: grid)"
+    )
+    assert shortfall(_short_spec(grid=("N // 0", "M")), Shape(7, 13, 5)) is None  # the run says

@@ -28,6 +28,7 @@ from xbackend.configs import Config
 from xbackend.diagnosis import COMPUTED, Launch, diagnose
 from xbackend.errors import KernelCompileError, XBackendError
 from xbackend.families import VariantSpec
+from xbackend.grading.coverage import Shortfall, shortfall
 from xbackend.grading.records import Timing, Verdict
 from xbackend.isolation import ChildError, Isolation, KernelCrashed, KernelTimeout
 from xbackend.measure import describe_error, in_process
@@ -91,6 +92,10 @@ def check_variant(
         yield Verdict(label, variant, None, None, problem)
         return
     for shape in _taken(spec, shapes):
+        short = shortfall(spec, shape)
+        if short is not None and short.empty:  # no group: nothing would run, on any device
+            yield Verdict(label, variant, shape, False, short.said)
+            continue
         A, B = make_operands(shape, seed, np.dtype(dtype))
         try:
             config = Config(label, backend, MM.name, variant, spec.default_tile, dtype)
@@ -115,7 +120,7 @@ def check_variant(
             yield Verdict(label, variant, shape, None, str(error).splitlines()[0])
             continue
         untouched = _untouched(isolation, config, A, B, result)
-        yield _verdict(label, spec, shape, result, A, B, untouched, finding)
+        yield _verdict(label, spec, shape, result, A, B, untouched, finding, short)
 
 
 def _taken(spec: VariantSpec, shapes: Sequence[Shape]) -> list[Shape]:
@@ -151,9 +156,11 @@ def _untouched(
 def _verdict(
     label: str, spec: VariantSpec, shape: Shape, result: np.ndarray, A: np.ndarray,
     B: np.ndarray, untouched: np.ndarray | None = None, finding: str = "",
+    short: Shortfall | None = None,
 ) -> Verdict:  # fmt: skip
     """The verdict on one result; where it is wrong, what it looks like and the launch
-    that made it (NaNs called unwritten only where ``untouched`` says so)."""
+    that made it (NaNs called unwritten only where ``untouched`` says so; the manifest's
+    launch first where it left them: ``short``)."""
     found = check(result, Reference.of(A, B))
     detail = (
         f"{found.nan_count} elements NaN"
@@ -168,6 +175,8 @@ def _verdict(
         launch = launch_of(spec, A, B)
         proof = untouched if untouched is not None else np.zeros(result.shape, dtype=bool)
         said = diagnose(result, A, B, spec.default_tile, launch, proof)
+        if short is not None and "unwritten" in said:  # the manifest's launch left them
+            said = f"{short.said}; {said}"
         detail += f": {said}" if said else ""
         if launch is not None and "launch covered" in said:
             detail += f" ({_launch_keys(spec)})"
