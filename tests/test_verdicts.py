@@ -213,3 +213,83 @@ def test_what_a_written_launch_leaves_of_c(own_families):
         "grid[0] = M * N // 256 = 0 groups: nothing runs (family.toml: grid)"
     )
     assert shortfall(_short_spec(grid=("N // 0", "M")), Shape(7, 13, 5)) is None  # the run says
+
+
+# -- 52.4: every failure said as what it is -----------------------------------------------------
+
+
+def test_a_compile_error_reads_as_its_file_line_and_message():
+    from xbackend.grading.failures import compile_said
+
+    opencl = (
+        "KernelCompileError: opencl: oscar.cl failed to compile for AMD EPYC; 1:11:59: error: "
+        "extraneous ')' before ';'"
+    )
+    assert compile_said(opencl) == "does not compile: oscar.cl:11: extraneous ')' before ';'"
+    cuda = (
+        "KernelCompileError: cuda: nina.cu failed to compile for NVIDIA H200; nina.cu(28): error: "
+        'expected a ";"; 1 error detected'
+    )
+    assert compile_said(cuda) == 'does not compile: nina.cu:28: expected a ";"'
+    bare = "KernelCompileError: opencl: a.cl failed to compile for X; Error: link failed"
+    assert compile_said(bare) == "does not compile: a.cl: Error: link failed"
+    assert compile_said("UnsupportedParameter: the device refused work-groups of 16×16") is None
+
+
+@pytest.mark.slow
+def test_a_compile_error_is_one_verdict_in_plain_words():
+    needs_backend("opencl")
+    done = _check(str(CLASS / "oscar"), "--backends", "opencl", "--steps", "0", "--shapes",
+                  "1x1x1,7x13x5", "--no-times", "--sanitize", "off", *SEED)  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    for variant in ("oscar_naive", "oscar_tiled"):
+        summary = next(line for line in done.stdout.splitlines()
+                       if line.startswith(f"opencl {variant}: "))  # fmt: skip
+        assert summary.startswith(f"opencl {variant}: NOT RUN (does not compile: oscar.cl:11: ")
+        assert not _lines(done.stdout, variant)  # at no shape
+    assert "KernelCompileError" not in done.stdout and "1×1" not in done.stdout
+
+
+@pytest.mark.slow
+def test_a_launch_the_kernels_attribute_refuses_names_it_and_the_group():
+    needs_backend("opencl")
+    shapes = ("--shapes", "7x13x5,31x17x29")
+    done = _check(str(VERDICTS / "fixed_group"), "--backends", "opencl", "--steps", "0",
+                  *shapes, "--no-times", "--sanitize", "off", *SEED)  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert (
+        "opencl fixed_naive: NOT RUN (the kernel's reqd_work_group_size(8, 8, 1) (fixed.cl "
+        "line 4) refuses the manifest's work-groups of 16×16 (family.toml: groups of "
+        "TILE×TILE at default_tile = 16))"
+    ) in done.stdout.splitlines()
+    assert "UnsupportedParameter" not in done.stdout and "7×13" not in done.stdout
+
+
+def test_what_the_shapes_a_kernel_hung_at_share():
+    from xbackend.cli.check_submission import shared
+
+    edge = [Shape(7, 13, 5), Shape(31, 17, 29), Shape(129, 67, 271)]
+    assert shared([Shape(1, 1, 1), Shape(40, 1, 24)], edge) == "K = 1"
+    assert shared([Shape(1, 2, 1), Shape(40, 3, 24)], edge) == "K ≤ 3"
+    assert shared([Shape(300, 67, 271), Shape(400, 67, 271)], edge) == "M ≥ 300"
+    assert shared([Shape(300, 67, 271)], edge) == "M = 300"
+    assert shared([Shape(7, 17, 5)], edge) == ""  # between the others on each size
+    assert shared([Shape(7, 13, 5)], []) == ""
+
+
+@pytest.mark.slow
+def test_a_hang_at_one_shape_leaves_the_others_checked():
+    """hang_naive never returns where K < 4: each such shape hangs in its own process,
+    and the others are checked in a fresh one; its build is not blamed."""
+    needs_backend("opencl")
+    done = _check(str(VERDICTS / "small_k_hang"), "--backends", "opencl", "--steps", "0",
+                  "--shapes", "1x1x1,7x13x5,40x1x24,31x17x29", "--no-times", "--sanitize",
+                  "off", "--kernel-timeout", "5", *SEED)  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert (
+        "opencl hang_naive: hangs at K = 1 (1×1·1×1, 40×1·1×24); equal at the other 2"
+        in done.stdout.splitlines()
+    )
+    hung = _lines(done.stdout, "hang_naive")
+    assert len(hung) == 2 and all("its first runs after its build took longer" in x for x in hung)
+    assert "its build did not finish" not in done.stdout and "build or" not in done.stdout

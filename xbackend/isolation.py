@@ -68,12 +68,18 @@ class ChildError(Described):
 
 
 class KernelTimeout(Described):
-    """A step of a user's point (its build and first runs, or a sample) took longer than
-    the deadline: its process was ended."""
+    """A step of a user's point (its build, its first runs, or a sample) took longer than
+    the deadline: its process was ended. ``building``: in its build (then every shape's
+    would be), not in a run of the kernel."""
+
+    building = False
 
 
 class KernelCrashed(Described):
-    """The process measuring a user's point died (a signal: the kernel corrupted memory)."""
+    """The process measuring a user's point died (a signal: the kernel corrupted memory);
+    ``building``: in its build, not in a run of the kernel."""
+
+    building = False
 
 
 def kernel_timeout_s() -> float:
@@ -184,13 +190,15 @@ class Isolation:
         self._end(graceful=kind is None)
 
 
-# What the child is doing, as it tells the parent (a byte on the progress pipe).
-_STARTING, _OPENING, _BUILDING, _SAMPLING = range(4)
+# What the child is doing, as it tells the parent (a byte on the progress pipe): its
+# build, then its first runs once the backend has built the product (``_Built``).
+_STARTING, _OPENING, _BUILDING, _SAMPLING, _RUNNING = range(5)
 _DOING = {
     _STARTING: "starting its process",
     _OPENING: "opening the device",
-    _BUILDING: "its build or its first runs",
+    _BUILDING: "its build",
     _SAMPLING: "a timed sample",
+    _RUNNING: "its first runs after its build",
 }
 
 
@@ -237,7 +245,9 @@ class _Child:
         while True:
             left = since + timeout_s - time.monotonic()
             if left <= 0:
-                raise KernelTimeout(_timed_out(timeout_s, _DOING[self.doing]))
+                timeout = KernelTimeout(_timed_out(timeout_s, _DOING[self.doing]))
+                timeout.building = self.doing == _BUILDING
+                raise timeout
             ready, _, _ = select.select(watched, [], [], left)
             if self.progress in ready:
                 steps = os.read(self.progress, 4096)
@@ -248,7 +258,9 @@ class _Child:
             if self.answers in ready:
                 answer = _read_frame(self.answers)
                 if answer is None:
-                    raise KernelCrashed(self._death())
+                    crashed = KernelCrashed(self._death())
+                    crashed.building = self.doing == _BUILDING
+                    raise crashed
                 return answer  # type: ignore[no-any-return]
 
     def _death(self) -> str:
@@ -281,10 +293,10 @@ class _Child:
 
 
 def _timed_out(timeout_s: float, doing: str) -> str:
+    what = "its build did not finish" if doing == _DOING[_BUILDING] else "the kernel did not return"
     return (
-        f"timed out after {timeout_s:g} s: the kernel did not return ({doing} took longer "
-        f"than a user's kernel is given: --kernel-timeout, {TIMEOUT_ENV}); its process "
-        "was ended"
+        f"timed out after {timeout_s:g} s: {what} ({doing} took longer than a user's kernel "
+        f"is given: --kernel-timeout, {TIMEOUT_ENV}); its process was ended"
     )
 
 
@@ -394,6 +406,15 @@ def _open(request: _Request, progress: int) -> Backend:
         backend.use_index(request.index)
     monitor = backend.monitor
     backend.monitor = lambda: _Counting(monitor(), progress)  # type: ignore[method-assign]
+    execution = backend._execution
+
+    def built(*args: Any, **kwargs: Any) -> Any:
+        """The product built (compiled, allocated): what runs next is the kernel."""
+        made = execution(*args, **kwargs)
+        os.write(progress, bytes([_RUNNING]))
+        return made
+
+    backend._execution = built  # type: ignore[method-assign]
     return backend
 
 

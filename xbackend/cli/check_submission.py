@@ -45,6 +45,7 @@ from xbackend.grading.sanitizers import CUDA_TOOLS, Sanitized, sanitize, sanitiz
 from xbackend.grading.sanitizers import SHAPES as SANITIZED_SHAPES
 from xbackend.isolation import Isolation
 from xbackend.measuring.timing import format_seconds
+from xbackend.operations import Shape
 
 EXIT_WRONG = 1  # a kernel wrong, or not run, at some shape
 EXIT_NOTHING_CHECKED = EXIT_USAGE  # no kernel of the folders can run here: nothing passed
@@ -296,14 +297,65 @@ def _native(label: str) -> bool:
 
 
 def _shapes_said(ran: list[Verdict], shapes: int) -> str:
-    bad = [v for v in ran if v.equal is not True]
-    last = ran[-1]
-    if last.equal is None and len(ran) < shapes:  # its process hung or died there
-        return f"{last.word} at {compact(last.shape)} ({last.detail}); its larger shapes not run"
-    if not bad:
-        return f"equal at all {len(ran)} shapes"
-    shown = ", ".join(compact(v.shape) for v in bad[:6]) + (" ..." if len(bad) > 6 else "")
-    return f"{bad[0].word} at {len(bad)} of {len(ran)} shapes: {shown} ({bad[0].detail})"
+    """The shapes in words: where it hung or crashed (with what those shapes share), then
+    equal or wrong at the others, then the shapes not run after its processes were lost
+    (``checking.MOST_LOST``)."""
+    said = []
+    lost = {v.shape: how for v in ran if (how := _how_lost(v))}
+    for how in dict.fromkeys(lost.values()):
+        at = [v.shape for v in ran if lost.get(v.shape) == how]
+        rest = [v.shape for v in ran if v.shape not in lost]
+        where = shared(at, rest)  # type: ignore[arg-type]
+        said.append(f"{how} at {where + ' (' if where else ''}{_listed(at)}{')' if where else ''}")
+    others = [v for v in ran if v.shape not in lost]
+    bad = [v for v in others if v.equal is not True]
+    if others and lost:
+        said.append(
+            f"equal at the other {len(others)}"
+            if not bad
+            else f"{bad[0].word} at {len(bad)} of the other {len(others)}: "
+            f"{_listed([v.shape for v in bad])} ({bad[0].detail})"
+        )
+    elif others:
+        said.append(
+            f"equal at all {len(others)} shapes"
+            if not bad
+            else f"{bad[0].word} at {len(bad)} of {len(others)} shapes: "
+            f"{_listed([v.shape for v in bad])} ({bad[0].detail})"
+        )
+    if lost and len(ran) < shapes:
+        said.append(f"{shapes - len(ran)} not run after {len(lost)} lost processes")
+    return "; ".join(said)
+
+
+def _how_lost(verdict: Verdict) -> str:
+    """ "hangs" or "crashes" where the kernel's process was lost at this shape, else ""."""
+    if verdict.equal is not None or verdict.shape is None:
+        return ""
+    if verdict.detail.startswith("timed out"):
+        return "hangs"
+    return "crashes" if verdict.detail.startswith("the kernel's process") else ""
+
+
+def _listed(shapes: list[Any]) -> str:
+    return ", ".join(compact(s) for s in shapes[:6]) + (" ..." if len(shapes) > 6 else "")
+
+
+def shared(chosen: list[Shape], others: list[Shape]) -> str:
+    """What the ``chosen`` shapes have that the ``others`` do not, on one of M, N and K:
+    one value (``K = 1``), or a bound (``K ≤ 3``, ``M ≥ 129``); "" where none tells."""
+    if not others:
+        return ""
+    for name in ("K", "M", "N"):
+        mine = [getattr(shape, name) for shape in chosen]
+        theirs = [getattr(shape, name) for shape in others]
+        if len(set(mine)) == 1 and mine[0] not in theirs:
+            return f"{name} = {mine[0]}"
+        if max(mine) < min(theirs):
+            return f"{name} ≤ {max(mine)}"
+        if min(mine) > max(theirs):
+            return f"{name} ≥ {min(mine)}"
+    return ""
 
 
 def _times(args: argparse.Namespace, book: Book, opened: list[Any], isolation: Isolation) -> None:

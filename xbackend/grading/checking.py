@@ -29,6 +29,7 @@ from xbackend.diagnosis import COMPUTED, Launch, diagnose
 from xbackend.errors import KernelCompileError, XBackendError
 from xbackend.families import VariantSpec
 from xbackend.grading.coverage import Shortfall, shortfall
+from xbackend.grading.failures import compile_said, refused_said
 from xbackend.grading.records import Timing, Verdict
 from xbackend.isolation import ChildError, Isolation, KernelCrashed, KernelTimeout
 from xbackend.measure import describe_error, in_process
@@ -47,6 +48,9 @@ EDGE_SHAPES = (
     Shape(1, 64, 97), Shape(97, 64, 1), Shape(129, 67, 271),
 )  # fmt: skip
 TIMED_SAMPLES = 10
+# Processes a kernel may lose (a hang, a crash) before its shapes left are not run: each
+# hang costs the deadline (--kernel-timeout, 60 s), and a class has many kernels.
+MOST_LOST = 3
 UNTOLD = (
     "unwritten or computed, not told apart (its second run, into C poisoned with a finite "
     "value, did not finish)"
@@ -79,11 +83,12 @@ def check_variant(
     label: str, backend: Backend, variant: str, shapes: Sequence[Shape], seed: int,
     isolation: Isolation | None = None, dtype: str = "float32", finding: str = "",
 ) -> Iterator[Verdict]:  # fmt: skip
-    """``variant`` at each of ``shapes``, at its default tile; a build error ends it, and so
-    does a hang, a crash or any error of a user's kernel in the ``isolation``'s process
-    (on a GPU a kernel's fault is an error there, not a signal, and leaves its device
-    unusable). A wrong result says what it looks like (``diagnosis``); NaNs it computed
-    end with the sanitizer's ``finding`` where there is one."""
+    """``variant`` at each of ``shapes``, at its default tile. A failure that every shape
+    would meet (it does not compile or build, its attribute refuses the launch) is one
+    verdict at no shape and ends it; a hang or a crash at one shape is that shape's, and
+    the next runs in a fresh process, up to ``MOST_LOST`` of them. A wrong result says
+    what it looks like (``diagnosis``); NaNs it computed end with the sanitizer's
+    ``finding`` where there is one."""
     spec = backend.variant_spec(variant)
     problem = backend.variant_problem(variant, np.dtype(dtype))
     if not problem and spec.default_tile is not None:  # a size of its manifest's that
@@ -91,36 +96,54 @@ def check_variant(
     if problem:
         yield Verdict(label, variant, None, None, problem)
         return
+    lost = 0
     for shape in _taken(spec, shapes):
         short = shortfall(spec, shape)
         if short is not None and short.empty:  # no group: nothing would run, on any device
             yield Verdict(label, variant, shape, False, short.said)
             continue
         A, B = make_operands(shape, seed, np.dtype(dtype))
+        config = Config(label, backend, MM.name, variant, spec.default_tile, dtype)
         try:
-            config = Config(label, backend, MM.name, variant, spec.default_tile, dtype)
             result = _measured(isolation, config, A, B, warmup=0, samples=0).result
-        except WroteOutOfBounds as error:  # measured here: C's zone was written
-            yield Verdict(label, variant, shape, False, str(error))
-            continue
-        except ChildError as error:
-            if not str(error).startswith(WroteOutOfBounds.__name__):
-                yield Verdict(label, variant, shape, None, str(error).splitlines()[0])
-                return  # its process went on, but not at the larger shapes
-            text = str(error).split(": ", 1)[1]  # measured in its process: the same
-            yield Verdict(label, variant, shape, False, text.split(" (at ")[0])
-            continue
-        except (KernelTimeout, KernelCrashed) as error:  # its process went
-            yield Verdict(label, variant, shape, None, str(error).splitlines()[0])
-            return  # wrong: the larger shapes are not run
-        except KernelCompileError as error:  # the compiler's own words, as in its process
-            yield Verdict(label, variant, shape, None, describe_error(error))
-            return
         except XBackendError as error:
-            yield Verdict(label, variant, shape, None, str(error).splitlines()[0])
+            verdict = _failed(label, spec, shape, error)
+            yield verdict
+            if verdict.shape is None:  # every shape's: the rest would say it again
+                return
+            lost += _lost(error)
+            if lost >= MOST_LOST:
+                return  # the shapes left are not run: the summary counts them
             continue
         untouched = _untouched(isolation, config, A, B, result)
         yield _verdict(label, spec, shape, result, A, B, untouched, finding, short)
+
+
+def _lost(error: XBackendError) -> int:
+    """1 where the kernels' process was lost at a shape (a hang, a crash, an error that
+    ends it: a GPU's fault leaves its device unusable), else 0."""
+    if isinstance(error, ChildError):
+        return 0 if str(error).startswith(WroteOutOfBounds.__name__) else 1
+    return 1 if isinstance(error, (KernelTimeout, KernelCrashed)) else 0
+
+
+def _failed(label: str, spec: VariantSpec, shape: Shape, error: XBackendError) -> Verdict:
+    """The verdict on a run that raised ``error``: at no shape where every shape would
+    raise it (a compile error, a build that hung or crashed, a launch the kernel's own
+    attribute refuses), in the student's words; else at ``shape``."""
+    text = describe_error(error) if isinstance(error, KernelCompileError) else str(error)
+    said = compile_said(text) or refused_said(text, spec)
+    if said:
+        return Verdict(label, spec.name, None, None, said)
+    first = text.splitlines()[0] if text else type(error).__name__
+    if isinstance(error, (KernelTimeout, KernelCrashed)) and error.building:
+        return Verdict(label, spec.name, None, None, f"does not build: {first}")
+    if isinstance(error, WroteOutOfBounds):  # measured here: C's zone was written
+        return Verdict(label, spec.name, shape, False, text)
+    if isinstance(error, ChildError) and text.startswith(WroteOutOfBounds.__name__):
+        said = text.split(": ", 1)[1].split(" (at ")[0]  # measured in its process: the same
+        return Verdict(label, spec.name, shape, False, said)
+    return Verdict(label, spec.name, shape, None, first)
 
 
 def _taken(spec: VariantSpec, shapes: Sequence[Shape]) -> list[Shape]:
