@@ -293,3 +293,61 @@ def test_a_hang_at_one_shape_leaves_the_others_checked():
     hung = _lines(done.stdout, "hang_naive")
     assert len(hung) == 2 and all("its first runs after its build took longer" in x for x in hung)
     assert "its build did not finish" not in done.stdout and "build or" not in done.stdout
+
+
+# -- 54.6, 54.7: every timed run verified, at the tile that was verified -----------------------
+
+
+@pytest.mark.slow
+def test_a_kernel_right_only_at_its_first_run_is_wrong_where_timed():
+    """halving_naive's before launch doubles A in place: its first run is right (the
+    check's at every shape), its timed batch is not. check verifies the timed runs too:
+    WRONG at the timed size, and no time, no rank."""
+    needs_backend("opencl")
+    done = _check(str(VERDICTS / "mutates_a"), "--backends", "opencl", "--steps", "1",
+                  "--shapes", "7x13x5", "--sanitize", "off", *SEED)  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    timed = _lines(done.stdout, "halving_naive")
+    assert len(timed) == 1 and timed[0].startswith(
+        "  opencl halving_naive at 16×14·14×16: WRONG (its last timed run differs from the "
+        "reference: "
+    ), timed
+    assert timed[0].endswith(
+        " (its first was equal: a launch that changes its inputs, or state kept between runs?))"
+    )
+    assert "opencl halving_naive: WRONG at 1 of 2 shapes: 16×14·14×16" in done.stdout
+    mine = [line for line in done.stdout.splitlines() if "halving_naive" in line]
+    assert not any(" ±" in line for line in mine), mine  # no time taken from a wrong run
+
+
+def test_a_kernel_is_timed_at_the_tile_it_was_verified_at(own_families, monkeypatch):
+    """The tune cache may hold another tile (a kernel right at 16 and wrong at 32 was timed
+    at 32): check times the default tile it verified, never the backend's own choice."""
+    from xbackend.grading import checking
+
+    needs_backend("opencl")
+    from xbackend import families, get_backend
+
+    families.add_folders([CLASS / "xavier"])  # default_tile 32 of tiles [8, 16, 32]
+    asked: list[int | None] = []
+    measured = checking._measured
+
+    def spy(isolation, config, A, B, **options):
+        asked.append(config.tile)
+        return measured(isolation, config, A, B, **options)
+
+    monkeypatch.setattr(checking, "_measured", spy)
+    backend = get_backend("opencl")
+    try:
+        variant = checking.folder_variants([str(CLASS / "xavier")])[0]
+        tile = backend.variant_spec(variant).default_tile
+        shape = Shape(32, 28, 32)
+        verdicts = list(checking.check_variant("opencl", backend, variant, [shape], 5))
+        found = checking.verified_timing(
+            backend, variant, shape, 5, None, "opencl", "float32", tile
+        )
+    finally:
+        backend.close()
+    assert [v.equal for v in verdicts] == [True]
+    assert isinstance(found, checking.Timing) and tile == 32
+    assert asked == [32, 32]

@@ -37,8 +37,8 @@ from xbackend.grading.checking import (
     default_dtype,
     folder_variants,
     schedule,
-    timing,
     unrunnable,
+    verified_timing,
 )
 from xbackend.grading.records import COMPILER, SANITIZERS, Verdict, compact, language_of
 from xbackend.grading.sanitizers import CUDA_TOOLS, Sanitized, sanitize, sanitize_cuda
@@ -299,7 +299,13 @@ def _native(label: str) -> bool:
 def _shapes_said(ran: list[Verdict], shapes: int) -> str:
     """The shapes in words: where it hung or crashed (with what those shapes share), then
     equal or wrong at the others, then the shapes not run after its processes were lost
-    (``checking.MOST_LOST``)."""
+    (``checking.MOST_LOST``). A shape checked twice (the timed size: its timed runs are
+    verified too) counts once, by its worse verdict."""
+    worst: dict[Any, Verdict] = {}
+    for verdict in ran:
+        if worst.get(verdict.shape, verdict).equal is True or verdict.shape not in worst:
+            worst[verdict.shape] = verdict
+    ran = list(worst.values())
     said = []
     lost = {v.shape: how for v in ran if (how := _how_lost(v))}
     for how in dict.fromkeys(lost.values()):
@@ -359,7 +365,8 @@ def shared(chosen: list[Shape], others: list[Shape]) -> str:
 
 
 def _times(args: argparse.Namespace, book: Book, opened: list[Any], isolation: Isolation) -> None:
-    """Each kernel that was equal at every shape, timed at the largest size."""
+    """Each kernel that was equal at every shape, timed at the largest size at the tile
+    it was verified at; a timed run that is wrong is a WRONG verdict, not a time."""
     shape = schedule(args.steps)[-1]
     failed = {(v.label, v.variant) for v in book.verdicts if v.equal is not True}
     print(f"\nmedian kernel time at {compact(shape)}:", flush=True)
@@ -368,7 +375,13 @@ def _times(args: argparse.Namespace, book: Book, opened: list[Any], isolation: I
             if (label, variant) in failed:
                 continue
             dtype = dtype_of(args, variant)
-            found = timing(backend, variant, shape, args.seed, isolation, label, dtype)
+            tile = backend.variant_spec(variant).default_tile  # the tile it was verified at
+            found = verified_timing(
+                backend, variant, shape, args.seed, isolation, label, dtype, tile
+            )
+            if isinstance(found, Verdict):  # a timed run was wrong: no time, a verdict
+                _say(found, book)
+                continue
             if found is not None:
                 book.add(found)
             print(f"  {label:10s} {variant:20s} {said_time(found)}", flush=True)

@@ -35,7 +35,7 @@ from xbackend.isolation import ChildError, Isolation, KernelCrashed, KernelTimeo
 from xbackend.measure import describe_error, in_process
 from xbackend.measuring.timing import median_interval
 from xbackend.operations import MM, Shape, make_operands
-from xbackend.problems import Reference, check
+from xbackend.problems import Check, Reference, check
 from xbackend.sweep import DEFAULT_BASE, growth
 
 if TYPE_CHECKING:
@@ -247,21 +247,57 @@ def timing(
     backend: Backend, variant: str, shape: Shape, seed: int,
     isolation: Isolation | None = None, label: str = "", dtype: str = "float32",
 ) -> Timing | None:  # fmt: skip
-    """The median kernel time of ``variant`` at ``shape`` (its default tile), with its
-    interval and the clock that timed it ("globaltimer": the device span; else the
-    API's); None where it did not run. A user's kernel in the ``isolation``'s process."""
+    """The median kernel time of ``variant`` at ``shape`` (at the tile its backend chooses:
+    xbackend's own lines, tuned where ``tune`` was run), with its interval and the clock
+    that timed it ("globaltimer": the device span; else the API's); None where it did not
+    run or gave a wrong result. A user's kernel in the ``isolation``'s process."""
+    found = verified_timing(backend, variant, shape, seed, isolation, label, dtype, None)
+    return found if isinstance(found, Timing) else None
+
+
+def verified_timing(
+    backend: Backend, variant: str, shape: Shape, seed: int, isolation: Isolation | None,
+    label: str, dtype: str, tile: int | None,
+) -> Timing | Verdict | None:  # fmt: skip
+    """``variant`` timed at ``shape`` at ``tile`` (``check`` passes the default tile it
+    verified at, never the tune cache's), its runs' results verified: the first and the
+    last timed one (a launch that changes its own inputs, A doubled in place by a
+    ``before`` launch, is right once and wrong after). A wrong one is a WRONG verdict at
+    ``shape`` instead of a time; None where it did not run."""
     A, B = make_operands(shape, seed, np.dtype(dtype))
-    config = Config(label, backend, MM.name, variant, None, dtype)
+    config = Config(label, backend, MM.name, variant, tile, dtype)
     try:
         measured = _measured(isolation, config, A, B, samples=TIMED_SAMPLES, min_samples=5)
     except XBackendError:
         return None
+    reference = Reference.of(A, B)
+    for which, result in (("first", measured.result), ("last timed", measured.last_result)):
+        found = check(result, reference)
+        if not found.equal:
+            return Verdict(label, variant, shape, False, _timed_wrong(which, found, result, A, B))
     kept, _ = measured.kept
     if not kept:
         return None
     low, high = median_interval(kept)
     median = float(np.median(kept))
     return Timing(label, variant, shape, median, low, high, measured.clock, len(kept), dtype)
+
+
+def _timed_wrong(which: str, found: Check, result: np.ndarray, A: np.ndarray, B: np.ndarray) -> str:
+    """Why a timed run's result is wrong, in words: its NaNs (not told apart: a timed run
+    has no second run), else its error and what it looks like."""
+    head = f"its {which} run differs from the reference"
+    why = (
+        " (its first was equal: a launch that changes its inputs, or state kept between runs?)"
+        if which != "first"
+        else ""
+    )
+    if found.nan_count:
+        return f"{head}: {found.nan_count} elements NaN{why}"
+    said = diagnose(result, A, B)
+    return f"{head}: largest error {found.bound_ratio:.2g}× its bound" + (
+        f": {said}{why}" if said else why
+    )
 
 
 def unrunnable(variants: Sequence[str], opened: Sequence[tuple[str, Backend]]) -> dict[str, str]:
