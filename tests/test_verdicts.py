@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from conftest import ROOT, run_xbackend
 
+from xbackend.backends.execution import fill_word
 from xbackend.backends.operands import (
     FINITE_POISON_WORD,
     POISON_ENV,
@@ -57,6 +58,9 @@ def test_the_finite_poison_is_one_word_in_either_float_type():
         assert np.isnan(poison_value(np.dtype(dtype)))
     with finitely_poisoned():
         assert poison_value(np.dtype(np.int32)) == np.iinfo(np.int32).min
+        assert fill_word(np.dtype(np.float64), 0x7FF87FF8) == FINITE_POISON_WORD
+        assert fill_word(np.dtype(np.int32), 0x7FF87FF8) == 0x80000000
+    assert fill_word(np.dtype(np.float32), 0x7FC00000) == 0x7FC00000  # CUDA's NaN word
     import os
 
     assert POISON_ENV not in os.environ

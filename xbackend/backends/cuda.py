@@ -22,7 +22,7 @@ import numpy as np
 from xbackend.backends.compiled import CompiledBackend, index_environment
 from xbackend.backends.cubins import entry, family_cubin
 from xbackend.backends.cublas import cublas_math_environment, cublas_math_note
-from xbackend.backends.execution import Device
+from xbackend.backends.execution import Device, fill_word
 from xbackend.backends.kernels import STAMP, instances, read_kernel
 from xbackend.backends.launch import (
     Buffer,
@@ -34,7 +34,6 @@ from xbackend.backends.launch import (
     packing,
 )
 from xbackend.backends.machine_code import cuda_ptx
-from xbackend.backends.operands import FINITE_POISON_WORD, finite_poison
 from xbackend.backends.specs import DeviceInfo
 from xbackend.backends.vendor import check_library
 from xbackend.errors import KernelCompileError, UnsupportedParameter, XBackendError
@@ -206,12 +205,7 @@ class _CudaDevice(Device):
 
     def fill(self, targets: Sequence[tuple[Any, int]], dtype: np.dtype[Any]) -> None:
         # NaN for floats, the most negative int for integers; the workspaces too.
-        if dtype.kind == "f" and finite_poison():  # check's second run: a finite value
-            pattern = FINITE_POISON_WORD
-        elif dtype.kind == "f":
-            pattern = _NAN_BITS_F64 if dtype.itemsize == 8 else _NAN_BITS_F32
-        else:
-            pattern = 0x80000000
+        pattern = fill_word(dtype, _NAN_BITS_F64 if dtype.itemsize == 8 else _NAN_BITS_F32)
         for buffer, nbytes in targets:
             drv.memset_d32(buffer, pattern, nbytes // 4)
         drv.Context.synchronize()
