@@ -25,6 +25,7 @@ from xbackend.backends.operands import (
     poison_value,
 )
 from xbackend.diagnosis import ALL_UNWRITTEN, COMPUTED_NAN, Launch, diagnose
+from xbackend.grading.records import Timing
 from xbackend.problems import Shape, make_operands
 from xbackend.pytest_plugin import needs_backend
 
@@ -185,12 +186,15 @@ def test_a_grid_too_short_for_c_is_named_by_its_key_on_every_device(oclgrind):
         assert internal not in done.stdout, internal
 
 
-def _short_spec(**launch: tuple[str, ...]):
+def _short_spec(group: tuple[str, ...] = (), grid: tuple[str, ...] = ()):
+    """short_grid's variant, with another launch where given."""
     from xbackend import families
 
     families.add_folders([VERDICTS / "short_grid"])
     spec = families.find_variant("short_naive")
-    return dataclasses.replace(spec, **launch) if launch else spec
+    if group:
+        spec = dataclasses.replace(spec, group=group)
+    return dataclasses.replace(spec, grid=grid) if grid else spec
 
 
 def test_what_a_written_launch_leaves_of_c(own_families):
@@ -353,5 +357,5 @@ def test_a_kernel_is_timed_at_the_tile_it_was_verified_at(own_families, monkeypa
     finally:
         backend.close()
     assert [v.equal for v in verdicts] == [True]
-    assert isinstance(found, checking.Timing) and tile == 32
+    assert isinstance(found, Timing) and tile == 32
     assert asked == [32, 32]
