@@ -221,6 +221,11 @@ def test_what_a_written_launch_leaves_of_c(own_families):
         "grid[0] = M * N // 256 = 0 groups: nothing runs (family.toml: grid)"
     )
     assert shortfall(_short_spec(grid=("N // 0", "M")), Shape(7, 13, 5)) is None  # the run says
+    negative = shortfall(_short_spec(grid=("N", "M - 100")), Shape(7, 13, 5))
+    assert negative is not None and negative.empty
+    assert negative.said == (
+        "grid[1] = M - 100 = -93: fewer than no groups, nothing runs (family.toml: grid)"
+    )
 
 
 # -- 52.4: every failure said as what it is -----------------------------------------------------

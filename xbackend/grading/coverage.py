@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from xbackend.errors import XBackendError
 from xbackend.families import VariantSpec
 from xbackend.families.expressions import evaluate
 from xbackend.operations import Shape
@@ -46,8 +47,12 @@ def shortfall(spec: VariantSpec, shape: Shape) -> Shortfall | None:
         groups = [int(evaluate(size, names)) for size in launch.grid]
         workers = [int(evaluate(size, names)) for size in launch.group]
         tm, tn = spec.per_thread(spec.default_tile)
-    except (ArithmeticError, ValueError, TypeError, KeyError):
+    except (ArithmeticError, ValueError, TypeError, KeyError, XBackendError):
         return None
+    for axis, count in enumerate(groups):
+        if count < 0:  # no launch has a negative number of groups: nothing runs
+            return Shortfall(f"grid[{axis}] = {launch.grid[axis]} = {count}: fewer than no "
+                             "groups, nothing runs (family.toml: grid)", True)  # fmt: skip
     # Along x the columns of C, along y its rows (a written launch is never turned:
     # ``x = "rows"`` goes with the default launch only); a 1-D launch's extent is the
     # kernel's to map, so only its emptiness is judged.
@@ -57,7 +62,7 @@ def shortfall(spec: VariantSpec, shape: Shape) -> Shortfall | None:
     for axis, noun, size, patch in axes:
         covered = groups[axis] * workers[axis] * patch
         if covered < size:
-            return Shortfall(_said(spec, axis, groups, workers, patch, noun, size), not covered)
+            return Shortfall(_said(spec, axis, groups, workers, patch, noun, size), covered <= 0)
     for axis, count in enumerate(groups):
         if count < 1:  # a z axis, or a 1-D launch: no group, nothing runs
             return Shortfall(f"grid[{axis}] = {launch.grid[axis]} = {count} groups: nothing "
