@@ -106,6 +106,12 @@ def test_nan_the_kernel_wrote_is_computed_never_unwritten():
     )
 
 
+def test_one_nan_is_one_element():
+    from xbackend.grading.checking import nan_said
+
+    assert (nan_said(1), nan_said(35)) == ("1 element NaN", "35 elements NaN")  # not "1 elements"
+
+
 @pytest.mark.slow
 def test_a_kernel_that_adds_onto_c_computes_its_nan():
     """mallory's naive kernel adds its sum onto C (``C[i] += ...``): it writes every

@@ -186,7 +186,7 @@ def _verdict(
     launch first where it left them: ``short``)."""
     found = check(result, Reference.of(A, B))
     detail = (
-        f"{found.nan_count} elements NaN"
+        nan_said(found.nan_count)
         if found.nan_count
         else f"largest error {found.bound_ratio:.2g}× its bound"
     )
@@ -206,6 +206,11 @@ def _verdict(
         if finding and COMPUTED in said:
             detail += f"; {finding}"
     return Verdict(label, spec.name, shape, False, detail)
+
+
+def nan_said(count: int) -> str:
+    """``1 element NaN``, ``35 elements NaN``."""
+    return f"{count} element{'s' if count != 1 else ''} NaN"
 
 
 def _launch_keys(spec: VariantSpec) -> str:
@@ -293,7 +298,7 @@ def _timed_wrong(which: str, found: Check, result: np.ndarray, A: np.ndarray, B:
         else ""
     )
     if found.nan_count:
-        return f"{head}: {found.nan_count} elements NaN{why}"
+        return f"{head}: {nan_said(found.nan_count)}{why}"
     said = diagnose(result, A, B)
     return f"{head}: largest error {found.bound_ratio:.2g}× its bound" + (
         f": {said}{why}" if said else why
