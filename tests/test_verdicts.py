@@ -284,6 +284,24 @@ def test_a_launch_the_kernels_attribute_refuses_names_it_and_the_group():
     assert "UnsupportedParameter" not in done.stdout and "7×13" not in done.stdout
 
 
+def test_a_cuda_launch_past_the_kernels_launch_bounds_names_them(own_families):
+    """On a GPU, fixed_group's CUDA kernel (``__launch_bounds__(64)``) launched in blocks of
+    16×16 fails in the driver's words: said as the attribute and the manifest's group."""
+    from xbackend import families
+    from xbackend.grading.failures import refused_said
+
+    families.add_folders([VERDICTS / "fixed_group", VERDICTS / "short_grid"])
+    failed = "LogicError: cuLaunchKernel failed: invalid argument (at driver.py:587)"
+    assert refused_said(failed, families.find_variant("fixed_naive")) == (
+        "the kernel's __launch_bounds__(64) (fixed.cu line 4) refuses the manifest's blocks "
+        "of 16×16 = 256 threads (family.toml: groups of TILE×TILE at default_tile = 16)"
+    )
+    assert refused_said(failed, families.find_variant("short_naive")) is None  # no bounds
+    assert (
+        refused_said("LogicError: cuMemAlloc failed", families.find_variant("fixed_naive")) is None
+    )
+
+
 def test_what_the_shapes_a_kernel_hung_at_share():
     from xbackend.cli.check_submission import shared
 
