@@ -128,6 +128,20 @@ def test_a_kernel_that_adds_onto_c_computes_its_nan():
 
 
 @pytest.mark.slow
+def test_under_a_sanitizer_one_run_a_shape_and_nan_not_called_either():
+    """The sanitizers run check with C's red zone off: there the second run is not made
+    (its deadline is for one run a shape), and NaNs are neither unwritten nor computed."""
+    needs_backend("opencl")
+    done = _check(str(CLASS / "mallory"), "--backends", "opencl", "--steps", "0", "--shapes",
+                  "7x13x5", "--no-times", "--sanitize", "off", *SEED,
+                  env={"XBACKEND_RED_ZONE": "0"})  # fmt: skip
+    assert _lines(done.stdout, "mallory_naive") == [
+        "  opencl mallory_naive at 7×13·13×5: WRONG (35 elements NaN: unwritten or computed, "
+        "not told apart without a second run into a finite poison)"
+    ]
+
+
+@pytest.mark.slow
 def test_rows_a_kernel_never_writes_are_still_unwritten():
     """quentin's naive kernel takes 32-row groups from 16-row ones: rows it never writes
     keep the finite poison too, and are said unwritten, with the launch."""
