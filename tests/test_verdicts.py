@@ -139,6 +139,10 @@ def test_under_a_sanitizer_one_run_a_shape_and_nan_not_called_either():
         "  opencl mallory_naive at 7×13·13×5: WRONG (35 elements NaN: unwritten or computed, "
         "not told apart without a second run into a finite poison)"
     ]
+    hang = _check(str(VERDICTS / "small_k_hang"), "--backends", "opencl", "--steps", "0",
+                  "--shapes", "1x1x1,7x13x5,40x1x24", "--no-times", "--sanitize", "off",
+                  "--kernel-timeout", "5", *SEED, env={"XBACKEND_RED_ZONE": "0"})  # fmt: skip
+    assert "opencl hang_naive: hangs at 1×1·1×1; 2 not run after 1 lost process" in hang.stdout
 
 
 @pytest.mark.slow

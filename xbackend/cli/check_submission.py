@@ -156,10 +156,9 @@ def _checked(
             book.add(Verdict("-", variant, None, None, why))
     runnable = [v for v in variants if v not in missing]
     unsafe = _sanitized(args, book, opened, runnable)
-    # Under a sanitizer (which runs this with C's red zone off) one run a shape: a second
-    # run to tell NaNs apart would double its time against its deadline, and only its
-    # findings are read.
-    proving = os.environ.get(RED_ZONE_ENV) != "0"
+    # Under a sanitizer (which runs this with C's red zone off) one run a shape, and the
+    # first hang ends it: more would spend its deadline, and only its findings are read.
+    sanitizing = os.environ.get(RED_ZONE_ENV) == "0"
     with Isolation() as isolation:
         for label, backend in opened:
             for variant in [v for v in runnable if v in backend.variants()]:
@@ -168,7 +167,15 @@ def _checked(
                 dtype = dtype_of(args, variant)
                 finding = _finding(book, backend.name, variant)
                 for verdict in check_variant(
-                    label, backend, variant, shapes, args.seed, isolation, dtype, finding, proving
+                    label,
+                    backend,
+                    variant,
+                    shapes,
+                    args.seed,
+                    isolation,
+                    dtype,
+                    finding,
+                    sanitizing,
                 ):
                     _say(verdict, book)
         if args.steps and not args.no_times:
@@ -334,7 +341,8 @@ def _shapes_said(ran: list[Verdict], shapes: int) -> str:
             f"{_listed([v.shape for v in bad])} ({bad[0].detail})"
         )
     if lost and len(ran) < shapes:
-        said.append(f"{shapes - len(ran)} not run after {len(lost)} lost processes")
+        processes = f"{len(lost)} lost process{'es' if len(lost) != 1 else ''}"
+        said.append(f"{shapes - len(ran)} not run after {processes}")
     return "; ".join(said)
 
 

@@ -79,16 +79,16 @@ def _measured(
 def check_variant(
     label: str, backend: Backend, variant: str, shapes: Sequence[Shape], seed: int,
     isolation: Isolation | None = None, dtype: str = "float32", finding: str = "",
-    prove: bool = True,
+    under_sanitizer: bool = False,
 ) -> Iterator[Verdict]:  # fmt: skip
     """``variant`` at each of ``shapes``, at its default tile. A failure that every shape
     would meet (it does not compile or build, its attribute refuses the launch) is one
     verdict at no shape and ends it; a hang or a crash at one shape is that shape's, and
     the next runs in a fresh process, up to ``MOST_LOST`` of them. A wrong result says
     what it looks like (``diagnosis``); NaNs it computed end with the sanitizer's
-    ``finding`` where there is one. ``prove``: a result with NaNs is run a second time,
-    into a finite poison, to tell unwritten from computed (not under a sanitizer, whose
-    deadline one run a shape is given)."""
+    ``finding`` where there is one. A result with NaNs is run a second time, into a
+    finite poison, to tell unwritten from computed; not ``under_sanitizer``, whose
+    deadline is for one run a shape, and where the first lost process ends it."""
     spec = backend.variant_spec(variant)
     problem = backend.variant_problem(variant, np.dtype(dtype))
     if not problem and spec.default_tile is not None:  # a size of its manifest's that
@@ -112,10 +112,10 @@ def check_variant(
             if verdict.shape is None:  # every shape's: the rest would say it again
                 return
             lost += _lost(error)
-            if lost >= MOST_LOST:
+            if lost >= (1 if under_sanitizer else MOST_LOST):
                 return  # the shapes left are not run: the summary counts them
             continue
-        untouched = _untouched(isolation, config, A, B, result) if prove else None
+        untouched = None if under_sanitizer else _untouched(isolation, config, A, B, result)
         yield _verdict(label, spec, shape, result, A, B, untouched, finding, short)
 
 
