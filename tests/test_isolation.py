@@ -122,7 +122,7 @@ def _gone(pid: int) -> bool:
     ("bad", "reason"),
     [
         ("iso_hang", f"timed out after {DEADLINE} s: the kernel did not return"),
-        ("iso_bomb", f"timed out after {DEADLINE} s: the kernel did not return"),
+        ("iso_bomb", f"timed out after {DEADLINE} s: its build did not finish"),  # not a run
         ("iso_crash", CRASHED),
     ],
 )
