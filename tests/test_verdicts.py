@@ -165,10 +165,10 @@ def test_a_missing_first_barrier_reads_as_computed_nan_with_the_race(oclgrind):
     "unwritten" (the issue's page said "left 30 of 31×29 elements unwritten")."""
     needs_backend("opencl")
     nan_lines: list[str] = []
-    for attempt in range(3):  # the runtime's leftovers: NaN in most runs, at a few shapes
+    for attempt in range(6):  # the runtime's leftovers: NaN in about half the runs
         seed = ("--seed", str(attempt + 1))
         done = _check(str(VERDICTS / "no_first_barrier"), "--backends", "opencl", "--steps",
-                      "4", "--no-times", "--sanitize", "on", *seed)  # fmt: skip
+                      "12", "--no-times", "--sanitize", "on", *seed)  # fmt: skip
         assert done.returncode == 1, done.stdout + done.stderr
         lines = _lines(done.stdout, "racy_tiled")
         assert lines and all("WRONG" in line for line in lines)
@@ -177,7 +177,7 @@ def test_a_missing_first_barrier_reads_as_computed_nan_with_the_race(oclgrind):
         if nan_lines:
             break
     if not nan_lines:
-        pytest.skip("this OpenCL runtime computed no NaN from the unloaded tiles in 3 runs")
+        pytest.skip("this OpenCL runtime computed no NaN from the unloaded tiles in 6 runs")
     race = "oclgrind: Read-write data race (local): racy.cl line 20: sum += As[ty][k] * Bs[k][tx];"
     for line in nan_lines:
         assert "computed NaN: read before written? (the kernel wrote " in line, line
