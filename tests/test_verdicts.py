@@ -222,7 +222,8 @@ def _short_spec(group: tuple[str, ...] = (), grid: tuple[str, ...] = ()):
 
 
 def test_what_a_written_launch_leaves_of_c(own_families):
-    from xbackend.grading.coverage import shortfall
+    from xbackend import families
+    from xbackend.grading.coverage import Shortfall, shortfall
 
     spec = _short_spec()
     assert shortfall(spec, Shape(32, 28, 48)) is None  # covers C
@@ -245,6 +246,17 @@ def test_what_a_written_launch_leaves_of_c(own_families):
         "grid[0] = M * N // 256 = 0 groups: nothing runs (family.toml: grid)"
     )
     assert shortfall(_short_spec(grid=("N // 0", "M")), Shape(7, 13, 5)) is None  # the run says
+    families.add_folders([VERDICTS / "mutates_a"])  # its before launch: cdiv(K, TILE) groups
+    doubling = families.find_variant("halving_naive")
+    assert shortfall(doubling, Shape(7, 13, 5)) is None
+    first = dataclasses.replace(doubling.before[0], grid=("K // TILE", "cdiv(M, TILE)"))
+    assert shortfall(dataclasses.replace(doubling, before=(first,)), Shape(7, 13, 5)) == (
+        Shortfall(
+            "before[0] (double_a): grid[0] = K // TILE = 0 groups: it cannot run "
+            "(family.toml: variant.before)",
+            True,
+        )
+    )
     negative = shortfall(_short_spec(grid=("N", "M - 100")), Shape(7, 13, 5))
     assert negative is not None and negative.empty
     assert negative.said == (

@@ -36,14 +36,15 @@ def shortfall(spec: VariantSpec, shape: Shape) -> Shortfall | None:
     or None where it covers C, where the manifest writes no launch, or where an
     expression has no value here (the run says why)."""
     launch = spec.launch
-    if not launch.grid or not launch.group:
-        return None
     try:
         names = {
             **spec.names_at(spec.default_tile),
             "M": shape.M, "N": shape.N, "K": shape.K, "BATCH": 1,
             "ROWS": shape.M, "COLUMNS": shape.N,
         }  # fmt: skip
+        empty = _empty_before(spec, names)
+        if empty is not None or not launch.grid or not launch.group:
+            return empty
         groups = [int(evaluate(size, names)) for size in launch.grid]
         workers = [int(evaluate(size, names)) for size in launch.group]
         tm, tn = spec.per_thread(spec.default_tile)
@@ -67,6 +68,21 @@ def shortfall(spec: VariantSpec, shape: Shape) -> Shortfall | None:
         if count < 1:  # a z axis, or a 1-D launch: no group, nothing runs
             return Shortfall(f"grid[{axis}] = {launch.grid[axis]} = {count} groups: nothing "
                              "runs (family.toml: grid)", True)  # fmt: skip
+    return None
+
+
+def _empty_before(spec: VariantSpec, names: dict[str, int]) -> Shortfall | None:
+    """A ``before`` launch whose grid has no group along an axis at these sizes: no device
+    launches it (CUDA refuses a grid of 0), so the product cannot be made."""
+    for index, before in enumerate(spec.before):
+        for axis, size in enumerate(before.grid):
+            count = int(evaluate(size, names))
+            if count < 1:
+                return Shortfall(
+                    f"before[{index}] ({before.function}): grid[{axis}] = {size} = {count} "
+                    "groups: it cannot run (family.toml: variant.before)",
+                    True,
+                )
     return None
 
 
