@@ -166,17 +166,11 @@ def _checked(
                     continue
                 dtype = dtype_of(args, variant)
                 finding = _finding(book, backend.name, variant)
-                for verdict in check_variant(
-                    label,
-                    backend,
-                    variant,
-                    shapes,
-                    args.seed,
-                    isolation,
-                    dtype,
-                    finding,
-                    sanitizing,
-                ):
+                checked = check_variant(
+                    label, backend, variant, shapes, args.seed, isolation, dtype,
+                    finding=finding, under_sanitizer=sanitizing,
+                )  # fmt: skip
+                for verdict in checked:
                     _say(verdict, book)
         if args.steps and not args.no_times:
             _times(args, book, opened, isolation)
@@ -312,37 +306,28 @@ def _shapes_said(ran: list[Verdict], shapes: int) -> str:
     equal or wrong at the others, then the shapes not run after its processes were lost
     (``checking.MOST_LOST``). A shape checked twice (the timed size: its timed runs are
     verified too) counts once, by its worse verdict."""
-    worst: dict[Any, Verdict] = {}
+    worst: dict[Shape, Verdict] = {}
     for verdict in ran:
-        if worst.get(verdict.shape, verdict).equal is True or verdict.shape not in worst:
-            worst[verdict.shape] = verdict
-    ran = list(worst.values())
+        shape = verdict.shape
+        if shape is not None and (shape not in worst or worst[shape].equal is True):
+            worst[shape] = verdict
+    lost = {shape: how for shape, v in worst.items() if (how := _how_lost(v))}
+    others = [v for shape, v in worst.items() if shape not in lost]
     said = []
-    lost = {v.shape: how for v in ran if (how := _how_lost(v))}
     for how in dict.fromkeys(lost.values()):
-        at = [v.shape for v in ran if lost.get(v.shape) == how]
-        rest = [v.shape for v in ran if v.shape not in lost]
-        where = shared(at, rest)  # type: ignore[arg-type]
-        said.append(f"{how} at {where + ' (' if where else ''}{_listed(at)}{')' if where else ''}")
-    others = [v for v in ran if v.shape not in lost]
+        at = [shape for shape in lost if lost[shape] == how]
+        where = shared(at, [v.shape for v in others if v.shape is not None])
+        said.append(f"{how} at {where} ({_listed(at)})" if where else f"{how} at {_listed(at)}")
     bad = [v for v in others if v.equal is not True]
-    if others and lost:
-        said.append(
-            f"equal at the other {len(others)}"
-            if not bad
-            else f"{bad[0].word} at {len(bad)} of the other {len(others)}: "
-            f"{_listed([v.shape for v in bad])} ({bad[0].detail})"
-        )
-    elif others:
-        said.append(
-            f"equal at all {len(others)} shapes"
-            if not bad
-            else f"{bad[0].word} at {len(bad)} of {len(others)} shapes: "
-            f"{_listed([v.shape for v in bad])} ({bad[0].detail})"
-        )
-    if lost and len(ran) < shapes:
+    among = f"the other {len(others)}" if lost else f"{len(others)} shapes"
+    if others and not bad:
+        said.append(f"equal at {among if lost else f'all {among}'}")
+    elif bad:
+        shown = _listed([v.shape for v in bad])
+        said.append(f"{bad[0].word} at {len(bad)} of {among}: {shown} ({bad[0].detail})")
+    if lost and len(worst) < shapes:
         processes = f"{len(lost)} lost process{'es' if len(lost) != 1 else ''}"
-        said.append(f"{shapes - len(ran)} not run after {processes}")
+        said.append(f"{shapes - len(worst)} not run after {processes}")
     return "; ".join(said)
 
 
