@@ -6,10 +6,13 @@ transposed, rows left unwritten by too small a launch. :func:`diagnose` tries th
 in order and names the first that fits C to the check's own tolerance (``xbackend.problems``:
 f(K)·eps·(|A|·|B|), each reading with its own magnitudes), never one that equals the product
 at this shape (B transposed where N or K is 1). C is poisoned with NaN before the kernel
-runs, so a NaN where the reference has none is unwritten: those are described first, and
-the readings tried on the written elements. A reading is tried on a few rows before all of
-them, and where a sum stopped is pinned down by a few elements' partial sums (O(K) each, not
-an O(M·N·K) search): a diagnosis costs about two float64 products more than the check.
+runs, so a NaN where the reference has none is unwritten or computed: ``check`` runs such a
+kernel again into C poisoned with a finite value, and only the elements still holding it
+are called unwritten (``untouched``); the others are NaN the kernel computed (read before
+written). Those are described first, and the readings tried on the elements not NaN. A
+reading is tried on a few rows before all of them, and where a sum stopped is pinned down
+by a few elements' partial sums (O(K) each, not an O(M·N·K) search): a diagnosis costs
+about two float64 products more than the check.
 """
 
 from __future__ import annotations
@@ -22,13 +25,19 @@ import numpy as np
 
 from xbackend.problems import tolerance_factor
 
-__all__ = ["ALL_NAN", "Launch", "diagnose"]
+__all__ = ["ALL_NAN", "ALL_UNWRITTEN", "COMPUTED", "COMPUTED_NAN", "Launch", "diagnose"]
 
 Array = np.ndarray[Any, Any]
 # A reading of the operands: its values and their magnitudes (|A|·|B| alike) on rows of C.
 Reading = Callable[[Array], tuple[Array, Array]]
 
 ALL_NAN = "every element is NaN: did the kernel read C (it starts as NaN) or leave it unwritten?"
+ALL_UNWRITTEN = "the kernel left every element unwritten"
+COMPUTED = "computed NaN: read before written?"
+COMPUTED_NAN = COMPUTED + (
+    " (the kernel wrote {count} of {M}×{N} elements as NaN: a second run into C poisoned "
+    "with a finite value overwrote them)"
+)
 SAMPLE_ROWS = 8  # rows a reading is tried on before it is computed in full
 PINNING_ELEMENTS = 4  # elements whose partial sums pin down where a sum stopped
 MOST_CANDIDATES = 4  # stops or repeated terms tried in full, at most
@@ -69,16 +78,21 @@ class Launch:
 
 
 def diagnose(
-    C: Array, A: Array, B: Array, tile: int | None = None, launch: Launch | None = None
-) -> str:
+    C: Array, A: Array, B: Array, tile: int | None = None, launch: Launch | None = None,
+    untouched: Array | None = None,
+) -> str:  # fmt: skip
     """What a wrong result C (M×N, NaN where unwritten) of A (M×K) · B (K×N) most likely
     computed, as one sentence starting in lower case; "" where C is right or nothing fits.
 
     ``tile`` (the kernel's TILE) lets it name a dropped partial tile; ``launch`` lets it
-    say what the launch covered. It never raises: a diagnosis is a hint."""
+    say what the launch covered. ``untouched`` (M×N booleans): where a second run into C
+    poisoned with a finite value left that value; a NaN there is unwritten, elsewhere
+    computed. Without it every NaN is taken as unwritten. It never raises: a diagnosis
+    is a hint."""
     try:
         with np.errstate(all="ignore"):
-            return _diagnose(np.asarray(C), np.asarray(A), np.asarray(B), tile, launch)
+            left = None if untouched is None else np.asarray(untouched, dtype=bool)
+            return _diagnose(np.asarray(C), np.asarray(A), np.asarray(B), tile, launch, left)
     except Exception:  # odd inputs (ragged, object, complex): no hint rather than an error
         return ""
 
@@ -116,25 +130,47 @@ class _Problem:
         return bool(self.close(*reading(every), every).all())
 
 
-def _diagnose(C: Array, A: Array, B: Array, tile: int | None, launch: Launch | None) -> str:
+def _diagnose(
+    C: Array, A: Array, B: Array, tile: int | None, launch: Launch | None,
+    untouched: Array | None,
+) -> str:  # fmt: skip
     numbers = all(array.dtype.kind in "biuf" for array in (C, A, B))  # not complex, not objects
     shaped = numbers and A.ndim == B.ndim == 2 and A.shape[1] == B.shape[0]
     if not shaped or C.size != A.shape[0] * B.shape[1] or C.size == 0:
         return ""
     tile = int(tile) if tile is not None and int(tile) > 0 else None
     p = _Problem(C, A, B)
-    coverage = "" if launch is None else launch.describe(p.M, p.N) + "; "
-    if not p.written.any():
+    if untouched is None and not p.written.any():
+        coverage = "" if launch is None else launch.describe(p.M, p.N) + "; "
         return coverage + ALL_NAN
+    nans = _nans(p, tile, launch, untouched)
+    if not p.written.any():
+        return nans
     wrong = ~p.close(p.product, p.magnitude, np.arange(p.M))
-    unwritten = "" if p.written.all() else coverage + _unwritten(~p.written, tile)
     if not wrong.any():
-        return unwritten
+        return nans
     found = next((said for said, reading in _readings(p, tile) if p.fits(reading)), "")
     found = found or _border(wrong, tile)
-    if not unwritten:
+    if not nans:
         return found
-    return f"{unwritten}; " + (f"where written, it {found}" if found else "the rest is wrong")
+    where = "where written" if "computed NaN" not in nans else "where not NaN"
+    return f"{nans}; " + (f"{where}, it {found}" if found else "the rest is wrong")
+
+
+def _nans(p: _Problem, tile: int | None, launch: Launch | None, untouched: Array | None) -> str:
+    """The NaNs where the product has none, in words: those left unwritten (still the
+    poison of a second run, ``untouched``; every NaN where it is None), with what the
+    launch covered, then those the kernel computed."""
+    nan = ~p.written
+    left = nan if untouched is None else nan & untouched.reshape(nan.shape)
+    computed = nan & ~left
+    said = []
+    if left.any():
+        coverage = "" if launch is None else launch.describe(p.M, p.N) + "; "
+        said.append(coverage + (ALL_UNWRITTEN if left.all() else _unwritten(left, tile)))
+    if computed.any():
+        said.append(COMPUTED_NAN.format(count=int(computed.sum()), M=p.M, N=p.N))
+    return "; ".join(said)
 
 
 def _readings(p: _Problem, tile: int | None) -> Iterator[tuple[str, Reading]]:

@@ -42,6 +42,7 @@ import numpy as np
 
 import xbackend
 from xbackend import families
+from xbackend.backends.operands import POISON_ENV
 from xbackend.backends.registry import backend_class
 from xbackend.configs import Config
 from xbackend.errors import XBackendError
@@ -67,12 +68,18 @@ class ChildError(Described):
 
 
 class KernelTimeout(Described):
-    """A step of a user's point (its build and first runs, or a sample) took longer than
-    the deadline: its process was ended."""
+    """A step of a user's point (its build, its first runs, or a sample) took longer than
+    the deadline: its process was ended. ``building``: in its build (then every shape's
+    would be), not in a run of the kernel."""
+
+    building = False
 
 
 class KernelCrashed(Described):
-    """The process measuring a user's point died (a signal: the kernel corrupted memory)."""
+    """The process measuring a user's point died (a signal: the kernel corrupted memory);
+    ``building``: in its build, not in a run of the kernel."""
+
+    building = False
 
 
 def kernel_timeout_s() -> float:
@@ -113,6 +120,7 @@ class _Request:
     B: Array
     options: dict[str, Any]
     folders: tuple[Path, ...]  # the parent's kernel-family folders (``--kernels``)
+    poison: str = ""  # the parent's POISON_ENV: check's second run poisons with a finite value
 
     @classmethod
     def of(cls, config: Config, A: Array, B: Array, options: dict[str, Any]) -> _Request:
@@ -120,6 +128,7 @@ class _Request:
         return cls(
             backend.name, _device_selector(backend), getattr(backend, "index_mode", None),
             config.variant, config.tile, config.op, A, B, options, families.added_folders(),
+            os.environ.get(POISON_ENV, ""),
         )  # fmt: skip
 
 
@@ -181,13 +190,15 @@ class Isolation:
         self._end(graceful=kind is None)
 
 
-# What the child is doing, as it tells the parent (a byte on the progress pipe).
-_STARTING, _OPENING, _BUILDING, _SAMPLING = range(4)
+# What the child is doing, as it tells the parent (a byte on the progress pipe): its
+# build, then its first runs once the backend has built the product (``_Built``).
+_STARTING, _OPENING, _BUILDING, _SAMPLING, _RUNNING = range(5)
 _DOING = {
     _STARTING: "starting its process",
     _OPENING: "opening the device",
-    _BUILDING: "its build or its first runs",
+    _BUILDING: "its build",
     _SAMPLING: "a timed sample",
+    _RUNNING: "its first runs after its build",
 }
 
 
@@ -234,7 +245,9 @@ class _Child:
         while True:
             left = since + timeout_s - time.monotonic()
             if left <= 0:
-                raise KernelTimeout(_timed_out(timeout_s, _DOING[self.doing]))
+                timeout = KernelTimeout(_timed_out(timeout_s, _DOING[self.doing]))
+                timeout.building = self.doing == _BUILDING
+                raise timeout
             ready, _, _ = select.select(watched, [], [], left)
             if self.progress in ready:
                 steps = os.read(self.progress, 4096)
@@ -245,7 +258,9 @@ class _Child:
             if self.answers in ready:
                 answer = _read_frame(self.answers)
                 if answer is None:
-                    raise KernelCrashed(self._death())
+                    crashed = KernelCrashed(self._death())
+                    crashed.building = self.doing == _BUILDING
+                    raise crashed
                 return answer  # type: ignore[no-any-return]
 
     def _death(self) -> str:
@@ -278,10 +293,10 @@ class _Child:
 
 
 def _timed_out(timeout_s: float, doing: str) -> str:
+    what = "its build did not finish" if doing == _DOING[_BUILDING] else "the kernel did not return"
     return (
-        f"timed out after {timeout_s:g} s: the kernel did not return ({doing} took longer "
-        f"than a user's kernel is given: --kernel-timeout, {TIMEOUT_ENV}); its process "
-        "was ended"
+        f"timed out after {timeout_s:g} s: {what} ({doing} took longer than a user's kernel "
+        f"is given: --kernel-timeout, {TIMEOUT_ENV}); its process was ended"
     )
 
 
@@ -367,6 +382,7 @@ def _answer(request: _Request, opened: dict[Any, Backend], progress: int) -> tup
         # The parent's folders as it has them now, the variant's family among them (one
         # the child cannot load is this point's error).
         families.use_folders(request.folders)
+        os.environ[POISON_ENV] = request.poison  # this run's poison, as the parent's
         key = (request.backend, request.device, request.index)
         if key not in opened:
             os.write(progress, bytes([_OPENING]))
@@ -390,6 +406,15 @@ def _open(request: _Request, progress: int) -> Backend:
         backend.use_index(request.index)
     monitor = backend.monitor
     backend.monitor = lambda: _Counting(monitor(), progress)  # type: ignore[method-assign]
+    execution = backend._execution
+
+    def built(*args: Any, **kwargs: Any) -> Any:
+        """The product built (compiled, allocated): what runs next is the kernel."""
+        made = execution(*args, **kwargs)
+        os.write(progress, bytes([_RUNNING]))
+        return made
+
+    backend._execution = built  # type: ignore[method-assign]
     return backend
 
 

@@ -22,7 +22,7 @@ import numpy as np
 from xbackend.backends.compiled import CompiledBackend, index_environment
 from xbackend.backends.cubins import entry, family_cubin
 from xbackend.backends.cublas import cublas_math_environment, cublas_math_note
-from xbackend.backends.execution import Device
+from xbackend.backends.execution import Device, fill_word
 from xbackend.backends.kernels import STAMP, instances, read_kernel
 from xbackend.backends.launch import (
     Buffer,
@@ -205,10 +205,7 @@ class _CudaDevice(Device):
 
     def fill(self, targets: Sequence[tuple[Any, int]], dtype: np.dtype[Any]) -> None:
         # NaN for floats, the most negative int for integers; the workspaces too.
-        if dtype.kind == "f":
-            pattern = _NAN_BITS_F64 if dtype.itemsize == 8 else _NAN_BITS_F32
-        else:
-            pattern = 0x80000000
+        pattern = fill_word(dtype, _NAN_BITS_F64 if dtype.itemsize == 8 else _NAN_BITS_F32)
         for buffer, nbytes in targets:
             drv.memset_d32(buffer, pattern, nbytes // 4)
         drv.Context.synchronize()

@@ -17,7 +17,7 @@ import numpy as np
 
 from xbackend.backends.interface import Execution
 from xbackend.backends.launch import OUTPUT, LibraryCall, Product, Step
-from xbackend.backends.operands import poison_value
+from xbackend.backends.operands import FINITE_POISON_WORD, finite_poison, poison_value
 from xbackend.errors import UnsupportedParameter, XBackendError
 from xbackend.measuring.handles import Queued, Timer
 from xbackend.measuring.launched import Launched
@@ -97,6 +97,15 @@ def red_zone(elements: int) -> int:
     and N up to a tile: it writes at most a tile of rows past the end); none unless
     ``RED_ZONE_ENV`` is set (to anything but 0)."""
     return max(4096, elements) if os.environ.get(RED_ZONE_ENV, "") not in ("", "0") else 0
+
+
+def fill_word(dtype: np.dtype[Any], nan_word: int) -> int:
+    """The 32-bit word a device that fills 32 bits at a time (cuMemsetD32) poisons an
+    output of ``dtype`` with: ``nan_word`` for floats (the finite poison's word in
+    ``check``'s second run: ``operands.finite_poison``), the most negative int else."""
+    if dtype.kind != "f":
+        return 0x80000000
+    return FINITE_POISON_WORD if finite_poison() else nan_word
 
 
 def clock_of(device: Device, product: Product) -> str:
@@ -194,7 +203,7 @@ class LaunchExecution(Execution):
         zone = np.empty(self._zone, dtype=self._C.dtype)
         self._device.download(zone, self._buffers[OUTPUT], self._C.nbytes)
         poison = poison_value(self._C.dtype)
-        kept = np.isnan(zone) if self._C.dtype.kind == "f" else zone == poison
+        kept = np.isnan(zone) if np.isnan(poison) else zone == poison
         written = np.flatnonzero(~kept)
         if written.size:
             raise WroteOutOfBounds(

@@ -7,6 +7,9 @@ copied compactly first (``row_major_span``).
 
 from __future__ import annotations
 
+import contextlib
+import os
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -109,13 +112,46 @@ def dimension_problem(A: Array, B: Array) -> str | None:
     return None
 
 
+# Set to "finite" (``check`` does, for a second run of a result with NaNs): floats are
+# poisoned with a finite value, so that an element still NaN was computed, not left.
+POISON_ENV = "XBACKEND_POISON"
+# The finite poison's 32-bit word, every byte 0x41: one word fill writes it in float32
+# (12.078431) and float64 (2261634.5098) alike, and a sum onto it (C += ...) changes it.
+FINITE_POISON_WORD = 0x41414141
+
+
+def finite_poison() -> bool:
+    """Whether floats are poisoned with the finite value (``POISON_ENV``), not NaN."""
+    return os.environ.get(POISON_ENV, "") == "finite"
+
+
+@contextlib.contextmanager
+def finitely_poisoned() -> Iterator[None]:
+    """Floats poisoned with the finite value while inside (here, and in the isolated
+    kernels' process, which takes the parent's ``POISON_ENV`` with each request)."""
+    before = os.environ.get(POISON_ENV)
+    os.environ[POISON_ENV] = "finite"
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ[POISON_ENV]
+        else:
+            os.environ[POISON_ENV] = before
+
+
 def poison_value(dtype: np.dtype[Any]) -> Any:
-    """What an output is filled with before a kernel runs: NaN, or the most negative int.
+    """What an output is filled with before a kernel runs: NaN, or the most negative int
+    (``finite_poison``: the finite value for floats).
 
     An element the kernel never writes keeps it and fails the check: NaN is never
     within a tolerance, and -2**31 is far from any product of the test inputs.
     """
-    return np.iinfo(dtype).min if dtype.kind in "iu" else np.nan
+    if dtype.kind in "iu":
+        return np.iinfo(dtype).min
+    if finite_poison():
+        return np.frombuffer(FINITE_POISON_WORD.to_bytes(4, "little") * 2, dtype)[0]
+    return np.nan
 
 
 def passed_as_is(X: Array) -> int | None:

@@ -37,14 +37,15 @@ from xbackend.grading.checking import (
     default_dtype,
     folder_variants,
     schedule,
-    timing,
     unrunnable,
+    verified_timing,
 )
 from xbackend.grading.records import COMPILER, SANITIZERS, Verdict, compact, language_of
 from xbackend.grading.sanitizers import CUDA_TOOLS, Sanitized, sanitize, sanitize_cuda
 from xbackend.grading.sanitizers import SHAPES as SANITIZED_SHAPES
 from xbackend.isolation import Isolation
 from xbackend.measuring.timing import format_seconds
+from xbackend.operations import Shape
 
 EXIT_WRONG = 1  # a kernel wrong, or not run, at some shape
 EXIT_NOTHING_CHECKED = EXIT_USAGE  # no kernel of the folders can run here: nothing passed
@@ -155,15 +156,21 @@ def _checked(
             book.add(Verdict("-", variant, None, None, why))
     runnable = [v for v in variants if v not in missing]
     unsafe = _sanitized(args, book, opened, runnable)
+    # Under a sanitizer (which runs this with C's red zone off) one run a shape, and the
+    # first hang ends it: more would spend its deadline, and only its findings are read.
+    sanitizing = os.environ.get(RED_ZONE_ENV) == "0"
     with Isolation() as isolation:
         for label, backend in opened:
             for variant in [v for v in runnable if v in backend.variants()]:
                 if (label, variant) in unsafe:
                     continue
                 dtype = dtype_of(args, variant)
-                for verdict in check_variant(
-                    label, backend, variant, shapes, args.seed, isolation, dtype
-                ):
+                finding = _finding(book, backend.name, variant)
+                checked = check_variant(
+                    label, backend, variant, shapes, args.seed, isolation, dtype,
+                    finding=finding, under_sanitizer=sanitizing,
+                )  # fmt: skip
+                for verdict in checked:
                     _say(verdict, book)
         if args.steps and not args.no_times:
             _times(args, book, opened, isolation)
@@ -207,6 +214,14 @@ def _sanitized(
             why = why or f"{name} did not finish checking it ({done.unfinished})"
             _say(Verdict(label, variant, None, None, f"not run natively: {why}"), book)
     return unsafe
+
+
+def _finding(book: Book, language: str, variant: str) -> str:
+    """The sanitizer's finding on ``variant``'s kernel in ``language``, as a verdict's
+    detail ends with it ("oclgrind: Read-write data race ..."), or ""."""
+    tool = SANITIZERS.get(language)
+    found = [v for v in book.verdicts if v.label == tool and v.variant == variant]
+    return next((f"{tool}: {v.detail}" for v in found if v.equal is False), "")
 
 
 def _tool(args: argparse.Namespace, language: str) -> str | None:
@@ -294,18 +309,68 @@ def _native(label: str) -> bool:
 
 
 def _shapes_said(ran: list[Verdict], shapes: int) -> str:
-    bad = [v for v in ran if v.equal is not True]
-    last = ran[-1]
-    if last.equal is None and len(ran) < shapes:  # its process hung or died there
-        return f"{last.word} at {compact(last.shape)} ({last.detail}); its larger shapes not run"
-    if not bad:
-        return f"equal at all {len(ran)} shapes"
-    shown = ", ".join(compact(v.shape) for v in bad[:6]) + (" ..." if len(bad) > 6 else "")
-    return f"{bad[0].word} at {len(bad)} of {len(ran)} shapes: {shown} ({bad[0].detail})"
+    """The shapes in words: where it hung or crashed (with what those shapes share), then
+    equal or wrong at the others, then the shapes not run after its processes were lost
+    (``checking.MOST_LOST``). A shape checked twice (the timed size: its timed runs are
+    verified too) counts once, by its worse verdict."""
+    worst: dict[Shape, Verdict] = {}
+    for verdict in ran:
+        shape = verdict.shape
+        if shape is not None and (shape not in worst or worst[shape].equal is True):
+            worst[shape] = verdict
+    lost = {shape: how for shape, v in worst.items() if (how := _how_lost(v))}
+    others = [v for shape, v in worst.items() if shape not in lost]
+    said = []
+    for how in dict.fromkeys(lost.values()):
+        at = [shape for shape in lost if lost[shape] == how]
+        where = shared(at, [v.shape for v in others if v.shape is not None])
+        said.append(f"{how} at {where} ({_listed(at)})" if where else f"{how} at {_listed(at)}")
+    bad = [v for v in others if v.equal is not True]
+    among = f"the other {len(others)}" if lost else f"{len(others)} shapes"
+    if others and not bad:
+        said.append(f"equal at {among if lost else f'all {among}'}")
+    elif bad:
+        shown = _listed([v.shape for v in bad])
+        said.append(f"{bad[0].word} at {len(bad)} of {among}: {shown} ({bad[0].detail})")
+    if lost and len(worst) < shapes:
+        processes = f"{len(lost)} lost process{'es' if len(lost) != 1 else ''}"
+        said.append(f"{shapes - len(worst)} not run after {processes}")
+    return "; ".join(said)
+
+
+def _how_lost(verdict: Verdict) -> str:
+    """ "hangs" or "crashes" where the kernel's process was lost at this shape, else ""."""
+    if verdict.equal is not None or verdict.shape is None:
+        return ""
+    if verdict.detail.startswith("timed out"):
+        return "hangs"
+    return "crashes" if verdict.detail.startswith("the kernel's process") else ""
+
+
+def _listed(shapes: list[Any]) -> str:
+    return ", ".join(compact(s) for s in shapes[:6]) + (" ..." if len(shapes) > 6 else "")
+
+
+def shared(chosen: list[Shape], others: list[Shape]) -> str:
+    """What the ``chosen`` shapes have that the ``others`` do not, on one of M, N and K:
+    one value (``K = 1``), or a bound (``K ≤ 3``, ``M ≥ 129``); "" where none tells."""
+    if not others:
+        return ""
+    for name in ("K", "M", "N"):
+        mine = [getattr(shape, name) for shape in chosen]
+        theirs = [getattr(shape, name) for shape in others]
+        if len(set(mine)) == 1 and mine[0] not in theirs:
+            return f"{name} = {mine[0]}"
+        if max(mine) < min(theirs):
+            return f"{name} ≤ {max(mine)}"
+        if min(mine) > max(theirs):
+            return f"{name} ≥ {min(mine)}"
+    return ""
 
 
 def _times(args: argparse.Namespace, book: Book, opened: list[Any], isolation: Isolation) -> None:
-    """Each kernel that was equal at every shape, timed at the largest size."""
+    """Each kernel that was equal at every shape, timed at the largest size at the tile
+    it was verified at; a timed run that is wrong is a WRONG verdict, not a time."""
     shape = schedule(args.steps)[-1]
     failed = {(v.label, v.variant) for v in book.verdicts if v.equal is not True}
     print(f"\nmedian kernel time at {compact(shape)}:", flush=True)
@@ -314,7 +379,13 @@ def _times(args: argparse.Namespace, book: Book, opened: list[Any], isolation: I
             if (label, variant) in failed:
                 continue
             dtype = dtype_of(args, variant)
-            found = timing(backend, variant, shape, args.seed, isolation, label, dtype)
+            tile = backend.variant_spec(variant).default_tile  # the tile it was verified at
+            found = verified_timing(
+                backend, variant, shape, args.seed, isolation, label, dtype, tile
+            )
+            if isinstance(found, Verdict):  # a timed run was wrong: no time, a verdict
+                _say(found, book)
+                continue
             if found is not None:
                 book.add(found)
             there = f" at {compact(found.shape)}" if found and found.shape != shape else ""

@@ -11,6 +11,7 @@ with the interval of that median.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -23,17 +24,20 @@ from xbackend.backends.element import plan_element
 from xbackend.backends.execution import WroteOutOfBounds
 from xbackend.backends.geometries import per_product
 from xbackend.backends.launch import KernelLaunch
+from xbackend.backends.operands import finitely_poisoned, poison_value
 from xbackend.configs import Config
-from xbackend.diagnosis import Launch, diagnose
+from xbackend.diagnosis import COMPUTED, Launch, diagnose
 from xbackend.errors import KernelCompileError, XBackendError
 from xbackend.families import VariantSpec
+from xbackend.grading.coverage import Shortfall, shortfall
+from xbackend.grading.failures import compile_said, refused_said
 from xbackend.grading.records import Timing, Verdict
 from xbackend.grading.shapes import ruled_out, taken_shapes
 from xbackend.isolation import ChildError, Isolation, KernelCrashed, KernelTimeout
 from xbackend.measure import describe_error, in_process
 from xbackend.measuring.timing import median_interval
 from xbackend.operations import MM, Shape, make_operands
-from xbackend.problems import Reference, check
+from xbackend.problems import Check, Reference, check
 from xbackend.sweep import DEFAULT_BASE, growth
 
 if TYPE_CHECKING:
@@ -46,6 +50,10 @@ EDGE_SHAPES = (
     Shape(1, 64, 97), Shape(97, 64, 1), Shape(129, 67, 271),
 )  # fmt: skip
 TIMED_SAMPLES = 10
+# Processes a kernel may lose (a hang, a crash) before its shapes left are not run: each
+# hang costs the deadline (--kernel-timeout, 60 s), and a class has many kernels.
+MOST_LOST = 3
+UNTOLD = "unwritten or computed, not told apart without a second run into a finite poison"
 
 
 def folder_variants(folders: Sequence[str]) -> list[str]:
@@ -72,12 +80,17 @@ def _measured(
 
 def check_variant(
     label: str, backend: Backend, variant: str, shapes: Sequence[Shape], seed: int,
-    isolation: Isolation | None = None, dtype: str = "float32",
+    isolation: Isolation | None = None, dtype: str = "float32", finding: str = "",
+    under_sanitizer: bool = False,
 ) -> Iterator[Verdict]:  # fmt: skip
-    """``variant`` at each of ``shapes``, at its default tile; a build error ends it, and so
-    does a hang, a crash or any error of a user's kernel in the ``isolation``'s process
-    (on a GPU a kernel's fault is an error there, not a signal, and leaves its device
-    unusable). A wrong result says what it looks like (``diagnosis``)."""
+    """``variant`` at each of ``shapes``, at its default tile. A failure that every shape
+    would meet (it does not compile or build, its attribute refuses the launch) is one
+    verdict at no shape and ends it; a hang or a crash at one shape is that shape's, and
+    the next runs in a fresh process, up to ``MOST_LOST`` of them. A wrong result says
+    what it looks like (``diagnosis``); NaNs it computed end with the sanitizer's
+    ``finding`` where there is one. A result with NaNs is run a second time, into a
+    finite poison, to tell unwritten from computed; not ``under_sanitizer``, whose
+    deadline is for one run a shape, and where the first lost process ends it."""
     spec = backend.variant_spec(variant)
     problem = backend.variant_problem(variant, np.dtype(dtype))
     if not problem and spec.default_tile is not None:  # a size of its manifest's that
@@ -85,32 +98,57 @@ def check_variant(
     if problem:
         yield Verdict(label, variant, None, None, problem)
         return
+    lost = 0
     for shape in _taken(spec, shapes):
+        short = shortfall(spec, shape)
+        if short is not None and short.empty:  # no group: nothing would run, on any device
+            yield Verdict(label, variant, shape, False, short.said)
+            continue
         A, B = make_operands(shape, seed, np.dtype(dtype))
+        config = Config(label, backend, MM.name, variant, spec.default_tile, dtype)
         try:
-            config = Config(label, backend, MM.name, variant, spec.default_tile, dtype)
             result = _measured(isolation, config, A, B, warmup=0, samples=0).result
-        except WroteOutOfBounds as error:  # measured here: C's zone was written
-            yield Verdict(label, variant, shape, False, str(error))
-            continue
-        except ChildError as error:
-            if not str(error).startswith(WroteOutOfBounds.__name__):
-                yield Verdict(label, variant, shape, None, str(error).splitlines()[0])
-                return  # its process went on, but not at the larger shapes
-            text = str(error).split(": ", 1)[1]  # measured in its process: the same
-            yield Verdict(label, variant, shape, False, text.split(" (at ")[0])
-            continue
-        except (KernelTimeout, KernelCrashed) as error:  # its process went
-            slow = ruled_out(shapes, shape) if isinstance(error, KernelTimeout) else ""
-            yield Verdict(label, variant, shape, None, str(error).splitlines()[0] + slow)
-            return  # wrong: the larger shapes are not run
-        except KernelCompileError as error:  # the compiler's own words, as in its process
-            yield Verdict(label, variant, shape, None, describe_error(error))
-            return
         except XBackendError as error:
-            yield Verdict(label, variant, shape, None, str(error).splitlines()[0])
+            verdict = _failed(label, spec, shape, error)
+            if isinstance(error, KernelTimeout) and verdict.shape is not None:
+                slow = ruled_out(shapes, shape)  # at a shape its rules chose: its work said
+                verdict = dataclasses.replace(verdict, detail=verdict.detail + slow)
+            yield verdict
+            if verdict.shape is None:  # every shape's: the rest would say it again
+                return
+            lost += _lost(error)
+            if lost >= (1 if under_sanitizer else MOST_LOST):
+                return  # the shapes left are not run: the summary counts them
             continue
-        yield _verdict(label, spec, shape, result, A, B)
+        untouched = None if under_sanitizer else _untouched(isolation, config, A, B, result)
+        yield _verdict(label, spec, shape, result, A, B, untouched, finding, short)
+
+
+def _lost(error: XBackendError) -> int:
+    """1 where the kernels' process was lost at a shape (a hang, a crash, an error that
+    ends it: a GPU's fault leaves its device unusable), else 0."""
+    if isinstance(error, ChildError):
+        return 0 if str(error).startswith(WroteOutOfBounds.__name__) else 1
+    return 1 if isinstance(error, (KernelTimeout, KernelCrashed)) else 0
+
+
+def _failed(label: str, spec: VariantSpec, shape: Shape, error: XBackendError) -> Verdict:
+    """The verdict on a run that raised ``error``: at no shape where every shape would
+    raise it (a compile error, a build that hung or crashed, a launch the kernel's own
+    attribute refuses), in the student's words; else at ``shape``."""
+    text = describe_error(error) if isinstance(error, KernelCompileError) else str(error)
+    said = compile_said(text) or refused_said(text, spec)
+    if said:
+        return Verdict(label, spec.name, None, None, said)
+    first = text.splitlines()[0] if text else type(error).__name__
+    if isinstance(error, (KernelTimeout, KernelCrashed)) and error.building:
+        return Verdict(label, spec.name, None, None, f"does not build: {first}")
+    if isinstance(error, WroteOutOfBounds):  # measured here: C's zone was written
+        return Verdict(label, spec.name, shape, False, text)
+    if isinstance(error, ChildError) and text.startswith(WroteOutOfBounds.__name__):
+        said = text.split(": ", 1)[1].split(" (at ")[0]  # measured in its process: the same
+        return Verdict(label, spec.name, shape, False, said)
+    return Verdict(label, spec.name, shape, None, first)
 
 
 def _taken(spec: VariantSpec, shapes: Sequence[Shape]) -> list[Shape]:
@@ -119,25 +157,59 @@ def _taken(spec: VariantSpec, shapes: Sequence[Shape]) -> list[Shape]:
     return taken_shapes(spec, shapes)
 
 
+def _untouched(
+    isolation: Isolation | None, config: Config, A: np.ndarray, B: np.ndarray,
+    result: np.ndarray,
+) -> np.ndarray | None:  # fmt: skip
+    """Where a second run into C poisoned with a finite value left that value: the
+    elements the kernel did not write. None where the result has no NaN to tell apart
+    (or the second run did not finish): a NaN is then not called unwritten."""
+    if result.dtype.kind != "f" or not np.isnan(result).any():
+        return None
+    try:
+        with finitely_poisoned():
+            poison = poison_value(result.dtype)
+            again = _measured(isolation, config, A, B, warmup=0, samples=0).result
+    except XBackendError:
+        return None
+    return np.asarray(again == poison).reshape(result.shape)
+
+
 def _verdict(
     label: str, spec: VariantSpec, shape: Shape, result: np.ndarray, A: np.ndarray,
-    B: np.ndarray,
+    B: np.ndarray, untouched: np.ndarray | None = None, finding: str = "",
+    short: Shortfall | None = None,
 ) -> Verdict:  # fmt: skip
     """The verdict on one result; where it is wrong, what it looks like and the launch
-    that made it."""
+    that made it (NaNs called unwritten only where ``untouched`` says so; the manifest's
+    launch first where it left them: ``short``)."""
     found = check(result, Reference.of(A, B))
     detail = (
-        f"{found.nan_count} elements NaN or unwritten"
+        nan_said(found.nan_count)
         if found.nan_count
         else f"largest error {found.bound_ratio:.2g}× its bound"
     )
-    if not found.equal:
+    if found.equal:
+        return Verdict(label, spec.name, shape, True, detail)
+    if untouched is None and result.dtype.kind == "f" and np.isnan(result).any():
+        detail += f": {UNTOLD}"  # neither unwritten nor computed is proven
+    else:
         launch = launch_of(spec, A, B)
-        said = diagnose(result, A, B, spec.default_tile, launch)
+        proof = untouched if untouched is not None else np.zeros(result.shape, dtype=bool)
+        said = diagnose(result, A, B, spec.default_tile, launch, proof)
+        if short is not None and "unwritten" in said:  # the manifest's launch left them
+            said = f"{short.said}; {said}"
         detail += f": {said}" if said else ""
         if launch is not None and "launch covered" in said:
             detail += f" ({_launch_keys(spec)})"
-    return Verdict(label, spec.name, shape, found.equal, detail)
+        if finding and COMPUTED in said:
+            detail += f"; {finding}"
+    return Verdict(label, spec.name, shape, False, detail)
+
+
+def nan_said(count: int) -> str:
+    """``1 element NaN``, ``35 elements NaN``."""
+    return f"{count} element{'s' if count != 1 else ''} NaN"
 
 
 def _launch_keys(spec: VariantSpec) -> str:
@@ -179,23 +251,59 @@ def timing(
     backend: Backend, variant: str, shape: Shape, seed: int,
     isolation: Isolation | None = None, label: str = "", dtype: str = "float32",
 ) -> Timing | None:  # fmt: skip
-    """The median kernel time of ``variant`` at ``shape`` (its default tile), with its
-    interval and the clock that timed it ("globaltimer": the device span; else the
-    API's); None where it did not run. A user's kernel in the ``isolation``'s process,
-    at the shape nearest ``shape`` its rules take."""
+    """The median kernel time of ``variant`` at ``shape`` (at the tile its backend chooses:
+    xbackend's own lines, tuned where ``tune`` was run), with its interval and the clock
+    that timed it ("globaltimer": the device span; else the API's); None where it did not
+    run or gave a wrong result. A user's kernel in the ``isolation``'s process."""
+    found = verified_timing(backend, variant, shape, seed, isolation, label, dtype, None)
+    return found if isinstance(found, Timing) else None
+
+
+def verified_timing(
+    backend: Backend, variant: str, shape: Shape, seed: int, isolation: Isolation | None,
+    label: str, dtype: str, tile: int | None,
+) -> Timing | Verdict | None:  # fmt: skip
+    """``variant`` timed at ``shape`` at ``tile`` (``check`` passes the default tile it
+    verified at, never the tune cache's), its runs' results verified: the first and the
+    last timed one (a launch that changes its own inputs, A doubled in place by a
+    ``before`` launch, is right once and wrong after). A wrong one is a WRONG verdict at
+    ``shape`` instead of a time; None where it did not run. A user's kernel at the shape
+    nearest ``shape`` its rules take."""
     shape = taken_shapes(backend.variant_spec(variant), [shape])[0]
     A, B = make_operands(shape, seed, np.dtype(dtype))
-    config = Config(label, backend, MM.name, variant, None, dtype)
+    config = Config(label, backend, MM.name, variant, tile, dtype)
     try:
         measured = _measured(isolation, config, A, B, samples=TIMED_SAMPLES, min_samples=5)
     except XBackendError:
         return None
+    reference = Reference.of(A, B)
+    for which, result in (("first", measured.result), ("last timed", measured.last_result)):
+        found = check(result, reference)
+        if not found.equal:
+            return Verdict(label, variant, shape, False, _timed_wrong(which, found, result, A, B))
     kept, _ = measured.kept
     if not kept:
         return None
     low, high = median_interval(kept)
     median = float(np.median(kept))
     return Timing(label, variant, shape, median, low, high, measured.clock, len(kept), dtype)
+
+
+def _timed_wrong(which: str, found: Check, result: np.ndarray, A: np.ndarray, B: np.ndarray) -> str:
+    """Why a timed run's result is wrong, in words: its NaNs (not told apart: a timed run
+    has no second run), else its error and what it looks like."""
+    head = f"its {which} run differs from the reference"
+    why = (
+        " (its first was equal: a launch that changes its inputs, or state kept between runs?)"
+        if which != "first"
+        else ""
+    )
+    if found.nan_count:
+        return f"{head}: {nan_said(found.nan_count)}{why}"
+    said = diagnose(result, A, B)
+    return f"{head}: largest error {found.bound_ratio:.2g}× its bound" + (
+        f": {said}{why}" if said else why
+    )
 
 
 def unrunnable(variants: Sequence[str], opened: Sequence[tuple[str, Backend]]) -> dict[str, str]:
