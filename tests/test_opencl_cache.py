@@ -32,6 +32,9 @@ for tile in (8, 16):
     C = backend.matmul(A, B, variant="tiled", tile=tile)
     exact = A.astype(np.float64) @ B.astype(np.float64)
     print(tile, bool(np.allclose(C, exact, rtol=1e-4, atol=1e-4)))
+# PyOpenCL keeps no binaries of its own where the driver caches builds (NVIDIA's does)
+from pyopencl.characterize import has_src_build_cache
+print("driver-cached" if has_src_build_cache(backend._context.devices[0]) else "binaries")
 """
 FILE_LIMIT_BYTES = 2048  # the binary cache's files are larger; the runtime's ICD file is not
 
@@ -76,9 +79,17 @@ def test_a_cache_that_cannot_be_written_builds_without_it(tmp_path, failure):
         (cache_home / folder).write_text("a file where the cache makes its folder")
     done = _products(cache_home, limited=failure == "file size limit")
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["8", "True", "16", "True"]
+    *products, binaries = done.stdout.split()
+    assert products == ["8", "True", "16", "True"]
     assert "KeyError" not in done.stderr and "Traceback" not in done.stderr
     warned = [line for line in done.stderr.splitlines() if "PyOpenCL's cache failed" in line]
+    if binaries == "driver-cached" and folder == "pyopencl":
+        # No binaries of PyOpenCL's to write (NVIDIA's driver caches them): the folder
+        # under a file is never made; a file size limit still meets pytools' cache.
+        assert len(warned) == (1 if failure == "file size limit" else 0), done.stderr
+        if warned:
+            assert f"{cache_home / 'pytools'}" in warned[0] and cause in warned[0], warned
+        return
     assert len(warned) == 1, done.stderr  # once, not at each build
     assert f"{cache_home / folder}" in warned[0] and cause in warned[0], warned
     assert "OpenCL programs are built without its caches in this process" in warned[0]

@@ -38,6 +38,9 @@ VARIANT = "tiles_misbehave"
 DEADLINE = "6"
 HUNG = f"timed out after {DEADLINE} s: the kernel did not return"
 CRASHED = "the kernel's process died of SIGSEGV"
+# A write far out of bounds kills the process on a CPU's runtime; NVIDIA's driver reports it
+# as the run's error instead (seen on an H200, driver 580.159.04): either ends the candidate.
+FAULTED = (CRASHED, "LogicError: clWaitForEvents failed")
 TIMEOUT_S = 180  # the whole command, at most: a regression hangs, the test does not
 
 
@@ -132,7 +135,8 @@ def test_a_tile_that_hangs_and_one_that_crashes_are_failures_and_the_tune_goes_o
     lines = done.stdout.splitlines()
     assert any(line.strip().startswith("[1] T=4: ") and "GFLOP/s" in line for line in lines)
     assert any(line.strip().startswith(f"[2] T=8: {HUNG}") for line in lines), done.stdout
-    assert any(line.strip().startswith(f"[3] T=16: {CRASHED}") for line in lines), done.stdout
+    assert any(line.strip().startswith(tuple(f"[3] T=16: {f}" for f in FAULTED))
+               for line in lines), done.stdout  # fmt: skip
     (entry,) = json.loads(cache.read_text())["entries"].values()
     assert entry["params"] == {"TILE": 4}
 
@@ -203,6 +207,6 @@ def test_limits_of_kernels_that_hang_or_crash_end_their_lines_not_the_command(tm
     assert first["iso_hang"]["status"] == "error"
     assert first["iso_hang"]["reason"].startswith(HUNG)
     assert first["iso_crash"]["status"] == "error"
-    assert first["iso_crash"]["reason"].startswith(CRASHED)
+    assert first["iso_crash"]["reason"].startswith(FAULTED)
     good = [point for point in points if point["variant"] == "iso_good"]
     assert good[0]["status"] == "ok" and good[0]["equal"] is True

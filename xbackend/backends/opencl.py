@@ -399,7 +399,7 @@ class OpenCLBackend(CompiledBackend):
                 source=source,
                 options=options,
                 device=self._device.name,
-                log=str(error) + note,
+                log=opencl_build.file_lines(self._context, source, str(error)) + note,
             ) from error
 
     def _ptx_option(self) -> list[str]:

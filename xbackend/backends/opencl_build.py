@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import gc
 import os
+import re
 import sys
 import threading
 import warnings
@@ -26,6 +27,10 @@ try:
     import pyopencl as cl
 except ImportError:  # pragma: no cover - pyopencl is a dependency; opencl.py says so
     cl = None  # type: ignore[assignment]
+
+
+from xbackend.families.sources import HOOKS_PREFIX
+from xbackend.resources import kernel_file
 
 
 class ProgramCacheWarning(UserWarning):
@@ -130,3 +135,34 @@ def _folder(name: str) -> str:
     if home and os.path.isabs(home):
         return os.path.join(home, name)
     return os.path.join(os.path.expanduser("~"), ".cache", name)
+
+
+# Whether each device's compiler honours ``#line`` (kernels/opencl/line_probe.h), once asked.
+_numbers_by_line: dict[Any, bool] = {}
+_PROBED_LINE = 1000  # the line line_probe.h's error is on where #line is honoured
+# A line a compiler's log names: "<kernel>:13:15: error: ..." (NVIDIA's), "1:13:15: error".
+_LOG_LINE = re.compile(r"(?<=:)(\d+)(?=:\d+: (?:fatal )?(?:error|warning|note))")
+
+
+def file_lines(context: Any, source: str, log: str) -> str:
+    """A failed build's ``log`` with its lines numbered as the kernel file's: where
+    ``source`` opens with a stamped build's own lines (``HOOKS_PREFIX``) and the
+    device's compiler numbers the lines it was given rather than as ``#line`` says."""
+    if not source.startswith(HOOKS_PREFIX) or _honours_line(context):
+        return log
+    added = HOOKS_PREFIX.count("\n")
+    return _LOG_LINE.sub(lambda m: str(max(int(m.group(1)) - added, 1)), log)
+
+
+def _honours_line(context: Any) -> bool:
+    device = context.devices[0]
+    key = (device.platform.name, device.name, device.driver_version)
+    if key not in _numbers_by_line:
+        probe = kernel_file("opencl", "line_probe.h").read_text(encoding="utf-8")
+        try:
+            _uncached(context, probe, [])
+            log = ""
+        except cl.Error as error:
+            log = str(error)
+        _numbers_by_line[key] = f":{_PROBED_LINE}:" in log or not log
+    return _numbers_by_line[key]

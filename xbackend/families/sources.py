@@ -43,6 +43,8 @@ _HOOKS = re.compile(
     r'^#include "stamp\.h"\n| STAMP_PARAMETER(?=\))|^[ \t]*STAMP_(?:ENTER|EXIT);\n', re.MULTILINE
 )
 STAMP_PARAMETERS = ("stamps", "stamp_slot")
+# What a stamped build puts before a user's kernel file: the hooks, then its own numbering.
+HOOKS_PREFIX = '#include "stamp.h"\n#line 1\n'
 
 Parameters = tuple[tuple[str, str], ...]  # (name, the words before it), in order
 
@@ -355,7 +357,7 @@ def with_hooks(text: str) -> str:
         pieces += [text[position:start], replacement]
         position = stop
     pieces.append(text[position:])
-    return '#include "stamp.h"\n#line 1\n' + "".join(pieces)
+    return HOOKS_PREFIX + "".join(pieces)
 
 
 def _matching_brace(code: str, opening: int) -> int:
