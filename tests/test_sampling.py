@@ -455,17 +455,22 @@ def test_a_point_above_the_peak_is_flagged_and_not_trusted(tmp_path, monkeypatch
     assert record.measured and not record.trusted
 
 
-def test_noisy_points_are_flagged_against_the_plans_target(tmp_path):
+def test_a_recorded_point_is_flagged_noisy_by_the_interval_it_keeps(tmp_path):
+    """A point that cannot meet its plan's target (1e-9) is flagged noisy only where the
+    interval it keeps is wider than the verdicts need (timing.NOISY_SHARE), not for
+    missing the target: the noisy unit test (below) holds the rule itself."""
+    from xbackend.measuring.timing import NOISY_SHARE
+
     plan = Plan(
         shapes=SHAPES[:1],
         variants=["naive"],
         sampling=Sampling(max_samples=6, min_samples=6, max_noise=1e-9),
     )
     (record,) = run(plan, [("cpu", CpuBackend())], tmp_path, log=lambda line: None)
-    assert record.kernel_s is not None
-    assert record.kernel_s["noise"] > 1e-9 and record.flags == ["noisy"]
-    # Flagged by the interval the record keeps: wider than the target.
-    assert record.kernel_interval_share is not None and record.kernel_interval_share > 1e-9
+    assert record.kernel_s is not None and record.kernel_s["noise"] > 1e-9
+    share = record.kernel_interval_share
+    assert share is not None and share > 0
+    assert (record.flags == ["noisy"]) == (share > NOISY_SHARE), (share, record.flags)
 
 
 def test_old_records_read_as_warm_single_launches():

@@ -160,6 +160,7 @@ def run(args: argparse.Namespace) -> int:
         print(sentence)
     references = {} if args.no_times or not args.steps else _references(args)
     book = _Book(out, shared, references, len(shapes), args.rank, [s.name for s in found], earlier)
+    book.jobs = args.jobs
     book.notes += skipped
     book.timed = not args.no_times and args.steps > 0
     if book.timed:
@@ -315,6 +316,7 @@ class _Book:
         self.order = {name: index for index, name in enumerate(names)}
         self.notes: list[str] = []  # said on the class's page
         self.timed = False  # whether kernels are timed: the host's load is said then
+        self.jobs = 1  # submissions checked at once (--jobs)
         if self.kept.order:
             again = ", ".join(order[:8]) + (" ..." if len(order) > 8 else "")
             self.notes.append(
@@ -382,7 +384,8 @@ class _Book:
         times were taken (the verdicts do not depend on it)."""
         if not self.timed:
             return None
-        return gradebook.host_sentence([(c.submission.name, c.others_cores) for c in self.checked])
+        loads = [(c.submission.name, c.others_cores) for c in self.checked]
+        return gradebook.host_sentence(loads, self.jobs)
 
     def finish(self) -> None:
         """The summary: the references' times, each kernel's verdict, the ranking."""

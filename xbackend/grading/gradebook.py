@@ -232,9 +232,10 @@ def rank_said(row: Row) -> str:
     return f"{row.rank}=" if row.tied else str(row.rank)
 
 
-def host_sentence(loads: Sequence[tuple[str, float | None]]) -> str | None:
+def host_sentence(loads: Sequence[tuple[str, float | None]], jobs: int = 1) -> str | None:
     """What other processes took of the host while each submission was checked (its
-    name, and the cores they took; None: not known), in a sentence where it was busy."""
+    name, and the cores they took; None: not known), in a sentence where it was busy;
+    with ``jobs`` over 1, the submissions checked beside each are among those others."""
     known = [(name, cores) for name, cores in loads if cores is not None]
     busy = [(name, cores) for name, cores in known if cores >= BUSY_CORES]
     if not busy:
@@ -243,9 +244,11 @@ def host_sentence(loads: Sequence[tuple[str, float | None]]) -> str | None:
     most = max(cores for _, cores in busy)
     return (
         f"the host was busy: other processes took half a core or more while {len(busy)} of "
-        f"{len(known)} submissions were checked ({names}; up to {most:.2g} cores): their "
-        "times read slower than on a quiet machine"
-    )
+        f"{len(known)} submissions were checked ({names}; up to {most:.2g} cores"
+        + (f"; with --jobs {jobs}, the submissions checked beside each among them" if jobs > 1
+           else "")
+        + "): their times read slower than on a quiet machine"
+    )  # fmt: skip
 
 
 def times_sentence(shape: Shape, jobs: int) -> str:

@@ -60,7 +60,9 @@ MAX_CPU_S = 600.0  # a run that would need more is not made: "not sanitized"
 WALL_PER_CPU = 10.0
 MAX_ERRORS = 100_000  # oclgrind's cap on reports (its own default, 1000, is met by one kernel)
 _CAPPED = "errors generated - suppressing further errors"
-_BUILD_FAILED = "failed to compile"  # a build's error, as ``KernelCompileError`` says it
+# A build's error, as ``KernelCompileError`` says it, and as a check's verdict says it to a
+# student (grading/failures.py: "does not compile: FILE:LINE: message").
+_BUILD_FAILED = ("failed to compile", "does not compile")
 _RULE_REFUSED = ": its family's rule "  # a shape its rules refuse, as ``plan_element`` says it
 # The worst first: an access out of bounds can corrupt memory, a race gives a wrong result
 # on some device, a read of memory never written gives whatever was there.
@@ -213,7 +215,7 @@ def sanitize(
     skipped = _not_run(inner, log)
     if _RULE_REFUSED in skipped:  # no shape its rules take: the native check says which
         skipped = ""
-    if skipped and _BUILD_FAILED in skipped and _fails_natively(folders, variant, seed, dtype,
+    if skipped and _build_failed(skipped) and _fails_natively(folders, variant, seed, dtype,
                                                                 shapes):  # fmt: skip
         skipped = ""  # the kernel's own build error: the native check says it
     return Sanitized(None, skipped=skipped)
@@ -226,7 +228,11 @@ def _fails_natively(
     check of a process of its own, at the first of ``shapes``)."""
     _, inner, _ = _under([], folders, variant, "opencl", seed, dtype, TIMEOUT_S, {},
                          shapes=shapes[:1])  # fmt: skip
-    return any(_BUILD_FAILED in verdict.detail for verdict in inner.verdicts)
+    return any(_build_failed(verdict.detail) for verdict in inner.verdicts)
+
+
+def _build_failed(said: str) -> bool:
+    return any(words in said for words in _BUILD_FAILED)
 
 
 def _too_large(shapes: Sequence[Shape], cpu_s: float) -> str:
