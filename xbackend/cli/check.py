@@ -165,9 +165,8 @@ def run(args: argparse.Namespace) -> int:
     book.timed = not args.no_times and args.steps > 0
     if book.timed:
         book.notes.append(gradebook.times_sentence(schedule(args.steps)[-1], args.jobs))
-    if args.jobs > 1 and len(found) > 1:
-        side = "their times were taken side by side on one device"
-        book.notes.append(f"{args.jobs} submissions checked at once: {side}")
+    elif args.jobs > 1 and len(found) > 1:  # no times: the verdicts alone, side by side
+        book.notes.append(f"{args.jobs} submissions checked at once")
     with tempfile.TemporaryDirectory(prefix="xbackend-check-") as scratch:
         kept = out or Path(scratch)  # the records: the gradebook's folder's, else for now
         folders = [kept / "submissions" / pages.page_name(s.name)[: -len(".html")] for s in found]

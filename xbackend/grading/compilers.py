@@ -67,7 +67,7 @@ def nvcc_verdicts(
         try:
             problem = _problem(compiler, spec, element)
         except XBackendError as error:
-            problem = f"does not compile (nvcc): {str(error).splitlines()[0]}"
+            problem = f"does not compile: {str(error).splitlines()[0]}"
         if problem:
             yield Verdict(COMPILER, variant, None, None, problem)
         else:
@@ -83,7 +83,7 @@ def _problem(compiler: str, spec: families.VariantSpec, element: np.dtype) -> st
     for options in dict.fromkeys(launch.options for launch in launches):
         built = compiled(compiler, spec.family, options, instanced)
         if built.problem:
-            return f"does not compile (nvcc): {built.problem}"
+            return f"does not compile: {built.problem}"
         for launch in launches:
             if launch.options == options and not _holds(built.entries, launch.kernel):
                 return _missing(spec.family, launch.kernel, built.entries)
@@ -184,9 +184,10 @@ def compiled(
 
 
 def _located(line: str, name: str, shift: int) -> str:
-    """nvcc's ``/tmp/…/a.cu(12): error: …`` as ``a.cu line 11: error: …`` (the line in
-    the student's file)."""
+    """nvcc's ``/tmp/…/a.cu(12): error: …`` as ``a.cu:11: …`` (the line in the student's
+    file), as a check says every compiler's error."""
     match = re.match(r"^.*?" + re.escape(name) + r"\((\d+)\): (.*)$", line)
     if match is None:
         return line.strip()[:200]
-    return f"{name} line {int(match[1]) - shift}: {match[2].strip()[:200]}"
+    message = re.sub(r"^error: ", "", match[2].strip())
+    return f"{name}:{int(match[1]) - shift}: {message[:200]}"
