@@ -418,3 +418,21 @@ def test_a_kernel_is_timed_at_the_tile_it_was_verified_at(own_families, monkeypa
     assert [v.equal for v in verdicts] == [True]
     assert isinstance(found, Timing) and tile == 32
     assert asked == [32, 32]
+
+
+def test_a_failure_from_the_kernels_process_is_said_without_python_words():
+    """A launch size the manifest gives no usable value, said in the kernels' own process
+    as ``UnsupportedParameter: ... (at element.py:88)``: the student reads the manifest's
+    words alone, never the class's name or a line of xbackend's."""
+    from xbackend import families
+    from xbackend.grading.checking import _failed
+    from xbackend.isolation import ChildError
+
+    families.add_folders([VERDICTS / "short_grid"])
+    spec = families.find_variant("short_naive")
+    rng = np.random.default_rng(5419)
+    n = int(rng.integers(1, 64))
+    said = f"family.toml: variant 'short_naive': grid x: 'cdiv(N, 0)': division by zero at N = {n}"
+    error = ChildError(f"UnsupportedParameter: {said} (at element.py:88)")
+    verdict = _failed("opencl", spec, Shape(n, n, n), error)
+    assert (verdict.equal, verdict.detail) == (None, said)

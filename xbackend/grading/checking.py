@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -124,6 +125,17 @@ def check_variant(
         yield _verdict(label, spec, shape, result, A, B, untouched, finding, short)
 
 
+# A child's error as its process described it: the class's name first, where it was raised
+# last; neither is the student's to read.
+_CLASS_NAME = re.compile(r"^[A-Z][A-Za-z]*(?:Error|Parameter|Memory|Unavailable): ")
+_RAISED_AT = re.compile(r" \(at [\w.]+\.py:\d+\)$")
+
+
+def _plain(said: str) -> str:
+    """``UnsupportedParameter: family.toml: ... (at element.py:88)`` as ``family.toml: ...``."""
+    return _RAISED_AT.sub("", _CLASS_NAME.sub("", said))
+
+
 def _lost(error: XBackendError) -> int:
     """1 where the kernels' process was lost at a shape (a hang, a crash, an error that
     ends it: a GPU's fault leaves its device unusable), else 0."""
@@ -140,7 +152,7 @@ def _failed(label: str, spec: VariantSpec, shape: Shape, error: XBackendError) -
     said = compile_said(text) or refused_said(text, spec)
     if said:
         return Verdict(label, spec.name, None, None, said)
-    first = text.splitlines()[0] if text else type(error).__name__
+    first = _plain(text.splitlines()[0]) if text else "it did not run"
     if isinstance(error, (KernelTimeout, KernelCrashed)) and error.building:
         return Verdict(label, spec.name, None, None, f"does not build: {first}")
     if isinstance(error, WroteOutOfBounds):  # measured here: C's zone was written
