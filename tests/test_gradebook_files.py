@@ -216,6 +216,10 @@ def test_names_that_differ_only_where_sanitised_get_pages_of_their_own():
         page = pages.page_name(name)
         assert "/" not in page and not page.startswith(".") and page.endswith(".html")
     assert pages.page_name("alice") == "alice.html"  # a plain name is left as it is
+    # A folder named as another's page: its records' folder would be alice's page.
+    for page_like in ("alice.html", "Bob.HTML"):
+        assert pages.page_name(page_like)[:-5] != pages.page_name(page_like.split(".")[0])
+        assert not pages.page_name(page_like)[:-5].lower().endswith(".html")
 
 
 def test_two_classes_folders_of_one_name_are_named_by_as_many_parents_as_tell_them_apart(
@@ -276,6 +280,25 @@ def test_a_link_inside_out_is_refused_before_anything_runs(planted, tmp_path):
     assert "checking" not in done.stdout
     assert sorted(p.name for p in elsewhere.iterdir()) == ["keep.txt"]
     assert (elsewhere / "keep.txt").read_text() == "keep me\n"
+
+
+@pytest.mark.slow
+def test_a_hard_link_at_a_submissions_log_is_never_written_through(tmp_path):
+    """A hard link at ``--out/submissions/alice/check.log`` to a file outside: the log
+    is made anew beside it, the file outside is left as it was (a truncation of the log
+    in place emptied it: round 5's second look)."""
+    folder = _class(tmp_path, ("alice", "kevin"))
+    out, outside = tmp_path / "grades", tmp_path / "precious.txt"
+    rng = np.random.default_rng(5409)
+    kept = f"precious, outside --out: {rng.integers(1 << 30)}\n"
+    outside.write_text(kept)
+    log = out / "submissions" / "alice" / "check.log"
+    log.parent.mkdir(parents=True)
+    os.link(outside, log)
+    done = run_xbackend("check", str(folder), *QUICK, "--out", str(out))
+    assert done.returncode in (0, 1), done.stdout + done.stderr
+    assert outside.read_text() == kept
+    assert log.is_file() and log.stat().st_ino != outside.stat().st_ino
 
 
 # -- 54.11: a submission's log is bounded -----------------------------------------------------

@@ -191,9 +191,13 @@ class _Log:
     the end after a line saying how much was left out between."""
 
     def __init__(self, path: Path):
-        # Never through a link planted at the log's name (O_NOFOLLOW: ELOOP, said by name).
-        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
+        # Never through a link planted at the log's name: a symbolic one (O_NOFOLLOW: ELOOP,
+        # said by name), nor a hard one, whose other name a truncation would empty: an old
+        # log is unlinked, then a new file made (O_EXCL), as the gradebook's renames do.
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
         try:
+            if path.is_file() and not path.is_symlink():
+                path.unlink()
             self._file: IO[bytes] = os.fdopen(os.open(path, flags, 0o644), "wb")
         except OSError as error:
             raise UnsafePath(f"{path}: cannot write the log: {error.strerror or error}") from None

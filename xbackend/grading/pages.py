@@ -35,9 +35,11 @@ def page_name(submission: str) -> str:
     """The file name of a submission's page, in the ``submissions`` folder (its records'
     folder is this without ``.html``): the name itself where it is a safe file name, else
     the name made safe and a digest of the name as it is, after a ``~`` no safe name
-    holds, so that names alike once made safe (``zoë``, ``zoé``) never share a page."""
+    holds, so that names alike once made safe (``zoë``, ``zoé``) never share a page. A
+    name ending ``.html`` is made safe too: its records' folder would be another's page."""
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", submission)
-    if safe != submission or safe.startswith(".") or len(safe) > 100:
+    page_like = safe.lower().endswith(".html")
+    if safe != submission or safe.startswith(".") or len(safe) > 100 or page_like:
         raw = submission.encode("utf-8", "surrogateescape")  # a name not UTF-8 as it came
         safe = f"{safe.lstrip('.')[:80]}~{hashlib.sha256(raw).hexdigest()[:10]}"
     return safe + ".html"
