@@ -393,6 +393,34 @@ def test_links_and_hidden_folders_in_a_class_are_said_never_skipped_unseen(tmp_p
         name.encode("utf-8")  # every name written to a file as it is shown
 
 
+def test_links_to_nothing_in_a_class_are_said_too(tmp_path):
+    """A dangling link and a link to itself in a class (round 5's second look: neither
+    was named anywhere, against "what is not checked is said")."""
+    folder = tmp_path / "class"
+    shutil.copytree(CLASS / "alice", folder / "alice")
+    (folder / "dave").symlink_to(tmp_path / "gone")
+    (folder / "loop").symlink_to(folder / "loop")
+    found, said = submissions.gather([folder])
+    assert [each.name for each in found] == ["alice"]
+    assert said == [
+        "skipped dave and loop: links to nothing (their target is gone, or they lead to themselves)"
+    ]
+
+
+@pytest.mark.slow
+def test_a_folders_control_characters_never_reach_the_terminal_in_an_error(tmp_path):
+    """One folder checked by itself, whose manifest is refused: the error's line names the
+    folder escaped, as a class's lines do (its ESC cleared the teacher's screen)."""
+    folder = tmp_path / "esc\x1b[2Jdir"
+    shutil.copytree(CLASS / "alice", folder)
+    with (folder / "family.toml").open("a") as manifest:
+        manifest.write("junk = [\n")
+    done = run_xbackend("check", str(folder), *QUICK)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "\x1b" not in done.stderr
+    assert f"xbackend: error: {tmp_path}/esc\\x1b[2Jdir/family.toml: " in done.stderr
+
+
 @pytest.mark.slow
 def test_a_class_with_odd_folder_names_is_checked_whole_and_shown_escaped(tmp_path):
     needs_backend("opencl")

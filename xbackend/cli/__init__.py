@@ -115,12 +115,18 @@ def _command(argv: Sequence[str] | None) -> int:
         print(f"\nxbackend: interrupted{why}", file=sys.stderr)
         return EXIT_INTERRUPTED
     except (XBackendError, ValueError) as error:
-        print(f"xbackend: error: {error}", file=sys.stderr)
+        print(f"xbackend: error: {_shown(error)}", file=sys.stderr)
         return EXIT_USAGE
     except OSError as error:  # a full disk, a file size limit, a path that cannot be
         if isinstance(error, BrokenPipeError):
             silence_stdout()
             return EXIT_BROKEN_PIPE
         where = f"{error.filename}: " if error.filename else ""
-        print(f"xbackend: error: {where}{error.strerror or error}", file=sys.stderr)
+        print(f"xbackend: error: {_shown(where)}{error.strerror or error}", file=sys.stderr)
         return EXIT_USAGE
+
+
+def _shown(text: object) -> str:
+    """An error's words with the control characters of the names it quotes (a folder named
+    ``esc\x1b[2J``) shown as their escapes, never obeyed by the terminal; its lines kept."""
+    return "".join(c if c.isprintable() or c in "\n\t" else repr(c)[1:-1] for c in str(text))

@@ -64,15 +64,20 @@ def gather(folders: Sequence[str | Path]) -> tuple[list[Submission], list[str]]:
         if (folder / MANIFEST).is_file():
             found.append((Submission(shown(folder.resolve().name), folder.resolve()), False))
             continue
-        inside, hidden = [], []
+        inside, hidden, broken = [], [], []
         for sub in sorted(folder.iterdir()):
-            if sub.name.startswith((".", "_")) and sub.is_dir():
+            if sub.is_symlink() and not sub.exists():  # dangling, or a loop: said, not lost
+                broken.append(shown(sub.name))
+            elif sub.name.startswith((".", "_")) and sub.is_dir():
                 hidden.append(shown(sub.name))
             elif sub.is_dir() and (made := _submission(sub)) is not None:
                 inside.append((made, sub.is_symlink()))
         if hidden:
             said.append(f"skipped {_listed(hidden)}: folders whose names start with '.' or "
                         "'_' are not submissions")  # fmt: skip
+        if broken:
+            said.append(f"skipped {_listed(broken)}: links to nothing (their target is gone, "
+                        "or they lead to themselves)")  # fmt: skip
         if not inside:
             raise XBackendError(
                 f"{folder}: holds no {MANIFEST}, nor do its sub-folders (a submission is a "
