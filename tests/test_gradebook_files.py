@@ -542,3 +542,16 @@ def test_a_check_on_a_busy_host_says_so_and_how_its_times_were_taken(tmp_path):
         "the 95% interval of that median, on the clock its row names; one submission at a "
         "time, each in a process of its own"
     ) in page
+
+
+@pytest.mark.slow
+def test_a_kernels_folder_not_named_in_utf8_is_refused_by_name(tmp_path):
+    """``compare --kernels caf\\xe9`` (a zip made on Windows): its path went to the compiler
+    and every point read "UnicodeEncodeError ... (at __init__.py:338)"."""
+    folder = os.fsencode(tmp_path) + b"/caf\xe9"
+    shutil.copytree(CLASS / "alice", os.fsdecode(folder))
+    done = run_xbackend("compare", "--kernels", os.fsdecode(folder), "--backends", "opencl",
+                        "--sizes", "9x9x9", "--out", str(tmp_path / "o"))  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.startswith(f"xbackend: error: --kernels {tmp_path}/caf\\xe9: its path is ")
+    assert "UnicodeEncodeError" not in done.stdout + done.stderr

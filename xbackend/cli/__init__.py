@@ -29,6 +29,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from types import ModuleType
 
 from xbackend import __version__, families
@@ -107,6 +108,7 @@ def _command(argv: Sequence[str] | None) -> int:
         return 0
     try:
         if getattr(args, "kernels", None):  # checked here: a wrong manifest is one line
+            _utf8_paths(args.kernels)
             families.add_folders(args.kernels)
         code: int = args.func(args)
         return code
@@ -130,3 +132,23 @@ def _shown(text: object) -> str:
     """An error's words with the control characters of the names it quotes (a folder named
     ``esc\x1b[2J``) shown as their escapes, never obeyed by the terminal; its lines kept."""
     return "".join(c if c.isprintable() or c in "\n\t" else repr(c)[1:-1] for c in str(text))
+
+
+def _utf8_paths(folders: Sequence[str]) -> None:
+    """A ``--kernels`` folder whose path is not UTF-8 (a zip made on Windows: ``caf\xe9``)
+    refused by name: the OpenCL and CUDA compilers take their include paths as UTF-8
+    text (``check`` copies such a submission under a name that is)."""
+    for folder in folders:
+        try:
+            str(Path(folder).resolve()).encode("utf-8")
+        except UnicodeEncodeError:
+            raise XBackendError(
+                f"--kernels {_shown(_escaped(folder))}: its path "
+                "is not UTF-8 text, which the compilers take their include paths as: rename it "
+                "(or check it with xbackend check, which copies it under a name that is)"
+            ) from None
+
+
+def _escaped(path: str) -> str:
+    """A path not UTF-8 as it was given, its bytes shown (``caf\\xe9``)."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
