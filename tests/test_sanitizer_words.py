@@ -165,3 +165,27 @@ def test_a_kernel_its_rules_never_take_is_not_said_unsanitized(oclgrind, tmp_pat
     families.add_folders([str(folder)])
     done = sanitize([str(folder)], "fixed_size_naive", oclgrind, SEED)
     assert (done.finding, done.unfinished, done.skipped) == (None, "", "")
+
+
+def test_a_tools_output_is_kept_to_its_bounds(monkeypatch):
+    """A kernel that printf's in a loop under oclgrind: the submission's process held all
+    of it (1 GB in round 5's second look). Each stream keeps its first and last bytes and
+    says how many it left out between."""
+    import sys
+
+    import numpy as np
+
+    from xbackend.grading import deadlines
+
+    monkeypatch.setattr(deadlines, "OUTPUT_HEAD_BYTES", 64 << 10)
+    monkeypatch.setattr(deadlines, "OUTPUT_TAIL_BYTES", 16 << 10)
+    rng = np.random.default_rng(5411)
+    lines = int(rng.integers(40_000, 60_000))
+    said = f"for i in range({lines}): print(f'line {{i:06d}}', flush=False)"
+    done = deadlines.run_to_deadline([sys.executable, "-c", said], 60)
+    written = lines * len("line 000000\n")
+    kept = (64 << 10) + (16 << 10)
+    assert done.returncode == 0 and done.stdout.startswith("line 000000\n")
+    assert done.stdout.endswith(f"line {lines - 1:06d}\n")
+    assert f"\n[{written - kept} bytes of output left out here]\n" in done.stdout
+    assert len(done.stdout) < kept + 100

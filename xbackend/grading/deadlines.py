@@ -14,32 +14,69 @@ import contextlib
 import os
 import signal
 import subprocess
+import threading
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import IO
+
+# What of a tool's output is kept, from each of its two streams: its first bytes and its
+# last, the middle counted (a kernel that printf's in a loop under oclgrind wrote 1 GB).
+OUTPUT_HEAD_BYTES = 16 << 20
+OUTPUT_TAIL_BYTES = 1 << 20
+_JOIN_S = 5.0  # a reader's wait for its stream's end once the tool has ended
 
 
 def run_to_deadline(
     command: Sequence[str], timeout_s: float, env: Mapping[str, str] | None = None,
     before: Callable[[], None] | None = None,
 ) -> subprocess.CompletedProcess[str]:  # fmt: skip
-    """``command`` run to its end, its output kept (``env``: its environment; ``before``:
-    run in the child before the command, as ``preexec_fn``). Past ``timeout_s``, it and
-    every process it started are killed and ``TimeoutExpired`` is raised with the output
-    they wrote."""
+    """``command`` run to its end, its output kept, up to ``OUTPUT_HEAD_BYTES`` and
+    ``OUTPUT_TAIL_BYTES`` a stream (``env``: its environment; ``before``: run in the child
+    before the command, as ``preexec_fn``). Past ``timeout_s``, it and every process it
+    started are killed and ``TimeoutExpired`` is raised with the output they wrote."""
     process = subprocess.Popen(
-        list(command), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        list(command), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         env=None if env is None else dict(env), preexec_fn=before,
     )  # fmt: skip
+    assert process.stdout is not None and process.stderr is not None
+    streams = _Capped(process.stdout), _Capped(process.stderr)
     try:
-        stdout, stderr = process.communicate(timeout=timeout_s)
+        process.wait(timeout=timeout_s)
     except BaseException as error:  # the deadline, or an interrupt: nothing may outlive it
         kill_tree(process.pid)
-        stdout, stderr = process.communicate()
+        process.wait()
         if isinstance(error, subprocess.TimeoutExpired):
+            stdout, stderr = (stream.text() for stream in streams)
             raise subprocess.TimeoutExpired(command, timeout_s, stdout, stderr) from None
         raise
+    stdout, stderr = (stream.text() for stream in streams)
     return subprocess.CompletedProcess(list(command), process.returncode, stdout, stderr)
+
+
+class _Capped:
+    """One of a tool's streams read by a thread as it comes: its first bytes and its last
+    kept, the bytes between counted and said."""
+
+    def __init__(self, stream: IO[bytes]):
+        self._head, self._tail, self._left_out = bytearray(), bytearray(), 0
+        self._thread = threading.Thread(target=self._read, args=(stream,), daemon=True)
+        self._thread.start()
+
+    def _read(self, stream: IO[bytes]) -> None:
+        with stream:
+            while chunk := os.read(stream.fileno(), 1 << 16):
+                room = OUTPUT_HEAD_BYTES - len(self._head)
+                self._head += chunk[:room]
+                self._tail += chunk[room:] if room > 0 else chunk
+                if len(self._tail) > OUTPUT_TAIL_BYTES:
+                    self._left_out += len(self._tail) - OUTPUT_TAIL_BYTES
+                    del self._tail[:-OUTPUT_TAIL_BYTES]
+
+    def text(self) -> str:
+        self._thread.join(_JOIN_S)  # a process it started may hold the stream: not forever
+        cut = f"\n[{self._left_out} bytes of output left out here]\n" if self._left_out else ""
+        return self._head.decode(errors="replace") + cut + self._tail.decode(errors="replace")
 
 
 def kill_tree(pid: int) -> None:
