@@ -436,3 +436,20 @@ def test_a_failure_from_the_kernels_process_is_said_without_python_words():
     error = ChildError(f"UnsupportedParameter: {said} (at element.py:88)")
     verdict = _failed("opencl", spec, Shape(n, n, n), error)
     assert (verdict.equal, verdict.detail) == (None, said)
+
+
+def test_a_group_of_no_work_item_is_said_by_its_key(own_families):
+    """``group = ["TILE - 100", "TILE"]``: said as the group's key and value, never as
+    "2 groups of -96 columns cover -192 of 5 columns" (round 5's second look)."""
+    from xbackend.grading.coverage import shortfall
+
+    rng = np.random.default_rng(5419)
+    m, k, n = (int(x) for x in rng.integers(1, 40, size=3))
+    for written, value in (("TILE - 100", -84), ("0", 0)):
+        spec = _short_spec(group=(written, "TILE"), grid=("cdiv(N, 4)", "cdiv(M, 4)"))
+        short = shortfall(spec, Shape(m, n, k))
+        assert short is not None and short.empty
+        assert short.said == (
+            f"group[0] = {written} = {value} work-items: a group has at least one, nothing "
+            "runs (family.toml: group)"
+        )

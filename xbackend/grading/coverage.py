@@ -50,6 +50,10 @@ def shortfall(spec: VariantSpec, shape: Shape) -> Shortfall | None:
         tm, tn = spec.per_thread(spec.default_tile)
     except (ArithmeticError, ValueError, TypeError, KeyError, XBackendError):
         return None
+    for axis, count in enumerate(workers):
+        if count < 1:  # a group of no work-item, or fewer: no launch takes it
+            said = f"group[{axis}] = {launch.group[axis]} = {count} work-items: a group has "
+            return Shortfall(said + "at least one, nothing runs (family.toml: group)", True)
     for axis, count in enumerate(groups):
         if count < 0:  # no launch has a negative number of groups: nothing runs
             return Shortfall(f"grid[{axis}] = {launch.grid[axis]} = {count}: fewer than no "
