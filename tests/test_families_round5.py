@@ -178,7 +178,15 @@ def test_the_conditionals_decided_before_the_build(text, kept):
 
 # -- 54.16: an include in every spelling a compiler reads --------------------------------
 
-SPELLINGS = ["digraph", "include_next", "split", "import", "split_hash", "has_include"]
+SPELLINGS = [
+    "digraph",
+    "include_next",
+    "split",
+    "import",
+    "split_hash",
+    "has_include",
+    "after_string",
+]
 
 
 def _including(parent: Path, spelling: str) -> Path:

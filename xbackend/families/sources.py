@@ -79,7 +79,7 @@ def check_includes(
     if depth > 16:
         raise XBackendError(f"{path}: includes nested more than 16 deep")
     seen = set() if seen is None else seen
-    for line, directive, named in _included(path, live(blank_comments(spliced(text)))):
+    for line, directive, named in _included(path, live(_comments_out(spliced(text)))):
         candidates = [Path(named)] if os.path.isabs(named) else [f / named for f in folders]
         found = next((c for c in candidates if os.path.lexists(c)), None)
         if found is None or found in seen:
@@ -307,6 +307,12 @@ def without_stamps(text: str) -> str:
 _COMMENTS = r"//[^\n]*|/\*.*?(?:\*/|\Z)"
 _COMMENT = re.compile(_COMMENTS, re.DOTALL)
 _CODE_SKIPS = re.compile(rf"{_COMMENTS}|\"(?:\\.|[^\"\\\n])*\"?|'(?:\\.|[^'\\\n])*'?", re.DOTALL)
+
+
+def _comments_out(text: str) -> str:
+    """``text`` with its comments as blanks and its literals as they are: a ``"/*"`` in a
+    string opens no comment, so the ``#include`` after it is seen (as the compiler sees it)."""
+    return _CODE_SKIPS.sub(lambda m: m.group(0) if m.group(0)[0] in "\"'" else _blank(m), text)
 
 
 def blank_comments(text: str) -> str:
