@@ -453,3 +453,22 @@ def test_a_group_of_no_work_item_is_said_by_its_key(own_families):
             f"group[0] = {written} = {value} work-items: a group has at least one, nothing "
             "runs (family.toml: group)"
         )
+
+
+def test_a_points_reason_is_xbackends_own_words_without_pythons():
+    """compare's point (``measure.describe_error``): a launch size or a workspace without a
+    usable value read "error: UnsupportedParameter: ..." and an argument too wide for its
+    parameter "XBackendError: ... (at launch.py:191)" (round 5's second look)."""
+    from xbackend.errors import UnsupportedParameter, XBackendError
+    from xbackend.measure import describe_error
+
+    rng = np.random.default_rng(5420)
+    elements = int(rng.integers(-1000, 1))
+    said = f"family.toml: variant 'v': workspaces.BT = '{elements}' is {elements} elements"
+    assert describe_error(UnsupportedParameter(said)) == said
+    wide = f"hA = {int(rng.integers(1 << 33, 1 << 40))} does not fit its 32-bit parameter"
+    assert describe_error(XBackendError(wide)) == wide
+    try:  # anything else is a bug of xbackend's: its type and where, for the report
+        raise RuntimeError("boom")
+    except RuntimeError as error:
+        assert describe_error(error).startswith("RuntimeError: boom (at test_verdicts.py:")

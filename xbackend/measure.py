@@ -379,9 +379,13 @@ def memory_problem(config: Config, shape: Shape, batch: int, asked: str = AUTO) 
 
 
 def describe_error(error: BaseException) -> str:
-    """An error as a point's reason: its type, its message and where it was raised."""
+    """An error as a point's reason: xbackend's own errors in their words (they name the
+    key, the file or the value), a compile error with the compiler's, anything else with
+    its type and where it was raised."""
     if isinstance(error, Described):
         return str(error)[:4000]
+    if isinstance(error, XBackendError) and not isinstance(error, KernelCompileError):
+        return str(error)[:4000]  # xbackend's own words, naming the key or the file
     text = f"{type(error).__name__}: {error}"
     if isinstance(error, KernelCompileError):  # the compiler's own words, not just "failed"
         said = [  # in the file's name, not the compiler's copy's (PyCUDA's kernel.cu)
