@@ -111,6 +111,22 @@ def test_twins_that_disagree_on_a_floats_width_are_refused(catalogue):
         assert words in message, (words, message)
 
 
+def test_a_file_that_defines_real_is_refused(tmp_path, catalogue):
+    """``#define REAL double`` and a ``REAL alpha`` in both twins: read as the element type
+    (float), passed as 4 bytes to a kernel that reads 8 (round 5's second look); every build
+    defines REAL itself, so a file that defines it otherwise is refused by name. The
+    shipped kernels' ``#ifndef REAL`` guard is what the build decides, and stays."""
+    folder = tmp_path / "real_macro"
+    shutil.copytree(ROUND5 / "float_twins", folder)
+    for name, width in (("scaled.cl", "float"), ("scaled.cu", "double")):
+        path = folder / name
+        text = path.read_text().replace(f"{width} alpha", "REAL alpha")
+        path.write_text("#define REAL double\n" + text)
+    message = _refused(folder)
+    assert "it #defines REAL, which each build defines as the element type" in message
+    assert families.find_variant("naive") is not None  # mm.cl's #ifndef REAL: decided
+
+
 # -- 54.3: the declaration the build compiles, not one under #if 0 -------------------------
 
 

@@ -221,11 +221,23 @@ class Declarations:
         return passing(words)
 
 
+# What every build defines itself (plans.py, block_tiles.py): a kernel file may test it
+# (``#ifndef REAL``) but not define it otherwise.
+_BUILT = frozenset({"REAL"})
+_DEFINES_BUILT = re.compile(r"^[ \t]*#[ \t]*define[ \t]+REAL\b", re.MULTILINE)
+
+
 def declarations_of(text: str, defined: frozenset[str] = frozenset()) -> Declarations:
     """The kernels, structs and kernel templates ``text`` declares, as the build compiles
     them (``code_of``, ``defined`` the macros every build defines); a kernel or a struct
     declared twice, otherwise, is an ``XBackendError`` naming both lines."""
-    code = code_of(text, defined)
+    code = code_of(text, defined | _BUILT)
+    if _DEFINES_BUILT.search(code):
+        raise XBackendError(
+            "it #defines REAL, which each build defines as the element type (-DREAL=float, "
+            "double or int) and xbackend passes REAL scalars as: use REAL as the build "
+            "gives it, or a name of its own for another type"
+        )
     _ambiguous(code)
     try:
         pragmas = packs(code)
