@@ -523,6 +523,21 @@ def test_a_pack_xbackend_does_not_follow_is_refused_by_name(pragma, words, tmp_p
     assert "packed.cu" in message and words in message, message
 
 
+def test_a_pack_in_an_included_header_is_refused_by_name(tmp_path):
+    """``#pragma pack(push, 4)`` in a header the kernel file includes: nvcc packs the struct
+    after the include (20 bytes), xbackend read the file alone (24): round 5's second look.
+    Refused by name, with where to write the pragma."""
+    folder = tmp_path / "packed"
+    shutil.copytree(ROUND5 / "packed", folder)
+    shutil.copy(ROUND5 / "includes" / "pack4.h", folder / "pack4.h")
+    source = folder / "packed.cu"
+    text = source.read_text().replace("\n#pragma pack(push, 4)\n", "\n", 1)
+    source.write_text('#include "pack4.h"\n' + text)
+    message = _refused(folder)
+    assert "packed.cu line 1: #include 'pack4.h': it holds a #pragma pack" in message, message
+    assert "write the pragma in the kernel file" in message
+
+
 PATHOLOGICAL = {
     "packs": "#pragma pack(push, 4)\n",
     "packed structs": "#pragma pack(2)\nstruct S { int a; };\n",

@@ -89,10 +89,19 @@ def check_includes(
             included = read_source(found, "included file")
         except XBackendError as error:
             raise XBackendError(f"{path} line {line}: #{directive} {named!r}: {error}") from None
+        if _PACKING.search(_comments_out(spliced(included))):  # nvcc lays structs out by it
+            raise XBackendError(
+                f"{path} line {line}: #{directive} {named!r}: it holds a #pragma pack, which "
+                "xbackend follows in the kernel file alone when it lays out a struct argument: "
+                "write the pragma in the kernel file"
+            )
         check_includes(found, included, [found.parent, *folders[1:]], depth + 1, seen)
 
 
 _NAMED = re.compile(r'"([^"\n]*)"|<([^>\n]*)>')
+_PACKING = re.compile(
+    r"^[ \t]*(?:#|%:|\?\?=)[ \t]*pragma[ \t]+pack\b|\b(?:_Pragma|__pragma)\s*\(", re.M
+)
 _HAS_INCLUDE = re.compile(r'__has_include(?:_next)?\s*\(\s*(?:"([^"\n]*)"|<([^>\n]*)>)')
 
 
