@@ -240,6 +240,19 @@ def test_an_include_under_if_0_is_never_opened_so_not_refused(tmp_path, catalogu
     assert "student_naive" in families.user_variants(["mm"])
 
 
+def test_a_raw_string_in_a_cuda_file_is_refused_by_name(tmp_path):
+    """A C++ raw string holding ``#if 0`` (and its ``#endif`` in another): the guard took
+    the include between them for dead code, and nvcc blocked on the FIFO it names until
+    its deadline (round 5's second look). Refused by name, before anything opens it."""
+    folder = tmp_path / "student"
+    shutil.copytree(STUDENT, folder)
+    head = (ROUND5 / "includes" / "raw_string.cu").read_text()
+    (folder / "student.cu").write_text(head + (STUDENT / "student.cu").read_text())
+    os.mkfifo(folder / "pipe.h")
+    message = _refused(folder)
+    assert 'student.cu line 1: a raw string literal (R"...(): xbackend checks every' in message
+
+
 def test_an_include_of_a_macro_is_refused_with_the_way_round(tmp_path):
     folder = _including(tmp_path, "computed")
     os.mkfifo(folder / "pipe.h")

@@ -79,7 +79,16 @@ def check_includes(
     if depth > 16:
         raise XBackendError(f"{path}: includes nested more than 16 deep")
     seen = set() if seen is None else seen
-    for line, directive, named in _included(path, live(_comments_out(spliced(text)))):
+    code = _comments_out(spliced(text))
+    raw = _RAW_STRING.search(code)
+    if raw:  # its text may hold a "#if 0" or a "*/" the guard would take for code
+        line = code.count("\n", 0, raw.start()) + 1
+        raise XBackendError(
+            f'{path} line {line}: a raw string literal (R"...(): xbackend checks every '
+            "file a kernel includes before a compiler opens it, and reads no raw strings; "
+            "write it as an ordinary string"
+        )
+    for line, directive, named in _included(path, live(code)):
         candidates = [Path(named)] if os.path.isabs(named) else [f / named for f in folders]
         found = next((c for c in candidates if os.path.lexists(c)), None)
         if found is None or found in seen:
@@ -98,6 +107,7 @@ def check_includes(
         check_includes(found, included, [found.parent, *folders[1:]], depth + 1, seen)
 
 
+_RAW_STRING = re.compile(r'\b(?:u8|u|U|L)?R"[^\s()\\"]{0,16}\(')
 _NAMED = re.compile(r'"([^"\n]*)"|<([^>\n]*)>')
 _PACKING = re.compile(
     r"^[ \t]*(?:#|%:|\?\?=)[ \t]*pragma[ \t]+pack\b|\b(?:_Pragma|__pragma)\s*\(", re.M
