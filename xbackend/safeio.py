@@ -124,7 +124,8 @@ def safe_name(text: object, limit: int = 60) -> str:
     return name or "_"
 
 
-def printable(text: object) -> str:
+def printable(text: object, keep: str = "") -> str:
     """``text`` with every control character shown as its escape (``\\x1b``, ``\\n``), not
-    obeyed: for printing names read from a results file, which is not trusted."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
+    obeyed, but those of ``keep`` (an error's line breaks): for printing names read from a
+    results file or a folder, which are not trusted."""
+    return "".join(c if c.isprintable() or c in keep else repr(c)[1:-1] for c in str(text))

@@ -44,6 +44,8 @@ from xbackend.cli.exits import (
     take_over_signals,
 )
 from xbackend.errors import XBackendError
+from xbackend.grading.submissions import shown
+from xbackend.safeio import printable
 
 # The commands' modules, in the order ``--help`` lists them.
 COMMANDS = (
@@ -117,21 +119,23 @@ def _command(argv: Sequence[str] | None) -> int:
         print(f"\nxbackend: interrupted{why}", file=sys.stderr)
         return EXIT_INTERRUPTED
     except (XBackendError, ValueError) as error:
-        print(f"xbackend: error: {_shown(error)}", file=sys.stderr)
+        print(f"xbackend: error: {printable(error, keep=_LINES)}", file=sys.stderr)
         return EXIT_USAGE
     except OSError as error:  # a full disk, a file size limit, a path that cannot be
         if isinstance(error, BrokenPipeError):
             silence_stdout()
             return EXIT_BROKEN_PIPE
         where = f"{error.filename}: " if error.filename else ""
-        print(f"xbackend: error: {_shown(where)}{error.strerror or error}", file=sys.stderr)
+        print(
+            f"xbackend: error: {printable(where, keep=_LINES)}{error.strerror or error}",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
 
 
-def _shown(text: object) -> str:
-    """An error's words with the control characters of the names it quotes (a folder named
-    ``esc\x1b[2J``) shown as their escapes, never obeyed by the terminal; its lines kept."""
-    return "".join(c if c.isprintable() or c in "\n\t" else repr(c)[1:-1] for c in str(text))
+# An error's own line breaks, kept; every other control character a name quoted in it holds
+# (a folder named ``esc\x1b[2J``) is shown as its escape, never obeyed by the terminal.
+_LINES = "\n\t"
 
 
 def _utf8_paths(folders: Sequence[str]) -> None:
@@ -143,12 +147,7 @@ def _utf8_paths(folders: Sequence[str]) -> None:
             str(Path(folder).resolve()).encode("utf-8")
         except UnicodeEncodeError:
             raise XBackendError(
-                f"--kernels {_shown(_escaped(folder))}: its path "
+                f"--kernels {shown(folder)}: its path "
                 "is not UTF-8 text, which the compilers take their include paths as: rename it "
                 "(or check it with xbackend check, which copies it under a name that is)"
             ) from None
-
-
-def _escaped(path: str) -> str:
-    """A path not UTF-8 as it was given, its bytes shown (``caf\\xe9``)."""
-    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
