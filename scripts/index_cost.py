@@ -4,7 +4,7 @@ its wide build (64-bit offsets, -DWIDE_INDEX) timed side by side on one device.
     python scripts/index_cost.py                                         # CUDA: 2048³, 4096³
     python scripts/index_cost.py --backend opencl --sizes 128x128x128    # anywhere
 
-A product gets the wide build only where its offsets pass 2^31 - 1 (backends/plans.py):
+A product gets the wide build only where its offsets pass 2^31 - 1 (launches/plans.py):
 then this is what it pays. For each size, each variant of each operation (mm: naive,
 tiled and every rung of the ladder; the vendor line runs no kernel of ours and is left
 out) at its default tile (the tuned variants at what they choose for the size) runs the
@@ -31,11 +31,11 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import xbackend
-from xbackend.diff import ratio_interval
+from xbackend.analysis.diff import ratio_interval
 from xbackend.operations import operation
 from xbackend.problems import Reference, check, dtype_named, make_operands
-from xbackend.runner import Target
-from xbackend.sweep import parse_shapes
+from xbackend.sweep.runner import Target
+from xbackend.sweep.sizes import parse_shapes
 
 DEFAULT_SIZES = "2048x2048x2048,4096x4096x4096"
 BUILDS = {"default": "auto", "wide": "wide"}  # a column's name -> its use_index mode

@@ -25,10 +25,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import xbackend
-from xbackend.backends.geometries import per_product
+from xbackend.launches.geometries import per_product
 from xbackend.problems import Reference, Shape, check, dtype_named, make_operands
-from xbackend.runner import Target
-from xbackend.sweep import parse_shapes
+from xbackend.sweep.runner import Target
+from xbackend.sweep.sizes import parse_shapes
 
 
 def main() -> int:

@@ -48,12 +48,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import xbackend
 import xbackend.tuning.cache as tune_cache
-from xbackend.backends.geometries import per_product
-from xbackend.diff import ratio_interval
+from xbackend.analysis.diff import ratio_interval
+from xbackend.launches.geometries import per_product
 from xbackend.measuring.timing import BOOTSTRAP_SEED
 from xbackend.problems import Reference, check, flops, make_operands
-from xbackend.runner import Target
-from xbackend.sweep import parse_shapes
+from xbackend.sweep.runner import Target
+from xbackend.sweep.sizes import parse_shapes
 
 # The targets of issue 4, and the awkward shapes where no cliff may appear.
 DEFAULT_SIZES = "4096x4096x4096,8000x7000x8000,4095x4095x4095,1000x3001x1000"

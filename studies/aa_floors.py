@@ -24,7 +24,7 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-from xbackend import diff, floors
+from xbackend.analysis import diff, floors
 from xbackend.results import PointRecord, latest, load
 
 PLANTED = 1.10

@@ -25,11 +25,11 @@ from importlib import import_module
 import numpy as np
 
 import xbackend
-from xbackend.diff import ratio_interval
+from xbackend.analysis.diff import ratio_interval
 from xbackend.problems import make_operands
-from xbackend.sweep import parse_shapes
+from xbackend.sweep.sizes import parse_shapes
 
-kernels = import_module("xbackend.backends.kernels")
+kernels = import_module("xbackend.launches.kernels")
 CONFIGS = {
     "64x128x16 8x8 s3 (the default)": {"BM": 64, "BN": 128, "BK": 16, "WM": 32, "WN": 64,
                                        "TM": 8, "TN": 8, "stages": 3},

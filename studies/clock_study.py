@@ -142,7 +142,7 @@ def ncu_runs(variants: list[str], sizes: list[str], runs: int) -> None:
 def opencl_ptx(out: Path, variants: list[str]) -> None:
     """NVIDIA's OpenCL programs as PTX, each variant's built with and without STAMP, for
     comparing what the two compilers make of the same kernel (docs/notebook/measurement.md)."""
-    from xbackend.backends.kernels import STAMP
+    from xbackend.launches.kernels import STAMP
 
     backend: Any = xbackend.get_backend("opencl", "nvidia")  # _plan, _build
     A, B = _operands(SIZES["608x532"], seed=7)

@@ -8,9 +8,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from xbackend import diff, results
+from xbackend import results
+from xbackend.analysis import diff
+from xbackend.analysis.floors import shipped
 from xbackend.cli.diff import _cpu_devices
-from xbackend.floors import shipped
 
 
 def _span(values: list[float], form: str) -> str:

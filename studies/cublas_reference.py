@@ -18,7 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from xbackend.problems import Reference, check, make_operands
-from xbackend.sweep import parse_shapes
+from xbackend.sweep.sizes import parse_shapes
 
 
 def main() -> int:

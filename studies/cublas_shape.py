@@ -21,9 +21,9 @@ import sys
 import numpy as np
 
 import xbackend
-from xbackend.diff import ratio_interval
+from xbackend.analysis.diff import ratio_interval
 from xbackend.problems import make_operands
-from xbackend.sweep import parse_shapes
+from xbackend.sweep.sizes import parse_shapes
 
 SIZES = "4096x4096x4096,8000x7000x8000"
 ROUNDS, SAMPLES = 4, 10

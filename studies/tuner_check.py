@@ -21,9 +21,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import xbackend
 from xbackend import tuning
-from xbackend.backends import warp
+from xbackend.launches import warp
 from xbackend.problems import Shape, make_operands
-from xbackend.sweep import parse_shapes
+from xbackend.sweep.sizes import parse_shapes
 
 
 def _sampler(backend: Any, shape: Shape, variant: str, op: str) -> tuning.Sampler:

@@ -1,6 +1,6 @@
 """Measured ceilings: the kernels of kernels/*/ceilings compute what they say, the measured
 rates are plausible (positive, under the theoretical peaks where known), a run's header
-keeps them, and the tables' roof share is computed from them (xbackend.roofs)."""
+keeps them, and the tables' roof share is computed from them (xbackend.analysis.roofs)."""
 
 from __future__ import annotations
 
@@ -13,17 +13,17 @@ import sys
 import numpy as np
 import pytest
 
+from xbackend.analysis.roofs import intensity, roof_of, roof_share, roofs
+from xbackend.analysis.tables import size_rows, size_table, write_size_csv
 from xbackend.backends import ceilings, compiled
 from xbackend.backends.cpu import CpuBackend
 from xbackend.backends.peaks import TOLERANCE, peaks
-from xbackend.backends.specs import DeviceInfo
 from xbackend.errors import XBackendError
+from xbackend.launches.specs import DeviceInfo
 from xbackend.measuring.timing import Sampling
 from xbackend.problems import Shape
 from xbackend.results import PointRecord, RunHeader
-from xbackend.roofs import intensity, roof_of, roof_share, roofs
-from xbackend.runner import NO_CEILINGS_ENV, Plan, run
-from xbackend.tables import size_rows, size_table, write_size_csv
+from xbackend.sweep.runner import NO_CEILINGS_ENV, Plan, run
 
 COMPILED = ("opencl", "cuda")
 

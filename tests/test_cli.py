@@ -175,7 +175,7 @@ def test_tune_cache_serves_the_neighbouring_class_without_splits(tmp_path, monke
     from types import SimpleNamespace
 
     from xbackend import tuning
-    from xbackend.backends.warp import WarpConfig
+    from xbackend.launches.warp import WarpConfig
 
     monkeypatch.setenv("XBACKEND_TUNE_CACHE", str(tmp_path / "tuned.json"))
     stub = SimpleNamespace(name="cuda", device=SimpleNamespace(name="GPU"))
@@ -192,7 +192,7 @@ def test_tune_cache_rmm_takes_its_own_choice_else_mms(tmp_path, monkeypatch):
     from types import SimpleNamespace
 
     from xbackend import tuning
-    from xbackend.backends.warp import WarpConfig
+    from xbackend.launches.warp import WarpConfig
 
     monkeypatch.setenv("XBACKEND_TUNE_CACHE", str(tmp_path / "tuned.json"))
     stub = SimpleNamespace(name="cuda", device=SimpleNamespace(name="GPU"))
@@ -217,7 +217,7 @@ def test_tune_cache_refits_a_split_to_the_output(tmp_path, monkeypatch):
     from types import SimpleNamespace
 
     from xbackend import tuning
-    from xbackend.backends.warp import MIN_K_SLICE, WarpConfig
+    from xbackend.launches.warp import MIN_K_SLICE, WarpConfig
 
     monkeypatch.setenv("XBACKEND_TUNE_CACHE", str(tmp_path / "tuned.json"))
     stub = SimpleNamespace(name="cuda", device=SimpleNamespace(name="GPU"))
@@ -236,7 +236,7 @@ def test_tune_cache_refits_a_split_to_the_output(tmp_path, monkeypatch):
 def test_tune_keeps_the_untuned_choice_where_it_beats_every_candidate():
     """A refitted split can lie outside the search space and beat all of it."""
     from xbackend import tuning
-    from xbackend.backends.warp import WarpConfig
+    from xbackend.launches.warp import WarpConfig
     from xbackend.problems import Shape
 
     config = WarpConfig(128, 128, 16, 32, 64, 8, 8)

@@ -25,9 +25,10 @@ from test_diff import points as diff_points
 from test_diff import write as write_diff_run
 from test_plots import run as plot_run
 
-from xbackend import cli, runner, safeio
+from xbackend import cli, safeio
 from xbackend.backends.cpu import CpuBackend
-from xbackend.measure import measure_point
+from xbackend.sweep import runner
+from xbackend.sweep.measure import measure_point
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = ["--backends", "cpu", "--variants", "naive", "--samples", "2"]

@@ -16,8 +16,8 @@ import pytest
 
 import xbackend
 from xbackend.backends.cpu import CpuBackend
-from xbackend.configs import resolve_variants
-from xbackend.sweep import PRESETS
+from xbackend.sweep.configs import resolve_variants
+from xbackend.sweep.sizes import PRESETS
 
 ROOT = Path(__file__).resolve().parent.parent
 NOT_LADDER = {"naive", "tiled", "vendor", "naive4"}

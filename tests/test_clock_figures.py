@@ -21,15 +21,15 @@ import numpy as np
 import pytest
 from matplotlib.patches import Rectangle
 
-from xbackend import plots
+from xbackend.analysis.clocks import clock_note, overheads, wrapped
+from xbackend.analysis.roofs import roofs
+from xbackend.analysis.tables import size_table
 from xbackend.cli import main
+from xbackend.figures import plots
 from xbackend.figures.overhead import NAME as OVERHEAD
-from xbackend.measuring.clocks import clock_note, overheads, wrapped
 from xbackend.measuring.timing import Stats
 from xbackend.report.page import write_report
 from xbackend.results import PointRecord, RunHeader, latest, load
-from xbackend.roofs import roofs
-from xbackend.tables import size_table
 
 SIZES = [(16 * i, 14 * i, 16 * i) for i in (1, 2, 4, 8, 16)]
 KERNEL_FIGURES = ("runtime_by_backend", "runtime_all", "gflops", "speedup")

@@ -22,15 +22,15 @@ import pytest
 import xbackend
 import xbackend.families
 from xbackend.backends.cpu import CpuBackend
-from xbackend.backends.specs import DeviceInfo
 from xbackend.cli import main
 from xbackend.errors import XBackendError
+from xbackend.launches.specs import DeviceInfo
 from xbackend.measuring.timing import Sampling
 from xbackend.operations import Shape
-from xbackend.plan import Plan, Target
-from xbackend.progress import SweepDisplay
 from xbackend.results import WORKER_LOST, PointRecord, ResultsWriter, RunHeader, load
-from xbackend.runner import Sweep, configs
+from xbackend.results.plan import Plan, Target
+from xbackend.sweep.progress import SweepDisplay
+from xbackend.sweep.runner import Sweep, configs
 
 distributed = pytest.importorskip("distributed", reason="Dask is not installed ([dask] extra)")
 
@@ -320,7 +320,7 @@ def test_a_worker_killed_while_it_tunes_ends_the_tune_with_the_reason(
     with none left, the tune ends (no wait for the dead worker) and says why."""
     _opencl_or_skip()
     from xbackend.cluster import TuneRequest
-    from xbackend.sweep import parse_shapes
+    from xbackend.sweep.sizes import parse_shapes
 
     monkeypatch.setenv("XBACKEND_TUNE_CACHE", str(tmp_path / "tuned.json"))
     xbackend.families.add_folders([ROOT / "examples" / "assignment" / "student"])

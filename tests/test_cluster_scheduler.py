@@ -26,9 +26,9 @@ import xbackend
 from xbackend.backends.cpu import CpuBackend
 from xbackend.cli import main
 from xbackend.operations import Shape
-from xbackend.plan import Plan
 from xbackend.results import PointRecord, ResultsWriter, RunHeader, load
-from xbackend.runner import configs
+from xbackend.results.plan import Plan
+from xbackend.sweep.runner import configs
 
 pytest.importorskip("distributed", reason="Dask is not installed ([dask] extra)")
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from xbackend.diagnosis import ALL_NAN, Launch, diagnose
+from xbackend.grading.diagnosis import ALL_NAN, Launch, diagnose
 from xbackend.problems import Reference, check
 
 SHAPES = [(7, 13, 5), (33, 20, 17), (1, 64, 97), (40, 1, 24)]  # M, K, N

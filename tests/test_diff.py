@@ -17,7 +17,7 @@ import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_hex
 
-from xbackend import diff
+from xbackend.analysis import diff
 from xbackend.cli import main
 from xbackend.cli.diff import threshold
 from xbackend.figures.ratios import ratio_figure

@@ -9,7 +9,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from xbackend import diff, floors
+from xbackend.analysis import diff, floors
 from xbackend.measuring.timing import Stats
 from xbackend.results import PointRecord
 

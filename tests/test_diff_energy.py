@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from xbackend import diff, joules
+from xbackend.analysis import diff, joules
 from xbackend.cli import main
 from xbackend.measuring.timing import Stats
 from xbackend.results import PointRecord, RunHeader

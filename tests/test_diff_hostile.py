@@ -21,7 +21,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.patches import Rectangle
 from test_diff import SIZES, VARIANTS, points, record, write
 
-from xbackend import diff
+from xbackend.analysis import diff
 from xbackend.cli import main
 from xbackend.figures.ratios import MOST_POINTS, ratio_figure
 from xbackend.results import PointKey, PointRecord, ResultsError, RunHeader, load

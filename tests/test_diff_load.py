@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from xbackend import diff, floors
+from xbackend.analysis import diff, floors
 from xbackend.measuring.timing import Stats
 from xbackend.results import PointRecord, RunHeader
 from xbackend.results.writing import ResultsWriter

@@ -6,9 +6,9 @@ from __future__ import annotations
 import datetime
 import re
 
-from xbackend import earlier
 from xbackend.cli import main
 from xbackend.results import PointRecord
+from xbackend.sweep import earlier
 
 
 def _at(second: int, run: str = "r", M: int = 8) -> PointRecord:

@@ -15,16 +15,16 @@ import pytest
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from xbackend import plots
+from xbackend.analysis.joules import gflops_per_joule, joules
 from xbackend.backends.cpu import CpuBackend
+from xbackend.figures import plots
 from xbackend.figures.energy import NAME, energy_figure
-from xbackend.joules import gflops_per_joule, joules
 from xbackend.measuring.timing import Sampling
 from xbackend.problems import Shape
 from xbackend.report.page import write_report
 from xbackend.report.points import three_digits
 from xbackend.results import PointRecord, RunHeader
-from xbackend.runner import Plan, run
+from xbackend.sweep.runner import Plan, run
 
 SEED = 20261128
 LABELS = ("cuda", "opencl")

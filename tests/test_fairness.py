@@ -1,4 +1,4 @@
-"""The audit of a pair of backends (xbackend/fairness.py): twins planned alike are FAIR; a
+"""The audit of a pair of backends (xbackend/sweep/fairness.py): twins planned alike are FAIR; a
 mismatched pair is UNFAIR with its reasons (another tile, a step more inside one side's
 timed window, another clock); a ratio names what it compares; compare writes the audit."""
 
@@ -10,11 +10,11 @@ import dataclasses
 import numpy as np
 import pytest
 
-from xbackend import fairness
-from xbackend.backends.launch import KernelLaunch
+from xbackend.launches.launch import KernelLaunch
 from xbackend.operations import Shape
 from xbackend.problems import make_operands
 from xbackend.pytest_plugin import needs_backend
+from xbackend.sweep import fairness
 
 SHAPE = Shape(65, 33, 47)
 
@@ -73,7 +73,7 @@ def test_kernel_against_vendor_is_named_so():
 
 
 def _product(kernel: bool):
-    from xbackend.backends.launch import LibraryCall, Product
+    from xbackend.launches.launch import LibraryCall, Product
 
     step = (KernelLaunch("k", "f", (), (1, 1, 1), (1, 1, 1), {}) if kernel
             else LibraryCall("gemm", {}))  # fmt: skip
@@ -105,7 +105,7 @@ def test_compare_says_the_audit_as_it_starts_and_what_it_found(pair):
     """It builds each kernel and reads its machine code (25 s for every variant on an
     H200): a line before, then the counts."""
     from xbackend.cli.compare import _audit
-    from xbackend.plan import Plan
+    from xbackend.results.plan import Plan
 
     said: list[str] = []
     plan = Plan(shapes=[SHAPE], variants=["naive", "tiled"])

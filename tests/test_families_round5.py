@@ -131,7 +131,7 @@ def test_a_file_that_defines_real_is_refused(tmp_path, catalogue):
 
 
 def test_a_declaration_under_if_0_does_not_replace_the_real_one(catalogue):
-    from xbackend.backends.kernels import parameters, struct_fields
+    from xbackend.launches.kernels import parameters, struct_fields
 
     families.add_folders([ROUND5 / "dead_code", ROUND5 / "dead_struct"])
     assert parameters("dead_code", "matmul_naive") == ("C", "A", "B", "hA", "wA", "wB")
@@ -165,7 +165,7 @@ def test_a_kernel_declared_otherwise_in_a_branch_the_build_decides_is_refused(ca
 def test_a_conditional_on_a_macro_every_build_defines_is_decided(condition, tmp_path, catalogue):
     """Every variant's build defines BLOCK_SIZE (``build``): the declaration under
     ``#ifndef BLOCK_SIZE`` is never compiled, and the real one binds the launch."""
-    from xbackend.backends.kernels import parameters
+    from xbackend.launches.kernels import parameters
 
     folder = tmp_path / "ambiguous"
     shutil.copytree(ROUND5 / "ambiguous", folder)
@@ -289,7 +289,7 @@ LAUNCHES = {
 
 
 def _planned(tmp_path: Path, extra: str, device=None):
-    from xbackend.backends.element import plan_element
+    from xbackend.launches.element import plan_element
 
     folder = _student(tmp_path, (NAIVE, f"{NAIVE}\ngroup = [16, 16]\n{extra}"))
     families.add_folders([folder])
@@ -314,9 +314,9 @@ def test_a_launch_size_without_a_usable_value_names_key_value_and_manifest(
 
 
 def test_a_negative_group_is_not_run_with_the_axis_and_its_value(tmp_path):
-    from xbackend.backends.element import group_problem
-    from xbackend.backends.specs import DeviceInfo
     from xbackend.families.manifest import load
+    from xbackend.launches.element import group_problem
+    from xbackend.launches.specs import DeviceInfo
 
     folder = _student(
         tmp_path, (NAIVE, f'{NAIVE}\ngroup = ["0 - TILE", "0 - TILE"]\ngrid = ["N", "M"]')
@@ -331,9 +331,9 @@ def test_a_negative_group_is_not_run_with_the_axis_and_its_value(tmp_path):
 
 
 def test_a_staged_size_without_a_value_is_not_run_with_its_key(tmp_path):
-    from xbackend.backends.element import group_problem
-    from xbackend.backends.specs import DeviceInfo
     from xbackend.families.manifest import load
+    from xbackend.launches.element import group_problem
+    from xbackend.launches.specs import DeviceInfo
 
     folder = _student(tmp_path, ('staged = "2 * TILE * TILE"', 'staged = "2 * TILE / (TILE - 16)"'))
     spec = dict((s.name, s) for _, s in load(folder).variants)["student_tiled"]
@@ -374,8 +374,8 @@ WORKSPACES = {
 
 @pytest.mark.parametrize("case", WORKSPACES, ids=str)
 def test_a_workspace_without_a_usable_size_is_refused_by_key(case, tmp_path, catalogue):
-    from xbackend.backends.specs import DeviceInfo
     from xbackend.errors import UnsupportedParameter
+    from xbackend.launches.specs import DeviceInfo
 
     size, memory, words = WORKSPACES[case]
     device = DeviceInfo("a GPU", global_mem_bytes=memory) if memory else None
@@ -400,7 +400,7 @@ def test_a_size_that_is_a_number_is_judged_when_the_manifest_is_read(extra, word
 
 
 def test_a_workspace_of_a_usable_size_is_planned_in_bytes(tmp_path, catalogue):
-    from xbackend.backends.specs import DeviceInfo
+    from xbackend.launches.specs import DeviceInfo
 
     device = DeviceInfo("a GPU", global_mem_bytes=8 << 30)
     _, plan = _planned(tmp_path, 'grid = ["N", "M"]\nworkspaces = { T = "K * N" }', device)
@@ -423,7 +423,7 @@ def _replacing(tmp_path: Path, monkeypatch) -> Path:
 
 
 def test_xbackend_kernels_replaces_a_users_family_file(tmp_path, monkeypatch, catalogue):
-    from xbackend.backends.kernels import read_kernel, source_path
+    from xbackend.launches.kernels import read_kernel, source_path
 
     edited = _replacing(tmp_path, monkeypatch)
     assert source_path("student", "opencl") == edited
@@ -447,7 +447,7 @@ def test_the_replaced_users_kernel_is_the_one_run(tmp_path, monkeypatch, catalog
 
 def test_a_users_file_named_as_a_support_kernel_stays_the_users(tmp_path, monkeypatch, catalogue):
     """Without XBACKEND_KERNELS, kernels/opencl/ceilings.cl replaces no family's file."""
-    from xbackend.backends.kernels import source_path
+    from xbackend.launches.kernels import source_path
 
     monkeypatch.delenv("XBACKEND_KERNELS", raising=False)
     folder = _student(tmp_path)
@@ -457,8 +457,8 @@ def test_a_users_file_named_as_a_support_kernel_stays_the_users(tmp_path, monkey
 
 
 def test_a_replacement_files_includes_are_checked(tmp_path, monkeypatch, catalogue):
-    from xbackend.backends.kernels import read_kernel
     from xbackend.errors import XBackendError
+    from xbackend.launches.kernels import read_kernel
 
     edited = _replacing(tmp_path, monkeypatch)
     head = (ROUND5 / "includes" / "digraph.cl").read_text()
@@ -472,7 +472,7 @@ def test_a_replacement_files_includes_are_checked(tmp_path, monkeypatch, catalog
 
 
 def _packed_launch():
-    from xbackend.backends.element import plan_element
+    from xbackend.launches.element import plan_element
 
     spec = families.find_variant("packed_naive")
     A, B = make_operands(Shape(7, 13, 5), SEED)
@@ -483,7 +483,7 @@ def test_a_struct_under_pragma_pack_is_laid_out_as_packed(catalogue):
     """pack(push, 4): scale at 4, elements at 12, 20 bytes, 4-aligned (natural: 8, 16, 24)."""
     import struct
 
-    from xbackend.backends.launch import Buffer, Record
+    from xbackend.launches.launch import Buffer, Record
 
     families.add_folders([ROUND5 / "packed"])
     A = _packed_launch().args["A"]
@@ -502,8 +502,8 @@ def test_a_packed_struct_is_packed_as_nvcc_lays_it_out(catalogue, tmp_path):
     """Each argument's size and alignment in xbackend's packing is what nvcc's PTX says."""
     from test_styles import _ptx_parameters
 
-    from xbackend.backends.kernels import cuda_text, read_kernel
-    from xbackend.backends.launch import Record
+    from xbackend.launches.kernels import cuda_text, read_kernel
+    from xbackend.launches.launch import Record
 
     families.add_folders([ROUND5 / "packed"])
     launch = _packed_launch()
@@ -580,8 +580,8 @@ def test_a_megabyte_of_directives_is_read_within_seconds(case, tmp_path):
 def test_a_replacement_declaring_a_kernel_twice_otherwise_is_refused_naming_it(
     tmp_path, monkeypatch, catalogue
 ):
-    from xbackend.backends.kernels import parameters
     from xbackend.errors import XBackendError
+    from xbackend.launches.kernels import parameters
 
     edited = _replacing(tmp_path, monkeypatch)
     shutil.copy(ROUND5 / "ambiguous" / "ambiguous.cl", edited)
@@ -609,7 +609,7 @@ def test_a_conditional_on_a_macro_every_build_defines_is_decided_as_the_build_do
 
 
 def test_read_again_binds_a_reordered_kernels_parameters_anew(tmp_path, catalogue):
-    from xbackend.backends.kernels import parameters
+    from xbackend.launches.kernels import parameters
 
     folder = _student(tmp_path)
     families.add_folders([folder])

@@ -17,11 +17,11 @@ from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from xbackend import plots
+from xbackend.analysis.roofs import ABOVE_CEILING, intensity, roofs
+from xbackend.figures import plots
 from xbackend.figures.roofline import roofline
 from xbackend.figures.series import Line
 from xbackend.results import PointRecord, RunHeader
-from xbackend.roofs import ABOVE_CEILING, intensity, roofs
 
 CEILING = 200e9  # FLOP/s float32, measured on the one device
 LABELS = ("cpu", "opencl")
@@ -175,7 +175,7 @@ def test_the_legend_counts_the_points_left_out():
 
 
 def test_a_point_above_the_measured_ceiling_is_flagged_where_tables_and_figures_see_it():
-    from xbackend.tables import size_rows
+    from xbackend.analysis.tables import size_rows
 
     points, flagged = _flagged()
     rows = size_rows(points, roofs([_header()]))

@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from xbackend.cli import main
+from xbackend.figures.plots import figures
 from xbackend.measuring.timing import format_seconds
-from xbackend.plots import figures
 from xbackend.report.findings import findings
 from xbackend.report.page import write_report
 from xbackend.report.points import three_digits

@@ -1,4 +1,5 @@
-"""Verdicts that hold between runs: the A/A floors of ``xbackend diff`` (xbackend/floors.py)."""
+"""Verdicts that hold between runs: the A/A floors of ``xbackend diff``
+(xbackend/analysis/floors.py)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from xbackend import diff, floors
-from xbackend.diff import Interval
+from xbackend.analysis import diff, floors
+from xbackend.analysis.diff import Interval
 from xbackend.measuring.timing import Stats
 from xbackend.results import PointRecord, RunHeader
 from xbackend.results.writing import ResultsWriter

@@ -14,9 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import xbackend.measure as measure
+import xbackend.sweep.measure as measure
 from xbackend.backends.cpu import CpuBackend, _HostExecution
-from xbackend.configs import Config
 from xbackend.measuring.timing import Sampling
 from xbackend.operations import operation
 from xbackend.problems import (
@@ -32,7 +31,8 @@ from xbackend.problems import (
     make_operands,
 )
 from xbackend.results import PointRecord
-from xbackend.runner import Plan, run
+from xbackend.sweep.configs import Config
+from xbackend.sweep.runner import Plan, run
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -95,10 +95,10 @@ def test_the_summary_and_the_findings_say_the_host_was_busy(tmp_path):
 
 @pytest.mark.parametrize(
     "code,env,recorded",
-    [("import numpy, xbackend.machine as m", {},
+    [("import numpy, xbackend.sweep.environment as m", {},
       "4 (not in force: NumPy loaded OpenBLAS before xbackend set it)"),
-     ("import xbackend.machine as m, numpy", {}, "4"),
-     ("import numpy, xbackend.machine as m", {"OPENBLAS_THREAD_TIMEOUT": "9"}, "9")],
+     ("import xbackend.sweep.environment as m, numpy", {}, "4"),
+     ("import numpy, xbackend.sweep.environment as m", {"OPENBLAS_THREAD_TIMEOUT": "9"}, "9")],
 )  # fmt: skip
 def test_the_blas_spin_is_recorded_as_in_force_only_where_it_is(code, env, recorded):
     """Issue 38, item 23: NumPy imported before xbackend (the usual order for API users)

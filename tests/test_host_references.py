@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from xbackend.measure import Inputs
 from xbackend.operations import Shape, operation
 from xbackend.problems import Reference, check
+from xbackend.sweep.measure import Inputs
 
 # The module lives in the cluster package, which needs Dask to import: without it (a GPU
 # machine without the extra), a skip rather than an error at collection.

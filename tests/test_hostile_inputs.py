@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import xbackend
-from xbackend.backends.geometries import per_product
+from xbackend.launches.geometries import per_product
 
 SEED = 13
 
@@ -164,7 +164,7 @@ def test_a_view_of_a_huge_array_is_computed_not_crashed(backend, case):
 
 
 def test_views_passed_as_they_are_stay_within_twice_their_size():
-    from xbackend.backends.operands import INDEX_MAX, row_major_span
+    from xbackend.launches.operands import INDEX_MAX, row_major_span
 
     big = np.empty((3, 2**30 + 16), np.float32)  # reserved, never touched
     span, ld = row_major_span(big[:, :4])
@@ -184,7 +184,7 @@ def test_the_memory_check_counts_a_views_whole_span(backend, monkeypatch):
     """A view passed as it is puts its span on the device, gaps included."""
     import dataclasses
 
-    from xbackend.backends.operands import row_major_span
+    from xbackend.launches.operands import row_major_span
 
     if backend.name == "cpu":
         pytest.skip("the cpu backend copies views compactly")
@@ -273,7 +273,7 @@ def test_unusable_opencl_build_options_name_the_variable(backend, monkeypatch):
 
 @pytest.mark.parametrize("content", ["folder", "binary", "nul bytes"])
 def test_a_kernel_file_that_is_not_text_is_named(backend, tmp_path, monkeypatch, content):
-    from xbackend.backends.kernels import read_kernel
+    from xbackend.launches.kernels import read_kernel
 
     if backend.name == "cpu":
         pytest.skip("the cpu backend reads no kernel files")

@@ -8,7 +8,7 @@
   signal named; the run goes on, and ``--resume`` goes on past it.
 
 The kernels are tests/kernels/round4_isolation/ (one family: iso_good, iso_hang, iso_crash,
-iso_bomb); the serial compare measures them in a child process (xbackend/isolation.py).
+iso_bomb); the serial compare measures them in a child process (xbackend/sweep/isolation.py).
 """
 
 from __future__ import annotations
@@ -28,14 +28,20 @@ import numpy as np
 import pytest
 
 from xbackend import families
-from xbackend.configs import Config
 from xbackend.errors import XBackendError
-from xbackend.isolation import TIMEOUT_ENV, Isolation, KernelTimeout, isolated, kernel_timeout_s
-from xbackend.plan import Plan
 from xbackend.problems import Shape
 from xbackend.pytest_plugin import needs_backend
 from xbackend.results import ResultsError, RunHeader
-from xbackend.runner import resume_notes
+from xbackend.results.plan import Plan
+from xbackend.sweep.configs import Config
+from xbackend.sweep.isolation import (
+    TIMEOUT_ENV,
+    Isolation,
+    KernelTimeout,
+    isolated,
+    kernel_timeout_s,
+)
+from xbackend.sweep.runner import resume_notes
 
 ROOT = Path(__file__).resolve().parent.parent
 KERNELS = ROOT / "tests" / "kernels" / "round4_isolation"
@@ -275,7 +281,7 @@ def test_the_child_gets_the_families_in_its_request_not_its_environment(own_fami
     """Issue 41: no variable of xbackend's reaches the child (none is set here, and adding
     a folder sets none), yet it measures the user's kernel: the request names its folder."""
     from xbackend import get_backend
-    from xbackend.isolation import child_environment
+    from xbackend.sweep.isolation import child_environment
 
     for name in [name for name in os.environ if name.startswith("XBACKEND")]:
         monkeypatch.delenv(name)

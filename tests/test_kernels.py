@@ -44,7 +44,7 @@ def test_every_cuda_kernel_has_an_opencl_twin():
 def _parameters(path: Path) -> dict[str, tuple[str, ...]]:
     """Each kernel's parameter names, as its file declares them (the clock's hooks aside:
     a build without STAMP has none of them)."""
-    from xbackend.backends.kernels import without_stamps
+    from xbackend.launches.kernels import without_stamps
 
     kernel = r'^(?:extern "C" __global__ )?void\s+(\w+)\s*\(([^)]*)\)'
     found = re.findall(kernel, without_stamps(path.read_text()), flags=re.MULTILINE)
@@ -58,7 +58,7 @@ def _parameters(path: Path) -> dict[str, tuple[str, ...]]:
 def test_launches_name_the_parameters_the_kernels_declare(path):
     """Launches give their arguments by name, ordered by ``kernels.parameters``, which reads
     the OpenCL twin: every file must declare the same, CUDA's included."""
-    from xbackend.backends.kernels import parameters
+    from xbackend.launches.kernels import parameters
 
     declared = _parameters(path)
     assert declared
@@ -67,8 +67,8 @@ def test_launches_name_the_parameters_the_kernels_declare(path):
 
 
 def test_a_launch_missing_an_argument_is_named():
-    from xbackend.backends.launch import KernelLaunch
     from xbackend.errors import XBackendError
+    from xbackend.launches.launch import KernelLaunch
 
     with pytest.raises(XBackendError, match="mm_naive needs the arguments ldc"):
         KernelLaunch.of("mm_naive", "mm", (), (1, 1, 1), (1, 1, 1), A=0, B=0, C=0, M=1, N=1,
@@ -210,7 +210,7 @@ def test_kernels_ship_in_a_non_editable_install(tmp_path):
     pip("install", "--target", str(target), str(wheel))
     code = (
         "import xbackend, pathlib\n"
-        "from xbackend.backends.kernels import read_kernel\n"
+        "from xbackend.launches.kernels import read_kernel\n"
         "root = xbackend.kernels_path()\n"
         "print(root)\n"
         "for path in sorted(root.rglob('*.c[lu]')):\n"

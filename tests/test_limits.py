@@ -10,14 +10,14 @@ import time
 import numpy as np
 import pytest
 
-import xbackend.limits as limits_module
+import xbackend.sweep.limits as limits_module
 from xbackend import results
 from xbackend.backends.cpu import CpuBackend, _HostExecution
 from xbackend.cli import main
 from xbackend.errors import DeviceOutOfMemory, UnsupportedParameter
-from xbackend.limits import find_limit, limits, limits_table, line_config
 from xbackend.operations import Shape, operation
 from xbackend.problems import dtype_named
+from xbackend.sweep.limits import find_limit, limits, limits_table, line_config
 
 LIMIT = 100  # the fake memory limit: N×N products above it do not fit
 STEP = 4

@@ -7,11 +7,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from xbackend import fairness
 from xbackend.backends import machine_code
-from xbackend.backends.launch import KernelLaunch
 from xbackend.errors import XBackendError
+from xbackend.launches.launch import KernelLaunch
 from xbackend.pytest_plugin import needs_backend
+from xbackend.sweep import fairness
 
 pytestmark = pytest.mark.skipif(
     machine_code.cuda_tool("nvcc") is None or machine_code.cuda_tool("ptxas") is None,

@@ -1,6 +1,6 @@
 """Machines side by side: the host is part of a point's identity where results of several
 machines merge, and ``report``/``plot`` put the same configuration on each machine side by
-side (``xbackend.side_by_side``, ``figures/machines.py``, ``report/side_by_side.py``)."""
+side (``xbackend.analysis.side_by_side``, ``figures/machines.py``, ``report/side_by_side.py``)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from test_diff import record
 
-from xbackend import diff, side_by_side
+from xbackend.analysis import diff, side_by_side
 from xbackend.cli import main
 from xbackend.figures.machines import MACHINE_COLOURS, figures
 from xbackend.results import PointRecord, RecordError, RunHeader, latest, load

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import xbackend
-from xbackend.backends.geometries import per_product
+from xbackend.launches.geometries import per_product
 from xbackend.problems import Reference, Shape, check, make_operands
 
 # Sizes that are not multiples of any tile, single elements, and M ≠ N ≠ K.

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from xbackend.backends.specs import DeviceInfo
+from xbackend.launches.specs import DeviceInfo
 from xbackend.measuring.monitor import (
     THROTTLING,
     NullMonitor,

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import xbackend
-from xbackend.backends.operands import row_major_span
+from xbackend.launches.operands import row_major_span
 from xbackend.problems import DTYPES, Reference, Shape, check, make_operands
 
 SEED = 314

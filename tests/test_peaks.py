@@ -15,7 +15,7 @@ from xbackend.backends.peaks import (
     peak_flags,
     peaks,
 )
-from xbackend.backends.specs import DeviceInfo
+from xbackend.launches.specs import DeviceInfo
 from xbackend.results.records import FLAGS, IMPOSSIBLE
 
 H100_EXTRA = {

@@ -11,7 +11,7 @@ import numpy as np
 from xbackend.measuring import timing
 from xbackend.measuring.timing import Sampling
 from xbackend.operations import Shape
-from xbackend.plan import Plan
+from xbackend.results.plan import Plan
 
 
 def _other_text(base: Sampling, name: str) -> str:

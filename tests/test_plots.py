@@ -10,7 +10,7 @@ import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_hex
 
-from xbackend import plots
+from xbackend.figures import plots
 from xbackend.figures.style import VARIANT_COLOURS
 from xbackend.results import PointRecord
 

@@ -13,8 +13,8 @@ import pytest
 from xbackend.backends.cpu import CpuBackend
 from xbackend.measuring.timing import Sampling
 from xbackend.problems import Shape
-from xbackend.runner import PILOT_ABOVE_FLOPS, Plan, run
-from xbackend.sweep import PRESETS
+from xbackend.sweep.runner import PILOT_ABOVE_FLOPS, Plan, run
+from xbackend.sweep.sizes import PRESETS
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -19,7 +19,6 @@ from matplotlib.patches import Rectangle
 from xbackend.cli import main
 from xbackend.measuring.timing import Sampling
 from xbackend.operations import Shape
-from xbackend.plan import Plan
 from xbackend.profiling import needs
 from xbackend.profiling.child import Spec
 from xbackend.profiling.child import main as child_main
@@ -37,6 +36,7 @@ from xbackend.profiling.ncu import ProfileError, Settings, parse_csv, scale, to_
 from xbackend.profiling.table import CSV_NAME, table
 from xbackend.pytest_plugin import needs_backend
 from xbackend.results import PointRecord, RecordError, load
+from xbackend.results.plan import Plan
 from xbackend.results.records import PROFILER_CLOCK
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -217,7 +217,7 @@ def test_the_table_names_every_counter_and_the_fall():
 @pytest.mark.slow
 def test_the_figures_are_written(tmp_path):
     from xbackend.figures.counters import figures
-    from xbackend.plots import save
+    from xbackend.figures.plots import save
 
     points = [point for point, _ in _profiled()]
     ladder = [dataclasses.replace(p, variant="vec4", tile=None) for p in points[-1:]]

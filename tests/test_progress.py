@@ -12,12 +12,12 @@ import numpy as np
 from rich.console import Console
 
 from xbackend.backends.cpu import CpuBackend
-from xbackend.cost import CostModel
 from xbackend.measuring.timing import Sampling, Stats, interval_share
 from xbackend.problems import Shape
-from xbackend.progress import SweepDisplay, choose_mode, equality_line, format_eta
 from xbackend.results import PointRecord
-from xbackend.runner import Plan, Sweep, configs, point_time_s, run
+from xbackend.sweep.cost import CostModel
+from xbackend.sweep.progress import SweepDisplay, choose_mode, equality_line, format_eta
+from xbackend.sweep.runner import Plan, Sweep, configs, point_time_s, run
 
 SHAPES = [Shape(8 * i, 7 * i, 8 * i) for i in range(1, 6)]
 _CONTROL = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")

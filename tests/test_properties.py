@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import xbackend
-from xbackend.backends.operands import SUPPORTED_DTYPES
+from xbackend.launches.operands import SUPPORTED_DTYPES
 from xbackend.problems import OPS, Reference, Shape, check, make_operands
 
 dimensions = st.integers(min_value=1, max_value=70)

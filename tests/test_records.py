@@ -7,8 +7,8 @@ import math
 import pytest
 
 from xbackend.operations import Shape
-from xbackend.plan import Plan
 from xbackend.results import LineKey, PointRecord, RecordError, RunHeader
+from xbackend.results.plan import Plan
 
 STATS = {"n": 2, "median": 1e-3, "q1": 1e-3, "q3": 1e-3, "min": 1e-3, "max": 1e-3, "mean": 1e-3}
 

@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 
 from xbackend.measuring.timing import format_seconds
-from xbackend.plan import Plan
 from xbackend.report.document import APPENDIX
 from xbackend.report.page import FIGURES_DIR, write_report
 from xbackend.report.points import experiment_of
 from xbackend.results import PointRecord, RunHeader
+from xbackend.results.plan import Plan
 
 # One worker runs this file's tests (pytest-xdist): its module fixture
 # (report) is made once.

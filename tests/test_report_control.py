@@ -8,11 +8,11 @@ import json
 
 import numpy as np
 
-from xbackend import fairness
 from xbackend.operations import Shape
 from xbackend.report.page import write_report
 from xbackend.report.points import three_digits
 from xbackend.results import PointRecord, RunHeader
+from xbackend.sweep import fairness
 
 # One GPU, measured by both APIs' twin kernels: OpenCL's FMA loop 50/60 of CUDA's, its
 # triad 0.98.

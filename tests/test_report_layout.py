@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from xbackend.analysis.roofs import roofs
 from xbackend.report.page import write_report
 from xbackend.results import RunHeader
-from xbackend.roofs import roofs
 
 SHAPES = [(16 * i, 14 * i, 16 * i) for i in range(1, 10)]  # the assignment's, 9 sizes
 CONFIGS = (("cpu", "naive", None), ("cpu", "vendor", None), ("opencl", "tiled", 16))

@@ -19,7 +19,7 @@ from typing import Any
 import matplotlib
 import pytest
 
-from xbackend import plots
+from xbackend.figures import plots
 from xbackend.report import page as report
 from xbackend.report.page import FIGURES_DIR, write_report
 from xbackend.results import PointRecord, load

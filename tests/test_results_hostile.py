@@ -242,7 +242,7 @@ def test_a_figure_shows_a_control_character_as_its_escape(tmp_path, text):
 
     from matplotlib.figure import Figure
 
-    from xbackend.plots import save
+    from xbackend.figures.plots import save
 
     figure = Figure()
     axes = figure.add_subplot()

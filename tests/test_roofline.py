@@ -14,12 +14,12 @@ import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_hex
 
-from xbackend import plots
+from xbackend.analysis.roofs import intensity, roofs
+from xbackend.figures import plots
 from xbackend.figures.roofline import roofline
 from xbackend.figures.style import VARIANT_COLOURS
 from xbackend.report.page import write_report
 from xbackend.results import PointRecord, RunHeader
-from xbackend.roofs import intensity, roofs
 
 CEILINGS: dict[str, dict[str, Any]] = {
     "cpu": {"flops_per_s": {"float32": 200e9, "float64": 100e9}, "bytes_per_s": 30e9},
@@ -175,9 +175,9 @@ def test_a_profiled_configuration_sits_at_the_bytes_its_kernels_moved():
     points themselves (one run under ncu) are not drawn."""
     import dataclasses
 
+    from xbackend.analysis.roofs import profiled
     from xbackend.profiling.metrics import DRAM_READ, DRAM_WRITE
     from xbackend.results.records import PROFILER_CLOCK
-    from xbackend.roofs import profiled
 
     points = _points()
     chosen = points[5]

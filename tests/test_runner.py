@@ -10,10 +10,10 @@ import pytest
 
 from xbackend import results
 from xbackend.backends.cpu import CpuBackend, _HostExecution
-from xbackend.cost import CostModel
 from xbackend.measuring.timing import Sampling
 from xbackend.problems import Shape
-from xbackend.runner import Plan, Target, configs, run
+from xbackend.sweep.cost import CostModel
+from xbackend.sweep.runner import Plan, Target, configs, run
 
 SHAPES = [Shape(8, 7, 8), Shape(16, 14, 16), Shape(24, 21, 24)]
 

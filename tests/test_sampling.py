@@ -10,7 +10,7 @@ import time
 import numpy as np
 import pytest
 
-import xbackend.measure as measure_module
+import xbackend.sweep.measure as measure_module
 from xbackend.backends.cpu import CpuBackend, _HostExecution
 from xbackend.backends.peaks import Peaks
 from xbackend.cli import main
@@ -27,7 +27,7 @@ from xbackend.measuring.timing import (
 )
 from xbackend.problems import Shape
 from xbackend.results import PointRecord
-from xbackend.runner import Plan, run
+from xbackend.sweep.runner import Plan, run
 
 RNG_SEED = 1411
 
@@ -369,7 +369,10 @@ def test_every_mode_computes_the_product(backend, cache, host_memory):
     A = rng.standard_normal((67, 45), dtype=np.float32)
     B = rng.standard_normal((45, 71), dtype=np.float32)
     variant = backend.runnable_variants()[0]
-    sampling = Sampling(min_samples=2, max_samples=3, cache=cache, host_memory=host_memory)
+    # a timeout that a loaded host cannot reach first: the test is of the modes, not the stop
+    sampling = Sampling(
+        min_samples=2, max_samples=3, cache=cache, host_memory=host_memory, timeout_s=600
+    )
     measured = backend.measure(A, B, variant, sampling=sampling)
     expected = A.astype(np.float64) @ B
     np.testing.assert_allclose(measured.result, expected, rtol=1e-4, atol=1e-4)
@@ -533,8 +536,8 @@ def test_a_sampling_option_is_one_field_and_one_row(monkeypatch):
     import argparse
 
     import xbackend.cli.sampling as cli_sampling
-    from xbackend import runner
     from xbackend.measuring.timing import PRESETS, Sampling
+    from xbackend.sweep import runner
 
     row = cli_sampling.Option("--max-launches", "max_launches", "launches a batch holds", int)
     monkeypatch.setattr(cli_sampling, "OPTIONS", (*cli_sampling.OPTIONS, row))
@@ -578,8 +581,8 @@ def test_energy_reads_the_counter_around_back_to_back_products(tmp_path):
     """``--energy``: the counter read before and after a window of the product launched
     back to back; joules per product are the difference over the products launched,
     and the summary gives the largest point's GFLOP per joule."""
+    from xbackend.analysis.joules import gflops_per_joule
     from xbackend.cli.summary import summary_table
-    from xbackend.joules import gflops_per_joule
 
     backend = _MeteredCpu()
     sampling = Sampling(max_samples=3, min_samples=3, energy_s=0.1)

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from test_findings import SHAPES, _all, _point, _report_findings
 
+from xbackend.analysis.speedups import Ratio, baselines, speedups
 from xbackend.results import PointRecord
-from xbackend.speedups import Ratio, baselines, speedups
 
 
 def _records(points):

@@ -15,8 +15,8 @@ import pytest
 
 import xbackend
 from xbackend.backends import registry
-from xbackend.backends.kernels import has_stamps, without_stamps
 from xbackend.errors import XBackendError
+from xbackend.launches.kernels import has_stamps, without_stamps
 from xbackend.measuring.stamps import CLOCK, StampSlots, StampTimer, spans
 from xbackend.measuring.timing import Stats
 from xbackend.results.records import PointRecord

@@ -19,108 +19,49 @@ MAX_FUNCTION_LINES = 60
 DATA_TABLES: set[str] = set()
 # Where operation names may be compared: the registry itself.
 REGISTRY = {"xbackend.operations"}
-# A lower layer must not import a higher one.
-LOWER_LAYERS = {
-    # Kernel families are data the backends read: they know no backend, tuner or run.
-    "xbackend.families": (
-        "xbackend.backends",
-        "xbackend.tuning",
-        "xbackend.tuning.cache",
-        "xbackend.runner",
-        "xbackend.cli",
-        "xbackend.results",
-    ),
-    "xbackend.backends": (
-        "xbackend.tuning",
-        "xbackend.tuning.cache",
-        "xbackend.tuning.searching",
-        "xbackend.tuning.database",
-        "xbackend.runner",
-        "xbackend.cli",
-        "xbackend.report",
-        "xbackend.plots",
-        "xbackend.results",
-        "xbackend.sweep",
-        "xbackend.cluster",
-    ),
-    "xbackend.results": ("xbackend.backends",),
-    # The distributed sweep sits with the sweep: it runs points, it draws and parses nothing.
-    "xbackend.cluster": (
-        "xbackend.cli",
-        "xbackend.report",
-        "xbackend.plots",
-        "xbackend.figures",
-        "xbackend.tables",
-    ),
-    "xbackend.plots": ("xbackend.backends",),
-    # Measuring is a foundation: every backend samples through it, diff and the report say
-    # what it found; it knows no backend (their records only in annotations) nor any run.
-    "xbackend.measuring": (
-        "xbackend.families",
-        "xbackend.backends",
-        "xbackend.results",
-        "xbackend.runner",
-        "xbackend.cli",
-        "xbackend.report",
-        "xbackend.plots",
-    ),
-    "xbackend.speedups": ("xbackend.backends",),
-    # A wrong result's diagnosis is arithmetic on arrays: it knows no backend nor run.
-    "xbackend.diagnosis": (
-        "xbackend.families",
-        "xbackend.backends",
-        "xbackend.grading",
-        "xbackend.cli",
-        "xbackend.report",
-    ),
-    # Grading runs submissions through the backends; the command line drives it, never
-    # the other way round.
-    "xbackend.grading": ("xbackend.cli", "xbackend.runner", "xbackend.cluster"),
-    "xbackend.diff_machines": ("xbackend.backends",),
-    "xbackend.report": ("xbackend.backends",),
-    "xbackend.figures": ("xbackend.backends",),
-    "xbackend.tables": ("xbackend.backends",),
-    "xbackend.roofs": ("xbackend.backends",),
-    "xbackend.measuring.clocks": ("xbackend.backends",),
-    # Comparing two runs reads records: never the devices, the command line or drawing.
-    "xbackend.floors": (
-        "xbackend.backends",
-        "xbackend.cli",
-        "xbackend.plots",
-        "xbackend.figures",
-        "xbackend.report",
-    ),
-    "xbackend.diff": (
-        "xbackend.backends",
-        "xbackend.cli",
-        "xbackend.plots",
-        "xbackend.figures",
-        "xbackend.report",
-    ),
-    # Energy per product reads records, as diff does: never the devices or the drawing.
-    "xbackend.joules": (
-        "xbackend.backends",
-        "xbackend.cli",
-        "xbackend.plots",
-        "xbackend.figures",
-        "xbackend.report",
-    ),
-    # Machines side by side read records, as diff does: never the devices or the drawing.
-    "xbackend.side_by_side": (
-        "xbackend.backends",
-        "xbackend.cli",
-        "xbackend.figures",
-        "xbackend.plots",
-        "xbackend.report",
-    ),
-    "xbackend.operations": ("xbackend.backends", "xbackend.problems"),
-    # Profiling runs and records: it draws nothing and knows no command line.
-    "xbackend.profiling": (
-        "xbackend.cli",
-        "xbackend.report",
-        "xbackend.plots",
-        "xbackend.figures",
-    ),
+# The layers of docs/architecture.md, bottom up: a module imports only from its own room
+# or one listed before it (annotations and imports inside functions counted). A room is a
+# package of xbackend, or a foundation module at its top; the front (the face, the pytest
+# plugin, the command line) is last.
+LAYERS = (
+    # foundations: the package's top, nothing of xbackend's above them
+    "xbackend.version",
+    "xbackend.errors",
+    "xbackend.safeio",
+    "xbackend.resources",
+    "xbackend.machine",
+    "xbackend.operations",
+    "xbackend.problems",
+    # how a point is sampled and timed: no device, no run
+    "xbackend.measuring",
+    # kernel families are data: the manifests and sources
+    "xbackend.families",
+    # a variant becomes a product (a device's record, its launches), without a runtime
+    "xbackend.launches",
+    # the runtimes, the vendors' libraries, a device's ceilings
+    "xbackend.backends",
+    "xbackend.tuning",
+    "xbackend.results",
+    # running a plan: configurations, points, the sweep; then runs profiled, or spread
+    "xbackend.sweep",
+    "xbackend.profiling",
+    "xbackend.cluster",
+    # reading records: diff, floors, tables; then drawing them; then the report
+    "xbackend.analysis",
+    "xbackend.figures",
+    "xbackend.report",
+    "xbackend.grading",
+    # the front
+    "xbackend",
+    "xbackend.pytest_plugin",
+    "xbackend.conformance",
+    "xbackend.cli",
+    "xbackend.__main__",
+)
+# Inside a layer, a module that must stay below its neighbours.
+ALSO_NOT = {
+    # A wrong result's diagnosis is arithmetic on arrays: it knows no kernel, device or run.
+    "xbackend.grading.diagnosis": ("xbackend.families", "xbackend.launches", "xbackend.grading"),
 }
 _OP_COMPARISON = re.compile(
     r"""(==|!=)\s*["'](mm|bmm|rmm)["']|["'](mm|bmm|rmm)["']\s*(==|!=)"""
@@ -194,17 +135,33 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return [list(cycle) for cycle in sorted(found)]
 
 
+def room(name: str) -> int:
+    """The place in ``LAYERS`` of a module's room (-1: a module of no room, a loose one)."""
+    places = [i for i, room in enumerate(LAYERS) if name == room or name.startswith(room + ".")]
+    exact = [i for i in places if LAYERS[i] == name]
+    if exact:
+        return exact[0]
+    rooms = [i for i in places if LAYERS[i] != "xbackend"]
+    return max(rooms, default=-1)
+
+
 def layer_breaches(graph: dict[str, set[str]]) -> list[str]:
+    """Every import of a room listed after the importer's, and of ``ALSO_NOT``'s."""
     breaches = []
-    for name, targets in graph.items():
-        for lower, higher in LOWER_LAYERS.items():
-            if name == lower or name.startswith(lower + "."):
-                breaches += [
-                    f"{name} imports {target}"
-                    for target in sorted(targets)
-                    if any(target == up or target.startswith(up + ".") for up in higher)
-                ]
+    for name, targets in sorted(graph.items()):
+        below = ALSO_NOT.get(name, ())
+        for target in sorted(targets):
+            if target == "xbackend" or (name.startswith(target + ".") and target in LAYERS):
+                continue  # a package's own face, run first whatever it imports
+            upward = room(target) > room(name)
+            if upward or any(target == no or target.startswith(no + ".") for no in below):
+                breaches.append(f"{name} imports {target}")
     return breaches
+
+
+def loose_modules(modules: dict[str, Path]) -> list[str]:
+    """Modules that no room of ``LAYERS`` holds."""
+    return sorted(name for name in modules if room(name) < 0)
 
 
 def long_functions(modules: dict[str, Path]) -> list[str]:
@@ -236,7 +193,12 @@ def test_no_import_cycle():
 
 
 def test_no_lower_layer_imports_a_higher_one():
-    assert layer_breaches(imports(_modules())) == []
+    # An annotation's import counts: a reader of the lower module must know the higher one.
+    assert layer_breaches(imports(_modules(), typing=True)) == []
+
+
+def test_every_module_has_a_room():
+    assert loose_modules(_modules()) == []
 
 
 def test_no_module_over_500_lines():
@@ -269,6 +231,7 @@ def test_the_checks_see_what_they_check(tmp_path):
     graph = imports(modules)
     assert cycles(graph) == [["xbackend.a", "xbackend.b"]]
     assert layer_breaches(graph) == ["xbackend.backends.plugin imports xbackend.tuning"]
+    assert loose_modules(modules) == ["xbackend.a", "xbackend.b"]  # tuning is a room
     assert "xbackend.a" not in graph["xbackend.backends.plugin"]  # TYPE_CHECKING only
     (root / "a.py").write_text(
         "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import xbackend.c\n"
@@ -296,12 +259,12 @@ def test_every_package_ships():
     assert found - listed == set()
 
 
-# The tuned family's configuration is its geometry's business alone (backends/geometry.py):
+# The tuned family's configuration is its geometry's business alone (launches/geometry.py):
 # the backends, the tuner and the cache hand it parameters (names and ints), as the
 # records keep them, and ask the geometry.
 WARP_CONFIG_KNOWN_BY = {
-    "xbackend/backends/warp.py",
-    "xbackend/backends/block_tiles.py",
+    "xbackend/launches/warp.py",
+    "xbackend/launches/block_tiles.py",
 }
 
 
@@ -312,4 +275,4 @@ def test_warp_config_is_known_only_by_its_geometry():
         if re.search(r"\bWarpConfig\b", path.read_text())
     }
     assert named - WARP_CONFIG_KNOWN_BY == set()
-    assert "xbackend/backends/block_tiles.py" in named  # the check sees the files it checks
+    assert "xbackend/launches/block_tiles.py" in named  # the check sees the files it checks

@@ -19,8 +19,8 @@ import pytest
 
 import xbackend
 from xbackend import families
-from xbackend.backends.element import fitted, plan_element
 from xbackend.families.manifest import ManifestError, load
+from xbackend.launches.element import fitted, plan_element
 from xbackend.operations import Shape, make_operands, operation
 from xbackend.problems import Reference, check
 from xbackend.pytest_plugin import needs_backend
@@ -183,8 +183,8 @@ def test_a_struct_is_packed_as_nvcc_lays_it_out(folder, variant, own_families, t
     """Each argument's offset in xbackend's packing is the offset nvcc's PTX gives it."""
     import struct
 
-    from xbackend.backends.kernels import cuda_text, read_kernel
-    from xbackend.backends.launch import packing
+    from xbackend.launches.kernels import cuda_text, read_kernel
+    from xbackend.launches.launch import packing
 
     families.add_folders([folder])
     spec = families.find_variant(variant)
@@ -216,7 +216,7 @@ def test_a_struct_is_packed_as_nvcc_lays_it_out(folder, variant, own_families, t
 @pytest.mark.skipif(not NVCC, reason="nvcc is not installed")
 def test_a_template_instance_is_found_by_its_name(catalogue, tmp_path):
     from xbackend.backends.cubins import entry
-    from xbackend.backends.kernels import cuda_text, instances, read_kernel
+    from xbackend.launches.kernels import cuda_text, instances, read_kernel
 
     catalogue("template")
     named = instances("template", "float64")

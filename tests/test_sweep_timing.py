@@ -6,7 +6,7 @@ import pytest
 
 from xbackend.measuring.timing import Stats, format_seconds
 from xbackend.problems import Shape
-from xbackend.sweep import DEFAULT_BASE, DEFAULT_STEPS, growth, parse_shape, parse_shapes
+from xbackend.sweep.sizes import DEFAULT_BASE, DEFAULT_STEPS, growth, parse_shape, parse_shapes
 
 
 def test_default_schedule_is_the_assignments():

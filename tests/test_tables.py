@@ -1,4 +1,4 @@
-"""Tables per size (xbackend.tables): rows against the records, the terminal table, the
+"""Tables per size (xbackend.analysis.tables): rows against the records, the terminal table, the
 CSV, and the selection of records by the plot and report filters."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import dataclasses
 import pytest
 from test_plots import point, run
 
-from xbackend.tables import select, size_rows, size_table, write_size_csv
+from xbackend.analysis.tables import select, size_rows, size_table, write_size_csv
 
 
 def test_size_rows_carry_each_configurations_times_and_the_speedup():

@@ -18,9 +18,9 @@ import pytest
 
 import xbackend.tuning.cache as tune_cache
 from xbackend import tuning
-from xbackend.backends import warp
-from xbackend.backends.choices import ChoiceRequest, shape_class
-from xbackend.backends.geometries import per_product
+from xbackend.launches import warp
+from xbackend.launches.choices import ChoiceRequest, shape_class
+from xbackend.launches.geometries import per_product
 from xbackend.operations import operation
 from xbackend.problems import Reference, Shape, check, make_operands
 
@@ -281,7 +281,7 @@ def test_the_kernel_digest_follows_the_kernel_file(backend, tmp_path, monkeypatc
     before = tuning.current_build(backend, variant)["kernel"]
     language = {"cuda": "cuda", "opencl": "opencl"}[backend.name]
     family = backend.variant_spec(variant).family
-    from xbackend.backends.kernels import SUFFIXES, read_kernel
+    from xbackend.launches.kernels import SUFFIXES, read_kernel
 
     _, text = read_kernel(family, language)
     edited = tmp_path / language / f"{family}{SUFFIXES[language]}"

@@ -17,9 +17,9 @@ import pytest
 
 import xbackend
 from xbackend import tuning
-from xbackend.backends.specs import Measurement
 from xbackend.cli import main
 from xbackend.errors import XBackendError
+from xbackend.launches.specs import Measurement
 from xbackend.measuring.monitor import NullMonitor
 from xbackend.problems import Shape
 from xbackend.tuning.objective import objective_of

@@ -27,9 +27,10 @@ import xbackend
 import xbackend.tuning.cache as tune_cache
 import xbackend.tuning.database as tuning_db
 from xbackend import tuning
-from xbackend.backends import opencl, warp
-from xbackend.backends.choices import ChoiceRequest
+from xbackend.backends import opencl
 from xbackend.cli import main
+from xbackend.launches import warp
+from xbackend.launches.choices import ChoiceRequest
 from xbackend.operations import operation
 from xbackend.problems import Shape
 from xbackend.safeio import UnsafePath
@@ -121,7 +122,7 @@ def test_the_lookup_of_a_backend_refuses_a_fifo_too(tmp_path):
     os.mkfifo(db_fifo)
     code = (
         "import warnings; warnings.simplefilter('always')\n"
-        "from xbackend.backends.choices import ChoiceRequest\n"
+        "from xbackend.launches.choices import ChoiceRequest\n"
         "from xbackend.operations import operation\n"
         "from xbackend.tuning.cache import CachedChoices\n"
         "mm = operation('mm')\n"

@@ -2,7 +2,7 @@
 own process with no deadline: a kernel that never returned hung the tune for good
 (``XBACKEND_KERNEL_TIMEOUT`` not applied, SIGTERM and Ctrl-C ignored while it ran), and one
 that crashed took the whole tune down. Now each runs in a process of its own under the
-deadline, as ``compare``'s do (xbackend/isolation.py): a hang or a crash is that
+deadline, as ``compare``'s do (xbackend/sweep/isolation.py): a hang or a crash is that
 candidate's (or size's) failure, said, and the tune goes on.
 
 The kernels: tests/kernels/tune_isolation/ (one variant, right at tile 4, hung at 8,
@@ -23,10 +23,10 @@ import numpy as np
 import pytest
 
 from xbackend import tuning
-from xbackend.backends.choices import ParameterChoice
 from xbackend.cli import main
-from xbackend.isolation import TIMEOUT_ENV
+from xbackend.launches.choices import ParameterChoice
 from xbackend.pytest_plugin import needs_backend
+from xbackend.sweep.isolation import TIMEOUT_ENV
 from xbackend.tuning.racing import CandidateFailed, Finalist, race
 
 ROOT = Path(__file__).resolve().parent.parent

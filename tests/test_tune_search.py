@@ -16,10 +16,10 @@ import pytest
 
 import xbackend.tuning.searching as tune_search
 from xbackend import families
-from xbackend.backends import warp
-from xbackend.backends.block_tiles import BlockTiles, candidates
-from xbackend.backends.choices import Trial
 from xbackend.families.variant import VariantSpec
+from xbackend.launches import warp
+from xbackend.launches.block_tiles import BlockTiles, candidates
+from xbackend.launches.choices import Trial
 
 SEED = 20261123
 LOGS = Path(__file__).resolve().parent.parent / "docs" / "results" / "h100"

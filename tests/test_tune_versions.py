@@ -15,8 +15,8 @@ import pytest
 
 import xbackend.tuning.cache as tune_cache
 from xbackend import tuning
-from xbackend.backends import warp
 from xbackend.cli import main
+from xbackend.launches import warp
 
 SEED = 5410
 WAY_ROUND = "point XBACKEND_TUNE_CACHE at a file of its own for this version, or move it aside"

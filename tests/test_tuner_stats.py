@@ -14,9 +14,9 @@ import pytest
 
 import xbackend
 from xbackend import tuning
-from xbackend.backends import warp
-from xbackend.backends.choices import ChoiceRequest
 from xbackend.cli import tune as tune_command
+from xbackend.launches import warp
+from xbackend.launches.choices import ChoiceRequest
 from xbackend.operations import operation
 from xbackend.problems import Shape
 

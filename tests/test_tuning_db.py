@@ -18,9 +18,9 @@ import pytest
 import xbackend
 import xbackend.tuning.cache as tune_cache
 import xbackend.tuning.database as tuning_db
-from xbackend.backends import warp
-from xbackend.backends.choices import ChoiceRequest
-from xbackend.backends.kernels import SUM_BLOCK, source_digest
+from xbackend.launches import warp
+from xbackend.launches.choices import ChoiceRequest
+from xbackend.launches.kernels import SUM_BLOCK, source_digest
 from xbackend.operations import operation
 from xbackend.tuning.cache import CachedChoices, TuneCacheWarning
 

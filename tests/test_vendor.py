@@ -30,9 +30,9 @@ from xbackend.backends.cublas import (
 )
 from xbackend.backends.numpy_blas import numpy_blas_name
 from xbackend.backends.vendor import VendorError, VendorUnavailable
-from xbackend.plan import Target
 from xbackend.problems import Reference, check
 from xbackend.pytest_plugin import open_backend, skip_or_fail
+from xbackend.results.plan import Target
 
 # -- cuBLAS: loading and status names ------------------------------------------
 

@@ -18,14 +18,14 @@ import pytest
 from conftest import ROOT, run_xbackend
 
 from xbackend.backends.execution import fill_word
-from xbackend.backends.operands import (
+from xbackend.grading.diagnosis import ALL_UNWRITTEN, COMPUTED_NAN, Launch, diagnose
+from xbackend.grading.records import Timing
+from xbackend.launches.operands import (
     FINITE_POISON_WORD,
     POISON_ENV,
     finitely_poisoned,
     poison_value,
 )
-from xbackend.diagnosis import ALL_UNWRITTEN, COMPUTED_NAN, Launch, diagnose
-from xbackend.grading.records import Timing
 from xbackend.problems import Shape, make_operands
 from xbackend.pytest_plugin import needs_backend
 
@@ -426,7 +426,7 @@ def test_a_failure_from_the_kernels_process_is_said_without_python_words():
     words alone, never the class's name or a line of xbackend's."""
     from xbackend import families
     from xbackend.grading.checking import _failed
-    from xbackend.isolation import ChildError
+    from xbackend.sweep.isolation import ChildError
 
     families.add_folders([VERDICTS / "short_grid"])
     spec = families.find_variant("short_naive")
@@ -460,7 +460,7 @@ def test_a_points_reason_is_xbackends_own_words_without_pythons():
     usable value read "error: UnsupportedParameter: ..." and an argument too wide for its
     parameter "XBackendError: ... (at launch.py:191)" (round 5's second look)."""
     from xbackend.errors import UnsupportedParameter, XBackendError
-    from xbackend.measure import describe_error
+    from xbackend.sweep.measure import describe_error
 
     rng = np.random.default_rng(5420)
     elements = int(rng.integers(-1000, 1))

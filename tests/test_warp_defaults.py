@@ -1,4 +1,4 @@
-"""The tuned variants' defaults before any tuning (``backends/warp.py``): the patch per
+"""The tuned variants' defaults before any tuning (``launches/warp.py``): the patch per
 thread derived from a multiprocessor's registers, the old defaults where they are not
 known, the halved block and the K split of a small output; the register estimate
 against ptxas's counts; and ``prebuild`` building a batch's kernels on an OpenCL device
@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 import xbackend
-from xbackend.backends import warp
-from xbackend.backends.choices import shape_class
+from xbackend.launches import warp
+from xbackend.launches.choices import shape_class
 from xbackend.operations import Shape, make_operands
 
 SEED = 20261124
@@ -256,7 +256,7 @@ def test_an_asynchronous_configuration_carries_its_stages():
 
 def test_the_tuner_searches_every_stage_count_of_an_asynchronous_variant():
     from xbackend import families
-    from xbackend.backends.block_tiles import candidates
+    from xbackend.launches.block_tiles import candidates
 
     shipped = {spec.name: spec for _, spec in families.family("mm_warp").variants}
     staged = list(candidates(shipped["warp_async"]))
@@ -319,7 +319,7 @@ class _Planner:
         self.spec = variant_table("cuda", "thread", "shared")["mm"][variant]
 
     def tile_problem(self, variant, tile, itemsize=4, op="mm", params=None):
-        from xbackend.backends.block_tiles import group_problem
+        from xbackend.launches.block_tiles import group_problem
 
         return group_problem(self.device, self.spec, tile or 0, itemsize, "threads", "shared",
                              params)  # fmt: skip
@@ -341,9 +341,9 @@ def test_slabs_past_the_declarable_memory_are_asked_for_at_launch():
     block opt into more shared memory than it may declare (CUDA), the kernel is built
     with DYNAMIC_SHARED and its launch asks for the slabs' bytes; in 3 stages (43,008
     bytes) nothing changes; a device without the opt-in (OpenCL) refuses it."""
-    from xbackend.backends.block_tiles import plan
-    from xbackend.backends.launch import KernelLaunch
     from xbackend.errors import UnsupportedParameter
+    from xbackend.launches.block_tiles import plan
+    from xbackend.launches.launch import KernelLaunch
 
     cuda = _Planner(_gpu(232448))
     A, B = make_operands(Shape(512, 256, 64), SEED)
@@ -369,9 +369,9 @@ def test_slabs_past_the_memory_by_their_padding_alone_are_built_unpadded():
     double-buffered 128×256×16 block is built with -DPAD=0 and fits; with CUDA's opt-in
     it keeps its padding, in dynamic shared memory; a block past the memory unpadded too
     is still refused, and the asynchronous slabs (not transposed) keep theirs."""
-    from xbackend.backends.block_tiles import plan
-    from xbackend.backends.launch import KernelLaunch
     from xbackend.errors import UnsupportedParameter
+    from xbackend.launches.block_tiles import plan
+    from xbackend.launches.launch import KernelLaunch
 
     assert WIDE_BLOCK.staged_bytes(4, True) == 49664
     assert WIDE_BLOCK.staged_bytes(4, True, pad=0) == 49152
@@ -429,8 +429,8 @@ def test_the_dynamic_build_declares_no_slabs():
 def test_the_untuned_stage_count_fits_the_devices_shared_memory():
     """warp_async's untuned default takes DEFAULT_STAGES where their slabs fit, fewer
     where they do not (float64 at 128×128×8 on 48 KB: 2), and keeps a tuned count."""
-    from xbackend.backends.block_tiles import staged
     from xbackend.families import variant_table
+    from xbackend.launches.block_tiles import staged
 
     spec = variant_table("cuda", "thread", "shared")["mm"]["warp_async"]
     default = Config(128, 128, 8, 64, 64, 16, 8)
@@ -485,8 +485,8 @@ def test_an_untuned_default_fits_shared_memory_at_every_size(size, itemsize, var
     (double-buffered, or at the stages block_tiles.staged gives): on an H100 in float64,
     warp_db's halved block for a small output took 50,176 bytes and every such point
     failed; warp_async's 64×128×16 and 128×256×8 would not fit even at 2 stages."""
-    from xbackend.backends.block_tiles import staged
     from xbackend.families import variant_table
+    from xbackend.launches.block_tiles import staged
 
     spec = variant_table("cuda", "thread", "shared")["mm"][variant]
     chosen = warp.untuned_config(

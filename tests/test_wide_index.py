@@ -22,14 +22,14 @@ import numpy as np
 import pytest
 
 import xbackend
-from xbackend.backends import warp
-from xbackend.backends.block_tiles import warp_reach
-from xbackend.backends.kernels import WIDE_INDEX, index_parameters
-from xbackend.backends.launch import Buffer, KernelLaunch
-from xbackend.backends.operands import INDEX_MAX, MAX_DIMENSION, dimension_problem
-from xbackend.backends.plans import Layout, index_options, pair_sums_reach, tiled_reach
 from xbackend.backends.vendor import check_library, check_row_major
 from xbackend.errors import UnsupportedParameter, XBackendError
+from xbackend.launches import warp
+from xbackend.launches.block_tiles import warp_reach
+from xbackend.launches.kernels import WIDE_INDEX, index_parameters
+from xbackend.launches.launch import Buffer, KernelLaunch
+from xbackend.launches.operands import INDEX_MAX, MAX_DIMENSION, dimension_problem
+from xbackend.launches.plans import Layout, index_options, pair_sums_reach, tiled_reach
 from xbackend.problems import DTYPES, Reference, Shape, check, make_operands
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -38,24 +38,12 @@ def _started_as_command() -> bool:
 if _started_as_command() and _signal.getsignal(_signal.SIGINT) is _signal.default_int_handler:
     _signal.signal(_signal.SIGINT, _interrupted_while_starting)
 
-# NumPy's OpenBLAS keeps each idle thread spinning for 2^28 cycles (about 0.1 s) after a
-# call. The float64 references and the CPU's points left a core's worth of spinning
-# threads per core while GPU points were timed: on two H200s (32 cores) NVIDIA OpenCL's
-# end-to-end times grew from 0.7 to 2.3 ms (median over points) and the default compare
-# took 21 s from the first point to the last instead of 9 (docs/notebook/measurement.md). Set here,
-# before NumPy loads OpenBLAS, the threads sleep as soon as they are idle; a value already
-# set is kept, and every run header records it (machine.settings).
-# OpenBLAS reads the variable once, as it loads: where NumPy (and so OpenBLAS) was imported
-# before xbackend, as API users often do, the value set here is not in force, and the run
-# header says so rather than record it as in force (machine.settings).
-_BLAS_LOADED_FIRST = "numpy" in _sys.modules and "OPENBLAS_THREAD_TIMEOUT" not in _os.environ
-_os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+# The BLAS threads' spin is set before NumPy loads (machine.py says why).
+from xbackend import machine as _machine  # noqa: E402, F401
 
 # E402: after the handler above, which must be in place before these imports start.
-from xbackend.backends import registry  # noqa: E402
 from xbackend.backends.interface import Backend  # noqa: E402
 from xbackend.backends.registry import backend_names, backends  # noqa: E402
-from xbackend.backends.specs import BackendInfo, DeviceInfo, Measurement  # noqa: E402
 from xbackend.errors import (  # noqa: E402
     BackendUnavailable,
     DeviceOutOfMemory,
@@ -63,6 +51,7 @@ from xbackend.errors import (  # noqa: E402
     UnsupportedParameter,
     XBackendError,
 )
+from xbackend.launches.specs import BackendInfo, DeviceInfo, Measurement  # noqa: E402
 from xbackend.resources import kernels_path  # noqa: E402
 
 
@@ -72,9 +61,9 @@ def get_backend(name: str, device: str | int | None = None) -> Backend:
 
     Raises ``BackendUnavailable`` with the reason if it cannot run here.
     """
-    from xbackend.tuning.cache import cached_choices
+    from xbackend.tuning.opening import get_backend as opened  # the tuner loads on use
 
-    return registry.open_backend(name, device, choices=cached_choices())
+    return opened(name, device)
 
 
 __all__ = [

@@ -1,17 +1,25 @@
-"""The machine and software a run happens on, for the results' run header."""
+"""The machine's names (its CPU, the NVIDIA driver) and the one setting made before NumPy
+loads: the BLAS threads' spin. The run header's whole record of the machine is
+``sweep/environment.py``'s."""
 
 from __future__ import annotations
 
 import os
 import platform
-import subprocess
 import sys
-from importlib import metadata
-from pathlib import Path
-from typing import Any
 
-from xbackend.measuring import host_load
-from xbackend.version import VERSION
+# NumPy's OpenBLAS keeps each idle thread spinning for 2^28 cycles (about 0.1 s) after a
+# call. The float64 references and the CPU's points left a core's worth of spinning
+# threads per core while GPU points were timed: on two H200s (32 cores) NVIDIA OpenCL's
+# end-to-end times grew from 0.7 to 2.3 ms (median over points) and the default compare
+# took 21 s from the first point to the last instead of 9 (docs/notebook/measurement.md).
+# Set as xbackend is imported (its face imports this module first), before NumPy loads
+# OpenBLAS, the threads sleep as soon as they are idle; a value already set is kept, and
+# every run header records it (``environment.settings``). OpenBLAS reads the variable once,
+# as it loads: where NumPy (and so OpenBLAS) was imported before xbackend, as API users
+# often do, the value set here is not in force, and the run header says so.
+BLAS_LOADED_FIRST = "numpy" in sys.modules and "OPENBLAS_THREAD_TIMEOUT" not in os.environ
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
 
 def cpu_name() -> str:
@@ -35,101 +43,3 @@ def nvidia_kernel_driver() -> str:
         return ""
     words = first.split()
     return next((w for w in words if w.count(".") >= 1 and w[0].isdigit()), "")
-
-
-def _git_commit() -> dict[str, Any]:
-    """The commit of the source tree xbackend runs from, if it is a git checkout."""
-    root = Path(__file__).resolve().parent.parent
-    if not (root / ".git").exists():
-        return {}
-    try:
-        commit = subprocess.run(
-            ["git", "-C", str(root), "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return {}
-    return {"git_commit": commit, "git_dirty": bool(dirty)}
-
-
-def _version_of(package: str) -> str | None:
-    try:
-        return metadata.version(package)
-    except metadata.PackageNotFoundError:
-        return None
-
-
-def environment() -> dict[str, Any]:
-    """The machine and software a run happened on."""
-    packages = ("numpy", "pyopencl", "pycuda", "matplotlib", "intel-opencl-rt")
-    return {
-        "xbackend": VERSION,
-        **_git_commit(),
-        "host": platform.node(),
-        "os": platform.platform(),
-        "cpu": cpu_name(),
-        "cpu_count": os.cpu_count(),
-        "host_load": host_load.header(),
-        "python": sys.version.split()[0],
-        "packages": {name: _version_of(name) for name in packages if _version_of(name)},
-        "command": _command(),
-        "settings": settings(),
-        "kernels": _kernels(),
-    }
-
-
-def _kernels() -> dict[str, dict[str, str]]:
-    """The kernel families, with digests; a manifest that cannot be read is said."""
-    from xbackend import families  # the manifests are read when a run starts, not before
-    from xbackend.errors import XBackendError
-
-    try:
-        return families.provenance()
-    except XBackendError as error:
-        return {"error": {"folder": str(error), "digest": ""}}
-
-
-# Variables outside xbackend's that change what a time measures: the BLAS's threads (how
-# many, and how long an idle one spins; xbackend/__init__.py sets the spin).
-MEASURING = (
-    "OPENBLAS_THREAD_TIMEOUT",
-    "OPENBLAS_NUM_THREADS",
-    "OMP_NUM_THREADS",
-    "MKL_NUM_THREADS",
-)
-
-
-def settings() -> dict[str, str]:
-    """The ``XBACKEND_*`` environment variables set for this run, and those of
-    ``MEASURING``: each can change what a run does (a tune cache, build options, required
-    backends) or measures (the BLAS's threads), so the record keeps them."""
-    found = {
-        name: value
-        for name, value in sorted(os.environ.items())
-        if name.startswith("XBACKEND_") or name in MEASURING
-    }
-    import xbackend
-
-    if getattr(xbackend, "_BLAS_LOADED_FIRST", False) and "OPENBLAS_THREAD_TIMEOUT" in found:
-        found["OPENBLAS_THREAD_TIMEOUT"] += (
-            " (not in force: NumPy loaded OpenBLAS before xbackend set it)"
-        )
-    return found
-
-
-def _command() -> str:
-    """The command line as typed: ``python -m xbackend ...`` rather than a path to __main__."""
-    argv = list(sys.argv)
-    if argv and Path(argv[0]).name == "__main__.py" and Path(argv[0]).parent.name == "xbackend":
-        argv[0] = "python -m xbackend"
-    return " ".join(argv)

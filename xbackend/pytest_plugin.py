@@ -33,7 +33,7 @@ import pytest
 
 import xbackend
 from xbackend import families
-from xbackend.plan import Target
+from xbackend.results.plan import Target
 
 REQUIRE_ENV = "XBACKEND_REQUIRE"
 

@@ -8,8 +8,8 @@ import sys
 import numpy as np
 
 from xbackend import families, get_backend
-from xbackend.configs import Config
-from xbackend.isolation import Isolation
+from xbackend.sweep.configs import Config
+from xbackend.sweep.isolation import Isolation
 
 print("started", flush=True)
 families.add_folders([sys.argv[1]])

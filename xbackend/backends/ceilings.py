@@ -31,10 +31,10 @@ from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
-from xbackend.backends.kernels import C_TYPES
-from xbackend.backends.launch import OUTPUT, Buffer, KernelLaunch, Product
-from xbackend.backends.specs import DeviceInfo
 from xbackend.errors import XBackendError
+from xbackend.launches.kernels import C_TYPES
+from xbackend.launches.launch import OUTPUT, Buffer, KernelLaunch, Product
+from xbackend.launches.specs import DeviceInfo
 
 Array = np.ndarray[Any, Any]
 

@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from xbackend import families
-from xbackend.backends import element, machine_code, warp
+from xbackend.backends import machine_code
 from xbackend.backends.ceilings import (
     FLOAT_DTYPES,
     Ceilings,
@@ -35,17 +35,18 @@ from xbackend.backends.ceilings import (
     stream_dtype,
     stream_rates,
 )
-from xbackend.backends.choices import ChoiceRequest
 from xbackend.backends.execution import Device, LaunchExecution, clock_of
-from xbackend.backends.geometries import geometry_of
 from xbackend.backends.interface import Backend, Execution
-from xbackend.backends.kernels import SUM_BLOCK, WIDE_INDEX, has_stamps, source_digest
-from xbackend.backends.launch import KernelLaunch, Product
 from xbackend.backends.machine_code import MachineCode
-from xbackend.backends.operands import check_operands, dimension_problem
-from xbackend.backends.plans import plan_vendor
-from xbackend.backends.specs import VariantSpec, VariantTable
 from xbackend.errors import UnsupportedParameter, XBackendError
+from xbackend.launches import element, warp
+from xbackend.launches.choices import ChoiceRequest
+from xbackend.launches.geometries import geometry_of
+from xbackend.launches.kernels import SUM_BLOCK, WIDE_INDEX, has_stamps, source_digest
+from xbackend.launches.launch import KernelLaunch, Product
+from xbackend.launches.operands import check_operands, dimension_problem
+from xbackend.launches.plans import plan_vendor
+from xbackend.launches.specs import VariantSpec, VariantTable
 from xbackend.measuring.monitor import DeviceMonitor, monitor_for
 from xbackend.operations import Shape, operation
 

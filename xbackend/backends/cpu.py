@@ -40,8 +40,8 @@ from xbackend.backends.ceilings import (
 )
 from xbackend.backends.interface import Backend, Execution
 from xbackend.backends.numpy_blas import BlasThreads, blas_threads, numpy_blas_name
-from xbackend.backends.operands import poison_value
-from xbackend.backends.specs import DeviceInfo, VariantSpec, VariantTable
+from xbackend.launches.operands import poison_value
+from xbackend.launches.specs import DeviceInfo, VariantSpec, VariantTable
 from xbackend.machine import cpu_name
 from xbackend.measuring.host_load import cores_left
 from xbackend.operations import operation

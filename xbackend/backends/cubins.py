@@ -20,8 +20,8 @@ import subprocess
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from xbackend.backends.kernels import cuda_text, include_folders
 from xbackend.errors import XBackendError
+from xbackend.launches.kernels import cuda_text, include_folders
 from xbackend.resources import user_cache_dir
 from xbackend.safeio import atomic_write
 

@@ -23,8 +23,11 @@ from xbackend.backends.compiled import CompiledBackend, index_environment
 from xbackend.backends.cubins import entry, family_cubin
 from xbackend.backends.cublas import cublas_math_environment, cublas_math_note
 from xbackend.backends.execution import Device, fill_word
-from xbackend.backends.kernels import STAMP, instances, read_kernel
-from xbackend.backends.launch import (
+from xbackend.backends.machine_code import cuda_ptx
+from xbackend.backends.vendor import check_library
+from xbackend.errors import KernelCompileError, UnsupportedParameter, XBackendError
+from xbackend.launches.kernels import STAMP, instances, read_kernel
+from xbackend.launches.launch import (
     Buffer,
     KernelLaunch,
     LibraryCall,
@@ -33,10 +36,7 @@ from xbackend.backends.launch import (
     Step,
     packing,
 )
-from xbackend.backends.machine_code import cuda_ptx
-from xbackend.backends.specs import DeviceInfo
-from xbackend.backends.vendor import check_library
-from xbackend.errors import KernelCompileError, UnsupportedParameter, XBackendError
+from xbackend.launches.specs import DeviceInfo
 from xbackend.machine import nvidia_kernel_driver
 from xbackend.measuring.handles import Queued, Timer
 from xbackend.measuring.launched import Launched, launched

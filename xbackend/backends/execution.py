@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 
 from xbackend.backends.interface import Execution
-from xbackend.backends.launch import OUTPUT, LibraryCall, Product, Step
-from xbackend.backends.operands import FINITE_POISON_WORD, finite_poison, poison_value
 from xbackend.errors import UnsupportedParameter, XBackendError
+from xbackend.launches.launch import OUTPUT, LibraryCall, Product, Step
+from xbackend.launches.operands import FINITE_POISON_WORD, finite_poison, poison_value
 from xbackend.measuring.handles import Queued, Timer
 from xbackend.measuring.launched import Launched
 from xbackend.measuring.stamps import StampSlots, StampTimer

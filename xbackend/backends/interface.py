@@ -26,11 +26,11 @@ from typing import Any, ClassVar
 import numpy as np
 
 from xbackend.backends.ceilings import Ceilings
-from xbackend.backends.choices import Choices
-from xbackend.backends.geometries import per_product
-from xbackend.backends.operands import check_operands, format_bytes, out_of_memory, uploaded_nbytes
-from xbackend.backends.specs import DeviceInfo, Measurement, VariantSpec, VariantTable
 from xbackend.errors import DeviceOutOfMemory, UnsupportedParameter, XBackendError
+from xbackend.launches.choices import Choices
+from xbackend.launches.geometries import per_product
+from xbackend.launches.operands import check_operands, format_bytes, out_of_memory, uploaded_nbytes
+from xbackend.launches.specs import DeviceInfo, Measurement, VariantSpec, VariantTable
 from xbackend.measuring.launched import Launched
 from xbackend.measuring.sampler import NO_MONITOR, Monitor, sample
 from xbackend.measuring.timing import Sampling
@@ -337,7 +337,7 @@ class Backend(abc.ABC):
         stopped as ``sampling`` says (see ``timing.Sampling`` and ``sampler.py``).
         ``warmup``, ``samples`` (the most) and ``min_samples`` override its fields.
         ``params`` sets every launch parameter of a tuned variant (see
-        ``backends/warp.py``); without it the variant chooses them per product.
+        ``launches/warp.py``); without it the variant chooses them per product.
         Before every run the output is poisoned (NaN; for integers the most negative
         value), so an element the kernel misses fails the check. A product with a zero
         dimension is what NumPy gives (an empty matrix, or zeros when K is 0): no samples.

@@ -31,9 +31,9 @@ from typing import Any
 
 import numpy as np
 
-from xbackend.backends.kernels import STAMP, cuda_text, include_folders, instances, read_kernel
-from xbackend.backends.launch import KernelLaunch
 from xbackend.errors import XBackendError
+from xbackend.launches.kernels import STAMP, cuda_text, include_folders, instances, read_kernel
+from xbackend.launches.launch import KernelLaunch
 
 TIMEOUT_S = 120
 # The instructions that do a product's arithmetic: a loop's count of them finds the hot one.

@@ -33,12 +33,12 @@ import numpy as np
 from xbackend.backends import opencl_build
 from xbackend.backends.compiled import CompiledBackend, index_environment
 from xbackend.backends.execution import Device
-from xbackend.backends.kernels import STAMP, include_folders, read_kernel
-from xbackend.backends.launch import KernelLaunch, LibraryCall, Product
 from xbackend.backends.opencl_device import ClDevice
-from xbackend.backends.specs import DeviceInfo
 from xbackend.backends.vendor import check_library
 from xbackend.errors import KernelCompileError, UnsupportedParameter, XBackendError
+from xbackend.launches.kernels import STAMP, include_folders, read_kernel
+from xbackend.launches.launch import KernelLaunch, LibraryCall, Product
+from xbackend.launches.specs import DeviceInfo
 from xbackend.resources import user_cache_dir
 
 try:

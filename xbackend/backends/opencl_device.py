@@ -15,9 +15,9 @@ from typing import Any, ClassVar
 import numpy as np
 
 from xbackend.backends.execution import Device
-from xbackend.backends.launch import Buffer, LibraryCall, Product, Step
-from xbackend.backends.operands import poison_value
 from xbackend.errors import UnsupportedParameter
+from xbackend.launches.launch import Buffer, LibraryCall, Product, Step
+from xbackend.launches.operands import poison_value
 from xbackend.measuring.handles import Queued, Timer
 from xbackend.measuring.stamps import StampSlots
 

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from xbackend.backends.specs import DeviceInfo
+from xbackend.launches.specs import DeviceInfo
 
 # A point more than 5% above a peak is flagged: the device and host timers agree to
 # under 1%, and the peaks are generous already.

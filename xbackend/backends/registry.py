@@ -10,10 +10,10 @@ from __future__ import annotations
 import importlib
 from importlib import metadata
 
-from xbackend.backends.choices import Choices
 from xbackend.backends.interface import Backend
-from xbackend.backends.specs import BackendInfo
 from xbackend.errors import BackendUnavailable, UnsupportedParameter, XBackendError
+from xbackend.launches.choices import Choices
+from xbackend.launches.specs import BackendInfo
 
 # name -> "module:Class"
 BUILTIN: dict[str, str] = {

@@ -11,7 +11,7 @@ from typing import TypeVar
 
 from xbackend.operations import OPS
 from xbackend.problems import DTYPES, Shape
-from xbackend.sweep import parse_shape, parse_shapes
+from xbackend.sweep.sizes import parse_shape, parse_shapes
 
 # Bounds that keep a typo from meaning days of work or all of memory.
 MAX_STEPS = 1000

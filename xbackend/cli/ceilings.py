@@ -125,7 +125,7 @@ def table(columns: dict[str, tuple[str, Quantities]]) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     import xbackend
-    from xbackend.plan import Target
+    from xbackend.results.plan import Target
 
     columns: dict[str, tuple[str, Quantities]] = {}
     failed = False

@@ -35,8 +35,8 @@ from xbackend.grading.checking import (
 from xbackend.grading.classroom import Checked
 from xbackend.grading.gradebook import REFERENCES, Row
 from xbackend.grading.records import Timing
-from xbackend.isolation import TIMEOUT_ENV
 from xbackend.safeio import UnsafePath, atomic_write, output_folder, printable, refuse_link
+from xbackend.sweep.isolation import TIMEOUT_ENV
 
 # A kernel step of a check (its build and first run at a shape of at most 608×532, or one
 # timed sample) takes well under a second on a CPU; past this it is a hang.

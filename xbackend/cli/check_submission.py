@@ -26,7 +26,6 @@ from typing import IO, Any
 from xbackend import families
 from xbackend.backends.compiled import clock_mode
 from xbackend.backends.execution import RED_ZONE_ENV
-from xbackend.backends.kernels import extern_c
 from xbackend.backends.machine_code import cuda_tool
 from xbackend.cli.compare import open_backends
 from xbackend.cli.exits import EXIT_USAGE
@@ -43,9 +42,10 @@ from xbackend.grading.checking import (
 from xbackend.grading.records import COMPILER, SANITIZERS, Verdict, compact, language_of
 from xbackend.grading.sanitizers import CUDA_TOOLS, Sanitized, sanitize, sanitize_cuda
 from xbackend.grading.sanitizers import SHAPES as SANITIZED_SHAPES
-from xbackend.isolation import Isolation
+from xbackend.launches.kernels import extern_c
 from xbackend.measuring.timing import format_seconds
 from xbackend.operations import Shape
+from xbackend.sweep.isolation import Isolation
 
 EXIT_WRONG = 1  # a kernel wrong, or not run, at some shape
 EXIT_NOTHING_CHECKED = EXIT_USAGE  # no kernel of the folders can run here: nothing passed

@@ -214,7 +214,7 @@ def tune(
     printed by ``show``; ``default_sizes``: the sizes (GPU, CPU) where ``--sizes`` names
     none. 1 where a device failed or chose nothing that ran correctly."""
     from xbackend.cluster import TuneRequest
-    from xbackend.sweep import parse_shapes
+    from xbackend.sweep.sizes import parse_shapes
 
     request = TuneRequest(
         variants=tuple(arguments.comma_list(args.variants)) if args.variants else (),

@@ -18,7 +18,7 @@ import xbackend.cli.arguments as arguments
 import xbackend.cli.cluster as cluster_options
 import xbackend.cli.sampling as sampling
 import xbackend.cli.selection as selection
-from xbackend import Backend, backend_names, earlier, fairness, get_backend
+from xbackend import Backend, backend_names, get_backend
 from xbackend import results as results_io
 from xbackend.cli.exits import (
     EXIT_BROKEN_PIPE,
@@ -27,22 +27,23 @@ from xbackend.cli.exits import (
     silence_stdout,
 )
 from xbackend.cli.summary import summary_table
-from xbackend.configs import VARIANT_SETS, resolve_variants
 from xbackend.errors import BackendUnavailable, XBackendError
-from xbackend.isolation import DEFAULT_TIMEOUT_S, TIMEOUT_ENV
 from xbackend.operations import DEFAULT, operation
-from xbackend.plan import Plan, Target
 from xbackend.problems import AUTO, CHECKS, FREIVALDS_ABOVE_FLOPS, Shape
-from xbackend.progress import Mode, SweepDisplay, choose_mode
-from xbackend.runner import holds_points, plan_lines
-from xbackend.runner import run as run_plan
+from xbackend.results.plan import Plan, Target
 from xbackend.safeio import output_folder
-from xbackend.sweep import DEFAULT_BASE, DEFAULT_STEPS, PRESETS, Preset, growth
+from xbackend.sweep import earlier, fairness
+from xbackend.sweep.configs import VARIANT_SETS, resolve_variants
+from xbackend.sweep.isolation import DEFAULT_TIMEOUT_S, TIMEOUT_ENV
+from xbackend.sweep.progress import Mode, SweepDisplay, choose_mode
+from xbackend.sweep.runner import holds_points, plan_lines
+from xbackend.sweep.runner import run as run_plan
+from xbackend.sweep.sizes import DEFAULT_BASE, DEFAULT_STEPS, PRESETS, Preset, growth
 
 if TYPE_CHECKING:
+    from xbackend.analysis.roofs import Roofs
     from xbackend.cluster import Cluster
-    from xbackend.plots import Drawn
-    from xbackend.roofs import Roofs
+    from xbackend.figures.plots import Drawn
 
 _EXAMPLES = (
     "examples:\n"
@@ -397,8 +398,8 @@ def _run_and_report(
 def _summarize(args: argparse.Namespace, out: Path, console: Console, mode: Mode) -> bool:
     """Print the summary (and the table per size); draw the figures and the report (each
     figure once). Whether the drawing was interrupted."""
-    from xbackend.roofs import roofs
-    from xbackend.tables import size_table, write_size_csv
+    from xbackend.analysis.roofs import roofs
+    from xbackend.analysis.tables import size_table, write_size_csv
 
     loaded = results_io.load([out])
     points = results_io.latest(loaded.points)
@@ -446,6 +447,6 @@ def _drawing(console: Console, mode: Mode) -> Iterator[None]:
 def draw(points: list[results_io.PointRecord], folder: Path, roofs: Roofs | None = None) -> Drawn:
     """The generic figures, and the roofline where ``roofs`` has the points' ceilings,
     written into ``folder`` (matplotlib imported only now)."""
-    from xbackend.plots import draw_figures
+    from xbackend.figures.plots import draw_figures
 
     return draw_figures(points, folder, roofs=roofs)

@@ -1,7 +1,7 @@
 """``xbackend diff A B``: two runs compared point by point, with a verdict for each point
 (FASTER, SLOWER, SAME, UNCERTAIN) from a bootstrap interval of the ratio of medians
-(``xbackend.diff``), and where both read its energy, its joules per product (MORE, LESS,
-WITHIN a fixed tolerance: ``xbackend.joules``); a table on the terminal, ``diff.csv`` and
+(``xbackend.analysis.diff``), and where both read its energy, its joules per product (MORE, LESS,
+WITHIN a fixed tolerance: ``xbackend.analysis.joules``); a table on the terminal, ``diff.csv`` and
 ``diff.png``."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import xbackend.cli.arguments as arguments
-from xbackend import diff, floors, joules
+from xbackend.analysis import diff, floors, joules
 from xbackend.cli.results_commands import add_filters, selected
 from xbackend.measuring.timing import format_seconds
 from xbackend.results import JSONL_NAME, Loaded, latest, load, warn_on_stderr
@@ -232,8 +232,8 @@ def _status(comparisons: list[diff.Comparison], fail_on: str | None) -> int:
 
 def _figure(comparisons: list[diff.Comparison], args: argparse.Namespace, out: Path) -> list[Path]:
     """diff.png (and .svg): the ratios against size (matplotlib imported only now)."""
+    from xbackend.figures.plots import save
     from xbackend.figures.ratios import ratio_figure
-    from xbackend.plots import save
 
     figure = ratio_figure(
         comparisons, args.threshold, time=args.time, names=(_name(args.a), _name(args.b))

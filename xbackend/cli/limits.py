@@ -1,5 +1,5 @@
 """``xbackend limits``: the largest square product each backend runs, for each operation
-and dtype, found by doubling then bisection (``xbackend/limits.py``); recorded as results
+and dtype, found by doubling then bisection (``xbackend/sweep/limits.py``); recorded as results
 and printed as a table."""
 
 from __future__ import annotations
@@ -13,17 +13,17 @@ import xbackend.cli.selection as selection
 from xbackend import results as results_io
 from xbackend.cli.compare import open_backends
 from xbackend.errors import XBackendError
-from xbackend.isolation import DEFAULT_TIMEOUT_S, TIMEOUT_ENV, Isolation
-from xbackend.limits import (
+from xbackend.operations import DEFAULT
+from xbackend.safeio import output_folder
+from xbackend.sweep.isolation import DEFAULT_TIMEOUT_S, TIMEOUT_ENV, Isolation
+from xbackend.sweep.limits import (
     FALLBACK_VARIANT,
     PREFERRED_VARIANT,
     START_GPU,
     START_OTHER,
     limits_table,
 )
-from xbackend.limits import limits as find_limits
-from xbackend.operations import DEFAULT
-from xbackend.safeio import output_folder
+from xbackend.sweep.limits import limits as find_limits
 
 MAX_START = 2**20
 

@@ -22,11 +22,11 @@ from xbackend import results as results_io
 from xbackend.errors import XBackendError
 from xbackend.measuring.timing import Sampling
 from xbackend.operations import DEFAULT, Shape
-from xbackend.plan import Plan
 from xbackend.problems import AUTO, CHECKS
 from xbackend.profiling import ncu, needs
 from xbackend.profiling.session import Profiled, Profiler, Request, profile
 from xbackend.profiling.table import CSV_NAME, csv_text, table
+from xbackend.results.plan import Plan
 from xbackend.safeio import atomic_write, output_folder
 
 EXIT_MISSING = 2  # a backend that cannot be profiled, no CUDA, no ncu: nothing ran
@@ -143,7 +143,7 @@ def report(done: Profiled, out: Path, draw: bool = True) -> None:
     if not draw:
         return
     from xbackend.figures.counters import figures
-    from xbackend.plots import save
+    from xbackend.figures.plots import save
 
     written = []
     with warnings.catch_warnings():

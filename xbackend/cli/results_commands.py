@@ -2,7 +2,7 @@
 running nothing. Where several runs measured the same points, each run's lines are drawn
 and tabled apart, named by their run or host (``results.reading.apart``); where several
 machines measured the same configurations, they are also put side by side against a base
-machine (``--base-host``; ``xbackend.side_by_side``): machines.csv and its figures."""
+machine (``--base-host``; ``xbackend.analysis.side_by_side``): machines.csv and its figures."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from xbackend import results as results_io
+from xbackend.analysis.tables import select
 from xbackend.cli.summary import summary_table
 from xbackend.results import Loaded, PointRecord
 from xbackend.results.reading import apart, load_runs
 from xbackend.safeio import output_folder, printable, safe_name
-from xbackend.tables import select
 
 
 def add_parsers(commands: Any) -> None:
@@ -142,8 +142,8 @@ def report(args: argparse.Namespace) -> int:
 
 
 def plot(args: argparse.Namespace) -> int:
-    from xbackend.plots import draw
-    from xbackend.roofs import roofs
+    from xbackend.analysis.roofs import roofs
+    from xbackend.figures.plots import draw
 
     loaded, runs = load_runs(args.results, warn=results_io.warn_on_stderr)
     chosen = selected(args, loaded.points)
@@ -161,9 +161,9 @@ def plot(args: argparse.Namespace) -> int:
 def _side_by_side(points: list[PointRecord], out: Path, base: str | None) -> list[Path]:
     """Where several machines measured the same configurations: machines.csv and the
     figures of ``figures/machines.py`` in ``out``; else nothing."""
-    from xbackend import side_by_side
+    from xbackend.analysis import side_by_side
     from xbackend.figures.machines import figures
-    from xbackend.plots import save
+    from xbackend.figures.plots import save
 
     rows = side_by_side.compare_machines(points, base=base)
     if not rows:

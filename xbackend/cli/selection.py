@@ -15,7 +15,7 @@ from pathlib import Path
 
 import xbackend.cli.arguments as arguments
 from xbackend import backend_names
-from xbackend.configs import VARIANT_SETS
+from xbackend.sweep.configs import VARIANT_SETS
 
 GROUP_TITLE = "selection (the same for compare, limits and profile)"
 SIZES_HELP = "explicit sizes: MxK (A is M×K, B is K×M) or MxKxN, comma-separated"

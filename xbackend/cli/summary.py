@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from xbackend.joules import gflops_per_joule
+from xbackend.analysis.joules import gflops_per_joule
 from xbackend.measuring import host_load
 from xbackend.measuring.launched import names
 from xbackend.measuring.timing import format_seconds

@@ -10,9 +10,9 @@ import xbackend.cli.arguments as arguments
 import xbackend.cli.cluster as cluster_options
 from xbackend.cli.compare import open_backends
 from xbackend.errors import XBackendError
-from xbackend.isolation import DEFAULT_TIMEOUT_S, TIMEOUT_ENV
 from xbackend.problems import dtype_named, flops
-from xbackend.sweep import parse_shapes
+from xbackend.sweep.isolation import DEFAULT_TIMEOUT_S, TIMEOUT_ENV
+from xbackend.sweep.sizes import parse_shapes
 from xbackend.tuning.objective import ENERGY, OBJECTIVES, RACE_S, WINDOW_S, objective_of
 from xbackend.tuning.searching import FINALIST_TIME_S, SEARCHES, tunable, tuned_variants
 
@@ -20,8 +20,8 @@ if TYPE_CHECKING:
     import numpy as np
 
     from xbackend.backends.interface import Backend
-    from xbackend.backends.specs import Measurement
-    from xbackend.isolation import Isolation
+    from xbackend.launches.specs import Measurement
+    from xbackend.sweep.isolation import Isolation
     from xbackend.tuning import TuneResult
 
 TUNE_SIZES_GPU = "4096x4096x4096,1000x3001x1000"  # a large output and a small one
@@ -299,16 +299,16 @@ class Isolated:
         self.isolation = isolation
 
     def isolates(self, backend: Backend, variant: str, op: str) -> bool:
-        from xbackend.configs import Config
-        from xbackend.isolation import isolated
+        from xbackend.sweep.configs import Config
+        from xbackend.sweep.isolation import isolated
 
         return isolated(Config(backend.name, backend, op, variant, None, "float32"))
 
     def __call__(
         self, backend: Backend, A: np.ndarray, B: np.ndarray, variant: str, **options: Any
     ) -> Measurement:
-        from xbackend.configs import Config
-        from xbackend.measure import Described
+        from xbackend.sweep.configs import Config
+        from xbackend.sweep.measure import Described
         from xbackend.tuning import CandidateFailed
 
         op = options.pop("op", "mm")
@@ -329,7 +329,7 @@ def _untold(backend: Backend, variant: str, op: str, dtype: np.dtype) -> dict[st
     process of its own, whose backend reads the tune cache itself. None: chosen per
     product (block tiles), which the process does as this one would with the cache."""
     from xbackend.backends.compiled import CompiledBackend
-    from xbackend.backends.geometries import per_product
+    from xbackend.launches.geometries import per_product
 
     spec = backend.variant_spec(variant, op)
     if per_product(spec) or not isinstance(backend, CompiledBackend):
@@ -340,7 +340,7 @@ def _untold(backend: Backend, variant: str, op: str, dtype: np.dtype) -> dict[st
 
 def run(args: argparse.Namespace) -> int:
     from xbackend import tuning
-    from xbackend.isolation import Isolation
+    from xbackend.sweep.isolation import Isolation
 
     if args.show:
         return _show()

@@ -19,9 +19,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from xbackend.backends.registry import backend_class, backend_names
-from xbackend.backends.specs import DeviceInfo
 from xbackend.errors import XBackendError
-from xbackend.plan import Target
+from xbackend.launches.specs import DeviceInfo
+from xbackend.results.plan import Target
 
 # ``--gpus all``.
 ALL = "all"

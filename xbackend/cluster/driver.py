@@ -28,9 +28,9 @@ from xbackend.cluster.devices import WorkerReport
 from xbackend.cluster.lines import PointResult, PointTask, RemoteLine
 from xbackend.cluster.schedule import MAX_DEATHS, Due, Lane, Schedule, Slot, batch
 from xbackend.cluster.worker import described, measure, report
-from xbackend.plan import Plan
 from xbackend.results import MEASURED, WORKER_LOST, PointRecord, ResultsWriter, now_iso
-from xbackend.runner import Sweep, point_time_s
+from xbackend.results.plan import Plan
+from xbackend.sweep.runner import Sweep, point_time_s
 
 # How often the workers are looked at while points run (seconds).
 POLL_S = 0.25

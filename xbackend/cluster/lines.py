@@ -11,10 +11,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from xbackend.configs import Config, line_title, unmeasured
 from xbackend.operations import Shape
-from xbackend.plan import Plan
 from xbackend.results import PointRecord
+from xbackend.results.plan import Plan
+from xbackend.sweep.configs import Config, line_title, unmeasured
 
 
 @dataclasses.dataclass(frozen=True)

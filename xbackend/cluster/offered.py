@@ -12,9 +12,9 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from xbackend.backends.interface import Backend, Execution
-from xbackend.backends.specs import DeviceInfo
 from xbackend.cluster.devices import Offer
 from xbackend.errors import XBackendError
+from xbackend.launches.specs import DeviceInfo
 
 
 class Offered(Backend):

@@ -51,14 +51,14 @@ from xbackend.cluster.worker import (
     report,
 )
 from xbackend.errors import XBackendError
-from xbackend.machine import environment
-from xbackend.plan import Plan, Target
-from xbackend.progress import SweepDisplay
 from xbackend.results import PointRecord, ResultsWriter, RunHeader, now_iso
-from xbackend.runner import Sweep, new_run_id, recorded, say_closing
+from xbackend.results.plan import Plan, Target
+from xbackend.sweep.environment import environment
+from xbackend.sweep.progress import SweepDisplay
+from xbackend.sweep.runner import Sweep, new_run_id, recorded, say_closing
 
 if TYPE_CHECKING:
-    from xbackend import Backend
+    from xbackend.backends.interface import Backend
     from xbackend.tuning import TuneResult
 
 # How long to wait for a cluster's first workers (seconds): a batch system may take long.

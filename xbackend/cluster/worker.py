@@ -29,19 +29,19 @@ from xbackend.backends.registry import backend_class, backend_names, open_backen
 from xbackend.cluster.devices import Offer, WorkerReport, every_device, identity, model_label
 from xbackend.cluster.host_references import HostReferences, run_folder
 from xbackend.cluster.lines import PointResult, PointTask, Prepared, RemoteLine, TuneRequest
-from xbackend.configs import Config, configs
-from xbackend.cost import CostModel
 from xbackend.errors import XBackendError
-from xbackend.measure import Inputs, measure_point
 from xbackend.operations import OPERATIONS, Shape
-from xbackend.plan import Plan, Target
 from xbackend.problems import dtype_named
 from xbackend.results import PointRecord, now_iso
-from xbackend.runner import device_record, plan_lines
+from xbackend.results.plan import Plan, Target
+from xbackend.sweep.configs import Config, configs
+from xbackend.sweep.cost import CostModel
+from xbackend.sweep.measure import Inputs, measure_point
+from xbackend.sweep.runner import device_record, plan_lines
 from xbackend.tuning.searching import TuneItem, items, tuned_variants
 
 if TYPE_CHECKING:
-    from xbackend import Backend
+    from xbackend.backends.interface import Backend
     from xbackend.tuning import TuneResult
 
 PLUGIN = "xbackend"

@@ -9,8 +9,8 @@ import pytest
 
 import xbackend
 from xbackend.operations import OPERATIONS
-from xbackend.plan import Target
 from xbackend.pytest_plugin import open_backend
+from xbackend.results.plan import Target
 
 F32 = np.float32
 

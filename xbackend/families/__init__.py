@@ -112,7 +112,7 @@ def read_again() -> None:
 
 def forget_on_read_again(forget: Callable[[], None]) -> None:
     """Have ``read_again`` call ``forget`` too: for a cache kept of the families' files
-    outside this package (``backends/kernels.py``'s parsed declarations)."""
+    outside this package (``launches/kernels.py``'s parsed declarations)."""
     _forgetting.append(forget)
 
 

@@ -17,7 +17,7 @@ from typing import Any
 import xbackend.families.expressions as expressions
 from xbackend.errors import UnsupportedParameter
 
-# How a variant's kernels are launched, by name (backends/geometries.py registers them):
+# How a variant's kernels are launched, by name (launches/geometries.py registers them):
 # "element", the default, launches them as the manifest writes; "block-tiles" is
 # kernels/mm_warp's, its block tiles and split along K chosen per product.
 ELEMENT = "element"

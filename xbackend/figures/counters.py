@@ -21,6 +21,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import EngFormatter
 
+from xbackend.analysis.tables import CORE_VARIANTS
 from xbackend.figures.style import (
     Palette,
     literal,
@@ -45,7 +46,6 @@ from xbackend.profiling.metrics import (
 )
 from xbackend.results import PointRecord
 from xbackend.safeio import safe_name
-from xbackend.tables import CORE_VARIANTS
 
 PANELS = (LOAD_REQUESTS, L2_SECTORS, DRAM_READ, DURATION)
 _LOG_ABOVE = 30.0  # a panel whose values span more than this gets a log axis

@@ -25,6 +25,8 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
+from xbackend.analysis.clocks import wrapped
+from xbackend.analysis.joules import gflops_per_joule
 from xbackend.figures.panels import Lines, by_panel, line_entries, panel_figure, size_of
 from xbackend.figures.style import (
     WRONG_COLOUR,
@@ -39,8 +41,6 @@ from xbackend.figures.style import (
     title_width,
     trust_handles,
 )
-from xbackend.joules import gflops_per_joule
-from xbackend.measuring.clocks import wrapped
 from xbackend.results import LineKey, PointRecord
 
 NAME = "energy"  # the figure's file name, without suffix

@@ -1,4 +1,4 @@
-"""The figures of machines side by side (``xbackend.side_by_side``): each machine's time
+"""The figures of machines side by side (``xbackend.analysis.side_by_side``): each machine's time
 over the base machine's, one colour per machine.
 
 * ``machines``: one row per configuration (backend, operation, data type, variant, tile)
@@ -25,7 +25,8 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import FixedLocator, NullFormatter, NullLocator
 
-from xbackend.diff import DEFAULT_THRESHOLD, Comparison
+from xbackend.analysis.diff import DEFAULT_THRESHOLD, Comparison
+from xbackend.analysis.side_by_side import Machine, Row, line_name, size_name
 from xbackend.figures.style import (
     END_TO_END,
     KERNEL,
@@ -36,7 +37,6 @@ from xbackend.figures.style import (
     suptitle,
 )
 from xbackend.results import PointKey
-from xbackend.side_by_side import Machine, Row, line_name, size_name
 
 # One colour per machine other than the base (which is the line at 1), in the order met.
 # No red: a red cross is a wrong result elsewhere.

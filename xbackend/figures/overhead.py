@@ -24,6 +24,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
+from xbackend.analysis.clocks import OVERHEAD_MEANING, wrapped
 from xbackend.figures.panels import Lines, by_panel, line_entries, panel_figure, size_of
 from xbackend.figures.style import (
     Palette,
@@ -33,7 +34,6 @@ from xbackend.figures.style import (
     throttled,
     title_width,
 )
-from xbackend.measuring.clocks import OVERHEAD_MEANING, wrapped
 from xbackend.results import LineKey, PointRecord
 
 NAME = "launch_overhead"  # the figure's file name, without suffix

@@ -27,7 +27,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import NullFormatter
 
-from xbackend.diff import FASTER, SAME, SLOWER, UNCERTAIN, Comparison
+from xbackend.analysis.diff import FASTER, SAME, SLOWER, UNCERTAIN, Comparison
 from xbackend.figures.style import (
     Palette,
     cache_note,

@@ -29,6 +29,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
+from xbackend.analysis.roofs import Roof, Roofs, intensity, roof_of
 from xbackend.figures.style import (
     Palette,
     hollow,
@@ -48,7 +49,6 @@ from xbackend.figures.style import (
 )
 from xbackend.measuring.timing import rate_text
 from xbackend.results import LineKey, PointRecord
-from xbackend.roofs import Roof, Roofs, intensity, roof_of
 
 ROOF_COLOUR = "0.35"
 RoofStyle = Literal["-", "--", "-.", ":"]

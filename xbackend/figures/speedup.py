@@ -19,6 +19,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
+from xbackend.analysis.speedups import Ratio, Speedup, speedups
 from xbackend.figures.style import (
     Palette,
     literal,
@@ -31,7 +32,6 @@ from xbackend.figures.style import (
     with_clock_note,
 )
 from xbackend.results import PointRecord
-from xbackend.speedups import Ratio, Speedup, speedups
 
 NAME = "speedup"  # the figure's file name, without suffix
 

@@ -33,11 +33,11 @@ from matplotlib.lines import Line2D
 from matplotlib.text import Text
 from matplotlib.ticker import FixedFormatter, Formatter, FuncFormatter
 
-from xbackend.measuring.clocks import clock_note, wrapped
+from xbackend.analysis.clocks import clock_note, wrapped
+from xbackend.analysis.tables import CORE_VARIANTS
 from xbackend.operations import Shape, operation
 from xbackend.results import PointRecord
 from xbackend.safeio import printable
-from xbackend.tables import CORE_VARIANTS
 
 VARIANT_COLOURS = {
     "naive": "#ff7f0e",  # orange

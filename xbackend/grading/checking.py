@@ -21,28 +21,29 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from xbackend import families
-from xbackend.backends.element import plan_element
 from xbackend.backends.execution import WroteOutOfBounds
-from xbackend.backends.geometries import per_product
-from xbackend.backends.launch import KernelLaunch
-from xbackend.backends.operands import finitely_poisoned, poison_value
-from xbackend.configs import Config
-from xbackend.diagnosis import COMPUTED, Launch, diagnose
 from xbackend.errors import KernelCompileError, XBackendError
 from xbackend.families import VariantSpec
 from xbackend.grading.coverage import Shortfall, shortfall
+from xbackend.grading.diagnosis import COMPUTED, Launch, diagnose
 from xbackend.grading.failures import compile_said, refused_said
 from xbackend.grading.records import Timing, Verdict
 from xbackend.grading.shapes import ruled_out, taken_shapes
-from xbackend.isolation import ChildError, Isolation, KernelCrashed, KernelTimeout
-from xbackend.measure import describe_error, in_process
+from xbackend.launches.element import plan_element
+from xbackend.launches.geometries import per_product
+from xbackend.launches.launch import KernelLaunch
+from xbackend.launches.operands import finitely_poisoned, poison_value
 from xbackend.measuring.timing import median_interval
 from xbackend.operations import MM, Shape, make_operands
 from xbackend.problems import Check, Reference, check
-from xbackend.sweep import DEFAULT_BASE, growth
+from xbackend.sweep.configs import Config
+from xbackend.sweep.isolation import ChildError, Isolation, KernelCrashed, KernelTimeout
+from xbackend.sweep.measure import describe_error, in_process
+from xbackend.sweep.sizes import DEFAULT_BASE, growth
 
 if TYPE_CHECKING:
-    from xbackend import Backend, Measurement
+    from xbackend.backends.interface import Backend
+    from xbackend.launches.specs import Measurement
 
 # Edge shapes (M, K, N) no tile divides: one element, primes, K = 1, a thin row and
 # column, and more column tiles than 16 groups of 16.

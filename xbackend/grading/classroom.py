@@ -28,9 +28,9 @@ from typing import IO
 from xbackend.grading import records
 from xbackend.grading.records import Records, Verdict
 from xbackend.grading.submissions import Submission, shown
-from xbackend.isolation import child_environment
 from xbackend.measuring import host_load
 from xbackend.safeio import UnsafePath
+from xbackend.sweep.isolation import child_environment
 
 DEFAULT_TIMEOUT_S = 1800.0  # one submission's whole check; each kernel step has its own
 # A submission's check.log keeps this much of its output's start and of its end (where a

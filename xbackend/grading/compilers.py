@@ -26,19 +26,19 @@ import numpy as np
 
 from xbackend import families
 from xbackend.backends.cubins import entry
-from xbackend.backends.element import plan_element
-from xbackend.backends.geometries import per_product
-from xbackend.backends.kernels import cuda_text, include_folders, instances, read_kernel
-from xbackend.backends.launch import KernelLaunch
 from xbackend.backends.machine_code import cuda_tool
 from xbackend.errors import XBackendError
 from xbackend.grading.checking import default_dtype
 from xbackend.grading.deadlines import run_to_deadline
 from xbackend.grading.records import COMPILER, Verdict
 from xbackend.grading.shapes import rule_shape
+from xbackend.launches.element import plan_element
+from xbackend.launches.geometries import per_product
+from xbackend.launches.kernels import cuda_text, include_folders, instances, read_kernel
+from xbackend.launches.launch import KernelLaunch
 
 if TYPE_CHECKING:
-    from xbackend import Backend
+    from xbackend.backends.interface import Backend
 
 ARCH = "sm_90"  # any will do to find a syntax error; the H100's and H200's
 TIMEOUT_S = 120

@@ -17,6 +17,7 @@ import io
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
 
+from xbackend.analysis.speedups import baselines
 from xbackend.errors import XBackendError
 from xbackend.grading.checking import TIMED_SAMPLES
 from xbackend.grading.records import (
@@ -31,7 +32,6 @@ from xbackend.grading.records import (
 )
 from xbackend.measuring.host_load import BUSY_CORES
 from xbackend.operations import Shape
-from xbackend.speedups import baselines
 
 REFERENCES = ("naive", "tiled", "vendor")  # xbackend's lines timed beside a class's kernels
 COLUMNS = (

@@ -35,8 +35,8 @@ from xbackend.backends.execution import RED_ZONE_ENV
 from xbackend.grading import records
 from xbackend.grading.deadlines import run_to_deadline
 from xbackend.grading.shapes import taken_shapes
-from xbackend.isolation import TIMEOUT_ENV, child_environment
 from xbackend.operations import Shape
+from xbackend.sweep.isolation import TIMEOUT_ENV, child_environment
 
 # oclgrind's report of one access: what it was, the kernel, and the line of the source.
 _REPORT = re.compile(

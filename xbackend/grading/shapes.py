@@ -17,9 +17,9 @@ import math
 import re
 from collections.abc import Sequence
 
-from xbackend.backends.element import fitted, shape_problem, size_names
 from xbackend.families import VariantSpec, expressions
 from xbackend.grading import records
+from xbackend.launches.element import fitted, shape_problem, size_names
 from xbackend.operations import Shape
 
 # The largest matrix (elements) a shape made of the rules' numbers may have: 2^28 float32

@@ -28,10 +28,16 @@ import importlib
 import statistics
 from collections.abc import Callable
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
-if TYPE_CHECKING:
-    from xbackend.backends.specs import DeviceInfo
+
+class DeviceInfo(Protocol):
+    """What a monitor needs of a device's record (``launches.specs.DeviceInfo``)."""
+
+    @property
+    def vendor(self) -> str: ...
+    @property
+    def extra(self) -> dict[str, Any]: ...
 
 
 class SampleState(NamedTuple):

@@ -19,19 +19,19 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import xbackend
 from xbackend import families
-from xbackend.configs import VARIANT_SETS, Config, configs, resolve_variants
 from xbackend.errors import XBackendError
-from xbackend.measure import Inputs, memory_problem
 from xbackend.operations import Shape, operation
-from xbackend.plan import Plan, Target
 from xbackend.problems import check
 from xbackend.profiling.launches import Entry, Manifest
 from xbackend.results import PointRecord
+from xbackend.results.plan import Plan, Target
+from xbackend.sweep.configs import VARIANT_SETS, Config, configs, resolve_variants
+from xbackend.sweep.measure import Inputs, memory_problem
+from xbackend.tuning.opening import get_backend
 
 if TYPE_CHECKING:
-    from xbackend import Backend
+    from xbackend.backends.interface import Backend
 
 SPEC_FORMAT = 2  # 2: the kernel-family folders
 
@@ -127,7 +127,7 @@ def _open(targets: Sequence[str]) -> list[tuple[str, Backend]]:
     try:
         for text in targets:
             target = Target.parse(text)
-            backend = xbackend.get_backend(target.name, target.device)
+            backend = get_backend(target.name, target.device)
             opened.append((target.label, backend))
     except BaseException:
         for _, backend in opened:

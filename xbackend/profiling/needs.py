@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from xbackend.backends.registry import backend_class
 from xbackend.errors import XBackendError
-from xbackend.plan import Target
+from xbackend.results.plan import Target
 
 PROFILED_BACKEND = "cuda"
 INSTEAD = f"use --backends {PROFILED_BACKEND}"

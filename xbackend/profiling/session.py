@@ -19,14 +19,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from xbackend import families
-from xbackend.machine import environment
-from xbackend.plan import Plan
 from xbackend.profiling import ncu as ncu_tool
 from xbackend.profiling.child import Spec
 from xbackend.profiling.launches import Manifest, records
 from xbackend.profiling.ncu import KernelRow, ProfileError, Settings
 from xbackend.results import PointRecord, ResultsWriter, RunHeader, now_iso
+from xbackend.results.plan import Plan
 from xbackend.safeio import atomic_write
+from xbackend.sweep.environment import environment
 
 SPEC_NAME = "profile-spec.json"
 MANIFEST_NAME = "profile-manifest.json"

@@ -14,11 +14,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from xbackend import fairness
 from xbackend.measuring.timing import rate_text
 from xbackend.report.document import Block, Cell, Fold, Heading, Paragraph, Table
 from xbackend.report.points import number, three_digits
 from xbackend.results import RunHeader
+from xbackend.sweep import fairness
 
 # What each API's ceilings hold, as the run header keeps them: a name, its unit, and its
 # place in the header's ``ceilings`` (a key, and a dtype under it).

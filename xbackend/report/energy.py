@@ -5,9 +5,9 @@ have no section."""
 
 from __future__ import annotations
 
+from xbackend.analysis.joules import gflops_per_joule, has_energy, joules
 from xbackend.figures.energy import NAME, energy_figure, unread
 from xbackend.figures.style import throttled
-from xbackend.joules import gflops_per_joule, has_energy, joules
 from xbackend.report.document import Block, Cell, Fold, Heading, Paragraph, Table
 from xbackend.report.figures import FigureFolder, Section, side_figure
 from xbackend.report.points import group, line_names, line_sort, size_text, three_digits

@@ -18,14 +18,14 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import NullLocator
 
-from xbackend import plots
+from xbackend.analysis.roofs import Roofs
+from xbackend.figures import plots
 from xbackend.figures.energy import NAME as ENERGY
 from xbackend.figures.overhead import NAME as OVERHEAD
 from xbackend.figures.style import Palette, kernel_style, outside_legend
 from xbackend.report.document import Block, Image, Paragraph
 from xbackend.report.points import dtype_sort, group, op_sort
 from xbackend.results import PointRecord
-from xbackend.roofs import Roofs
 from xbackend.safeio import UnsafePath, output_folder, safe_name
 
 Section = tuple[list[Block], list[Path]]  # what a part of the report shows, and files written

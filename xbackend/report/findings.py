@@ -23,13 +23,13 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable, Iterable, Sequence
 
+from xbackend.analysis.clocks import clock_name
+from xbackend.analysis.speedups import DOUBTFUL, Speedup, speedups, usable, work
 from xbackend.measuring import contention, host_load
-from xbackend.measuring.clocks import clock_name
 from xbackend.measuring.timing import format_seconds
 from xbackend.report.document import Block, Cell, Heading, Paragraph, Sentences, Table
 from xbackend.report.points import ambiguous_labels, group, size_text, three_digits
 from xbackend.results import PointRecord
-from xbackend.speedups import DOUBTFUL, Speedup, speedups, usable, work
 
 VENDOR_VARIANTS = ("vendor",)
 _Group = tuple[str, int, str]  # operation, batch, data type

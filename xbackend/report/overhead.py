@@ -5,8 +5,8 @@ themselves have no section: their kernel time is the API's."""
 
 from __future__ import annotations
 
+from xbackend.analysis.clocks import OVERHEAD_MEANING, Overhead, has_overhead, overheads
 from xbackend.figures.overhead import NAME, overhead_figure
-from xbackend.measuring.clocks import OVERHEAD_MEANING, Overhead, has_overhead, overheads
 from xbackend.report.document import Block, Cell, Fold, Heading, Paragraph, Table
 from xbackend.report.figures import FigureFolder, Section, side_figure
 from xbackend.report.points import three_digits

@@ -42,8 +42,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from xbackend.measuring.clocks import clock_note
-from xbackend.plots import Drawn
+from xbackend.analysis.clocks import clock_note
+from xbackend.analysis.roofs import checked, roofs
+from xbackend.analysis.side_by_side import base_machine
+from xbackend.figures.plots import Drawn
 from xbackend.report.control import ceilings_section, fairness_section
 from xbackend.report.counters import counters_section
 from xbackend.report.document import Block, Heading, Paragraph, render_html, render_markdown
@@ -58,9 +60,7 @@ from xbackend.report.sections import SECTIONS, SpeedUp, speedups
 from xbackend.report.side_by_side import machines_section
 from xbackend.results import Loaded, PointRecord, latest, load, warn_on_stderr
 from xbackend.results.reading import RunNames, apart, load_runs
-from xbackend.roofs import checked, roofs
 from xbackend.safeio import atomic_write, output_folder, refuse_link
-from xbackend.side_by_side import base_machine
 
 __all__ = [
     "EXPERIMENTS",

@@ -1,19 +1,27 @@
 """The report's roofline: the ceilings every run measured per device, the roofline figure
 of every point (``figures/roofline.py``), and each configuration's share of its roof at
-its largest size (``xbackend.roofs``). Runs that measured no ceilings have no section."""
+its largest size (``xbackend.analysis.roofs``). Runs that measured no ceilings have no section."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
+from xbackend.analysis.roofs import (
+    Roofs,
+    api_roofs,
+    devices,
+    intensity,
+    profiled,
+    roof_of,
+    roof_share,
+)
 from xbackend.figures.roofline import roofline
 from xbackend.measuring.timing import rate_text
 from xbackend.report.document import Block, Cell, Fold, Heading, Paragraph, Table
 from xbackend.report.figures import ROOFLINE, FigureFolder, Section, side_figure
 from xbackend.report.points import dtype_sort, size_text, three_digits
 from xbackend.results import PointRecord, RunHeader
-from xbackend.roofs import Roofs, api_roofs, devices, intensity, profiled, roof_of, roof_share
 
 _HOW = (
     "Before its first point each run measured the ceilings of its devices: the FLOP/s of "

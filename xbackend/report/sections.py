@@ -22,8 +22,8 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
+from xbackend.figures.plots import literal
 from xbackend.figures.style import Palette, outside_legend, with_cache_note
-from xbackend.plots import literal
 from xbackend.report.document import Block, Cell, Heading, Paragraph, Table
 from xbackend.report.figures import (
     WRONG,

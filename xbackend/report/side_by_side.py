@@ -1,19 +1,15 @@
 """The report's machines side by side: where results of several machines (a host and its
 device) measured the same configuration, each machine's times and its ratio to the base
-machine's, with the 95% bootstrap interval of ``xbackend diff`` (``xbackend.side_by_side``);
-the figures of ``figures/machines.py``; and ``machines.csv`` next to the report."""
+machine's, with the 95% bootstrap interval of ``xbackend diff``
+(``xbackend.analysis.side_by_side``); the figures of ``figures/machines.py``; and
+``machines.csv`` next to the report."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xbackend.diff import DEFAULT_THRESHOLD, UNTRUSTED, VERDICTS, Comparison
-from xbackend.figures.machines import figures as machine_figures
-from xbackend.report.document import Block, Cell, Heading, Items, Paragraph, Table
-from xbackend.report.figures import FigureFolder, Section, save
-from xbackend.report.points import three_digits, time_cell
-from xbackend.results import PointRecord
-from xbackend.side_by_side import (
+from xbackend.analysis.diff import DEFAULT_THRESHOLD, UNTRUSTED, VERDICTS, Comparison
+from xbackend.analysis.side_by_side import (
     CSV_NAME,
     Machine,
     Row,
@@ -24,6 +20,11 @@ from xbackend.side_by_side import (
     size_name,
     write_csv,
 )
+from xbackend.figures.machines import figures as machine_figures
+from xbackend.report.document import Block, Cell, Heading, Items, Paragraph, Table
+from xbackend.report.figures import FigureFolder, Section, save
+from xbackend.report.points import three_digits, time_cell
+from xbackend.results import PointRecord
 
 HEADING = "The machines side by side"
 _CAPTIONS = {

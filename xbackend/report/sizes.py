@@ -1,6 +1,6 @@
 """The report's table per size: every configuration's median kernel time with its
 quartiles and relative noise, the end-to-end median, the speed-up over naive and, where
-the run measured its device's ceilings, the share of its roof (``xbackend.tables``).
+the run measured its device's ceilings, the share of its roof (``xbackend.analysis.tables``).
 
 A run of many sizes shows a compact table of its key sizes (the smallest, the middle and
 the largest); the whole table is folded away below it and written as ``sizes.csv`` in the
@@ -14,14 +14,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from xbackend.measuring.clocks import clock_note
+from xbackend.analysis.clocks import clock_note
+from xbackend.analysis.roofs import Roofs
+from xbackend.analysis.tables import Row, size_rows, write_size_csv
 from xbackend.report.document import Block, Cell, Fold, Paragraph, Table
 from xbackend.report.figures import FigureFolder
 from xbackend.report.points import three_digits
 from xbackend.results import PointRecord
 from xbackend.results.records import IMPOSSIBLE
-from xbackend.roofs import Roofs
-from xbackend.tables import Row, size_rows, write_size_csv
 
 _FLAGS = {"mismatch": "wrong", "error": "error", "skipped": "skipped"}
 KEY_SIZES = 3  # the smallest, the middle and the largest

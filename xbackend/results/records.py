@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 from xbackend.measuring.timing import unmarked
 from xbackend.operations import DEFAULT, OPERATIONS, Operation
-from xbackend.plan import Plan
+from xbackend.results.plan import Plan
 
 STATUSES = ("ok", "mismatch", "skipped", "error")
 MEASURED = ("ok", "mismatch")

@@ -26,11 +26,11 @@ from typing import Any
 
 import numpy as np
 
-from xbackend.backends.choices import Candidate, Trial, shape_class
 from xbackend.backends.compiled import CompiledBackend
-from xbackend.backends.geometries import geometry_of
 from xbackend.backends.interface import Backend
 from xbackend.errors import XBackendError
+from xbackend.launches.choices import Candidate, Trial, shape_class
+from xbackend.launches.geometries import geometry_of
 from xbackend.measuring.timing import Sampling
 from xbackend.operations import OPERATIONS
 from xbackend.problems import Reference, Shape, flops, make_operands, output_size

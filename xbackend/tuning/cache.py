@@ -6,7 +6,7 @@ in ``XBACKEND_TUNE_CACHE``. A backend takes these choices when it is handed
 ``cached_choices()`` (``attach``; ``xbackend.get_backend`` does that): the file is read
 once per process, and again whenever it changes. Without an entry the tuned variants
 take the shipped tuning database's (``tuning/database.py``), and without one there either,
-the default derived from the device's limits (``backends/warp.py``).
+the default derived from the device's limits (``launches/warp.py``).
 
 Like pyopencl's binary cache, an entry records what it was tuned for beyond its key
 (``build``: the driver's version, a digest of the kernel file and its fixed build
@@ -54,9 +54,9 @@ from typing import Any
 import numpy as np
 
 import xbackend.tuning.database as tuning_db
-from xbackend.backends.choices import Candidate, ChoiceRequest
 from xbackend.backends.interface import Backend
 from xbackend.errors import XBackendError
+from xbackend.launches.choices import Candidate, ChoiceRequest
 from xbackend.operations import operation
 from xbackend.resources import user_cache_dir
 from xbackend.safeio import (

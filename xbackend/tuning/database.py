@@ -6,7 +6,7 @@ user's tune cache is (``tune_cache.entry_key``: backend, device name, variant,
 operation, dtype, shape class). A tuned variant takes its configuration from the
 user's own cache first; where that has no entry for the product, from this database;
 where neither has one, from the default derived from the device's limits
-(``backends/warp.py``). A user's entry always wins, a tie included: a user whose tune
+(``launches/warp.py``). A user's entry always wins, a tie included: a user whose tune
 found the default best gets the default, not the database's choice.
 
 Each entry records how and when it was measured (``how``: the command and the machine;

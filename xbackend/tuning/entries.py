@@ -8,8 +8,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from xbackend.backends import geometries
-from xbackend.backends.choices import Candidate, is_count
+from xbackend.launches import geometries
+from xbackend.launches.choices import Candidate, is_count
 from xbackend.tuning.objective import ENTRY_INTERVALS, ENTRY_NUMBERS, OBJECTIVES
 
 KEY_FIELDS = ("backend", "device", "variant", "operation", "dtype", "shape class")

@@ -24,9 +24,9 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from xbackend.backends.choices import Trial
 from xbackend.backends.interface import Backend
-from xbackend.backends.specs import Measurement
+from xbackend.launches.choices import Trial
+from xbackend.launches.specs import Measurement
 from xbackend.measuring.sampler import joules_per_product
 from xbackend.measuring.timing import Sampling
 from xbackend.tuning.racing import TURN_SAMPLES, Race

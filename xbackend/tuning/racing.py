@@ -10,8 +10,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from xbackend.backends.choices import Candidate
 from xbackend.errors import XBackendError
+from xbackend.launches.choices import Candidate
 from xbackend.measuring.timing import bootstrap_median_interval
 
 # The race of the finalists (see ``race``). The finalists: the search's best two, and

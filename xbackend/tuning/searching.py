@@ -33,9 +33,9 @@ import dataclasses
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from xbackend.backends.choices import Candidate, Timer, Trial, shape_class
-from xbackend.backends.geometries import per_product
-from xbackend.backends.geometry import Geometry
+from xbackend.launches.choices import Candidate, Timer, Trial, shape_class
+from xbackend.launches.geometries import per_product
+from xbackend.launches.geometry import Geometry
 from xbackend.operations import Shape, operation
 
 if TYPE_CHECKING:

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from xbackend.backends.choices import Candidate, ParameterChoice, Trial
-from xbackend.backends.geometries import geometry_of
 from xbackend.errors import XBackendError
+from xbackend.launches.choices import Candidate, ParameterChoice, Trial
+from xbackend.launches.geometries import geometry_of
 from xbackend.measuring.sampler import joules_per_product
 from xbackend.measuring.timing import Sampling
 from xbackend.problems import Reference, Shape, check, flops, output_size
@@ -27,7 +27,7 @@ from xbackend.tuning.objective import Objective
 
 if TYPE_CHECKING:
     from xbackend.backends.interface import Backend
-    from xbackend.backends.specs import Measurement
+    from xbackend.launches.specs import Measurement
 
 
 class Measure(Protocol):

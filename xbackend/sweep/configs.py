@@ -8,13 +8,13 @@ from typing import TYPE_CHECKING
 
 from xbackend import families
 from xbackend.operations import Shape, operation
-from xbackend.plan import Plan
 from xbackend.problems import dtype_named
 from xbackend.results import PointRecord, now_iso
-from xbackend.sweep import ASSIGNMENT_VARIANTS
+from xbackend.results.plan import Plan
+from xbackend.sweep.sizes import ASSIGNMENT_VARIANTS
 
 if TYPE_CHECKING:
-    from xbackend import Backend
+    from xbackend.backends.interface import Backend
 
 # Not rungs of the tuning ladder: the assignment's lines, and the chapter's naive4.
 _NOT_LADDER = frozenset({*ASSIGNMENT_VARIANTS, "naive4"})

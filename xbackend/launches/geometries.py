@@ -14,10 +14,10 @@ from collections.abc import Mapping
 from importlib.metadata import entry_points
 from typing import Any
 
-from xbackend.backends.block_tiles import BlockTiles
-from xbackend.backends.element import Element
-from xbackend.backends.geometry import Geometry
-from xbackend.backends.specs import VariantSpec
+from xbackend.launches.block_tiles import BlockTiles
+from xbackend.launches.element import Element
+from xbackend.launches.geometry import Geometry
+from xbackend.launches.specs import VariantSpec
 
 ENTRY_POINTS = "xbackend.geometries"
 

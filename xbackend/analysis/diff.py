@@ -42,16 +42,16 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from xbackend import joules
-from xbackend.diff_cpu import host_reason, judged
-from xbackend.diff_cpu import load_reason as load_reason  # for diff's callers
-from xbackend.diff_machines import cache_warning as cache_warning  # for diff's callers
-from xbackend.diff_machines import machine_warning as machine_warning
-from xbackend.floors import Floors, describe, measured
+from xbackend.analysis import joules
+from xbackend.analysis.diff_cpu import host_reason, judged
+from xbackend.analysis.diff_cpu import load_reason as load_reason  # for diff's callers
+from xbackend.analysis.diff_machines import cache_warning as cache_warning  # for diff's callers
+from xbackend.analysis.diff_machines import machine_warning as machine_warning
+from xbackend.analysis.floors import Floors, describe, measured
+from xbackend.analysis.tables import CORE_VARIANTS
 from xbackend.measuring.contention import QUIET_STALL
 from xbackend.measuring.timing import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, CONFIDENCE
 from xbackend.results import PointKey, PointRecord
-from xbackend.tables import CORE_VARIANTS
 
 # The smallest change a verdict claims. Two runs of the same plan on an H100 differ by
 # up to 10% for kernels of 2-3 µs and by 2-6% up to about 10 µs, with tight intervals

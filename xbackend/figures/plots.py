@@ -52,6 +52,9 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from xbackend import families
+from xbackend.analysis.clocks import has_overhead
+from xbackend.analysis.roofs import Roofs, checked, profiled
+from xbackend.analysis.tables import CORE_VARIANTS
 from xbackend.figures import bars
 from xbackend.figures.energy import NAME as ENERGY
 from xbackend.figures.energy import energy_figure
@@ -85,12 +88,9 @@ from xbackend.figures.style import (
     with_clock_note,
     without_controls,
 )
-from xbackend.measuring.clocks import has_overhead
 from xbackend.operations import OPS, operation
 from xbackend.results import PointRecord
-from xbackend.roofs import Roofs, checked, profiled
 from xbackend.safeio import atomic_write, output_folder, safe_name
-from xbackend.tables import CORE_VARIANTS
 
 __all__ = ["FIGURES", "Drawn", "draw", "draw_figures", "figures", "literal", "save"]
 

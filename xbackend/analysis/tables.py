@@ -24,7 +24,7 @@ kernels, the API's events, or the host's), and the terminal table ends with a li
 which clock timed each backend's kernels (``clocks.clock_note``).
 
 Each row also has the point's arithmetic intensity, its roof and the share of the roof it
-reached (``xbackend.roofs``), where its run measured its device's ceilings: the terminal
+reached (``xbackend.analysis.roofs``), where its run measured its device's ceilings: the terminal
 table's ``roof`` column, shown where any row has one, ``↑`` after a share above 100%. The
 rows take one set of ceilings per device, and a point faster than its device's measured
 compute ceiling is flagged as one above its peak (``roofs.checked``).
@@ -37,11 +37,11 @@ import io
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from xbackend.measuring.clocks import clock_note
+from xbackend.analysis.clocks import clock_note
+from xbackend.analysis.roofs import Roofs, checked, intensity, roof_of, roof_share
 from xbackend.measuring.timing import format_seconds
 from xbackend.results import PointRecord, latest
 from xbackend.results.records import IMPOSSIBLE
-from xbackend.roofs import Roofs, checked, intensity, roof_of, roof_share
 from xbackend.safeio import atomic_write
 
 SIZES_CSV = "sizes.csv"

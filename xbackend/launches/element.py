@@ -18,9 +18,12 @@ from typing import Any
 
 import numpy as np
 
-from xbackend.backends.choices import Candidate, ParameterChoice, TileChoice, is_count
-from xbackend.backends.geometry import Geometry, Planner
-from xbackend.backends.kernels import (
+from xbackend.errors import UnsupportedParameter
+from xbackend.families import expressions
+from xbackend.families.variant import BUFFERS, Launch, broken_rule
+from xbackend.launches.choices import Candidate, ParameterChoice, TileChoice, is_count
+from xbackend.launches.geometry import Geometry, Planner
+from xbackend.launches.kernels import (
     C_TYPES,
     STAMP_PARAMETERS,
     index_parameters,
@@ -30,13 +33,10 @@ from xbackend.backends.kernels import (
     struct_fields,
     struct_packing,
 )
-from xbackend.backends.launch import Arg, Buffer, KernelLaunch, Product, Record
-from xbackend.backends.operands import INDEX_MAX, format_bytes
-from xbackend.backends.plans import Layout, index_options, tiled_reach
-from xbackend.backends.specs import DeviceInfo, VariantSpec
-from xbackend.errors import UnsupportedParameter
-from xbackend.families import expressions
-from xbackend.families.variant import BUFFERS, Launch, broken_rule
+from xbackend.launches.launch import Arg, Buffer, KernelLaunch, Product, Record
+from xbackend.launches.operands import INDEX_MAX, format_bytes
+from xbackend.launches.plans import Layout, index_options, tiled_reach
+from xbackend.launches.specs import DeviceInfo, VariantSpec
 from xbackend.operations import Operation, Shape, operation
 
 Array = np.ndarray[Any, Any]

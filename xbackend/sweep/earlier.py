@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from xbackend import results as results_io
-from xbackend.configs import configs
 from xbackend.measuring.timing import format_seconds
-from xbackend.plan import Plan
 from xbackend.results import PointKey, PointRecord, RunHeader
+from xbackend.results.plan import Plan
+from xbackend.sweep.configs import configs
 
 if TYPE_CHECKING:
     from xbackend.backends.interface import Backend

@@ -15,14 +15,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from xbackend.backends.operands import format_bytes
 from xbackend.backends.peaks import peak_flags, peaks
-from xbackend.configs import Config
-from xbackend.cost import CostModel
 from xbackend.errors import KernelCompileError, UnsupportedParameter, XBackendError
+from xbackend.launches.operands import format_bytes
 from xbackend.measuring.timing import Stats, noisy
 from xbackend.operations import Operation, Shape, operation
-from xbackend.plan import Plan
 from xbackend.problems import (
     AUTO,
     CHUNK_ELEMENTS,
@@ -36,9 +33,12 @@ from xbackend.problems import (
     dtype_named,
 )
 from xbackend.results import PointRecord
+from xbackend.results.plan import Plan
+from xbackend.sweep.configs import Config
+from xbackend.sweep.cost import CostModel
 
 if TYPE_CHECKING:
-    from xbackend import Measurement
+    from xbackend.launches.specs import Measurement
 
 Array = np.ndarray[Any, Any]
 

@@ -24,11 +24,11 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from xbackend.diff import DEFAULT_THRESHOLD, Comparison, compare_pair
+from xbackend.analysis.diff import DEFAULT_THRESHOLD, Comparison, compare_pair
+from xbackend.analysis.tables import CORE_VARIANTS
 from xbackend.operations import operation
 from xbackend.results import PointKey, PointRecord, latest
 from xbackend.safeio import atomic_write
-from xbackend.tables import CORE_VARIANTS
 
 CSV_NAME = "machines.csv"
 UNKNOWN_HOST = "unknown host"

@@ -19,9 +19,9 @@ from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
-from xbackend.backends.choices import Candidate, Timer, Trial
-from xbackend.backends.launch import Product
-from xbackend.backends.specs import DeviceInfo, VariantSpec
+from xbackend.launches.choices import Candidate, Timer, Trial
+from xbackend.launches.launch import Product
+from xbackend.launches.specs import DeviceInfo, VariantSpec
 from xbackend.operations import Shape
 
 Array = np.ndarray[Any, Any]

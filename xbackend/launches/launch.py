@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from xbackend.backends.kernels import (
+from xbackend.errors import XBackendError
+from xbackend.launches.kernels import (
     GEMM_PARAMETERS,
     STAMP,
     WIDE_INDEX,
@@ -26,7 +27,6 @@ from xbackend.backends.kernels import (
     long_parameters,
     parameters,
 )
-from xbackend.errors import XBackendError
 
 Array = np.ndarray[Any, Any]
 OUTPUT = "C"  # the buffer a product's result is downloaded from

@@ -26,15 +26,15 @@ from typing import Any
 
 import numpy as np
 
-from xbackend.backends.kernels import STAMP, source_digest
-from xbackend.backends.launch import KernelLaunch, Product
 from xbackend.backends.machine_code import differences
-from xbackend.configs import configs
 from xbackend.errors import XBackendError
+from xbackend.launches.kernels import STAMP, source_digest
+from xbackend.launches.launch import KernelLaunch, Product
 from xbackend.operations import Shape, operation
-from xbackend.plan import Plan
 from xbackend.problems import make_operands
+from xbackend.results.plan import Plan
 from xbackend.safeio import atomic_write, read_small_text
+from xbackend.sweep.configs import configs
 
 # Options one language needs and its twin does not: not a difference between the kernels.
 _LANGUAGE_OPTIONS = ("-DXB_FP64", "-cl-", "-I", "--", "-arch", "-lineinfo")

@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from xbackend.backends.choices import shape_class
-from xbackend.backends.kernels import SUM_BLOCK
+from xbackend.launches.choices import shape_class
+from xbackend.launches.kernels import SUM_BLOCK
 
 FAMILY = "mm_warp"
 SUM_KERNEL = "mm_sum_slices"

@@ -16,15 +16,15 @@ from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
-from xbackend.backends import warp
-from xbackend.backends.choices import Candidate, Timer, Trial, shape_class
-from xbackend.backends.geometry import Geometry, Planner
-from xbackend.backends.kernels import C_TYPES, SUM_BLOCK
-from xbackend.backends.launch import Buffer, KernelLaunch, Product
-from xbackend.backends.plans import C, Layout, _blocks, _last, index_options
-from xbackend.backends.specs import DeviceInfo, VariantSpec
 from xbackend.errors import UnsupportedParameter
 from xbackend.families.variant import broken_rule
+from xbackend.launches import warp
+from xbackend.launches.choices import Candidate, Timer, Trial, shape_class
+from xbackend.launches.geometry import Geometry, Planner
+from xbackend.launches.kernels import C_TYPES, SUM_BLOCK
+from xbackend.launches.launch import Buffer, KernelLaunch, Product
+from xbackend.launches.plans import C, Layout, _blocks, _last, index_options
+from xbackend.launches.specs import DeviceInfo, VariantSpec
 from xbackend.operations import Operation, Shape, operation
 
 Array = np.ndarray[Any, Any]

@@ -19,13 +19,13 @@ from typing import Any
 
 import numpy as np
 
-from xbackend.backends.kernels import (
+from xbackend.launches.kernels import (
     C_TYPES,
     SUM_BLOCK,
     WIDE_INDEX,
 )
-from xbackend.backends.launch import OUTPUT, Buffer, KernelLaunch, LibraryCall, Product
-from xbackend.backends.operands import INDEX_MAX, row_major_span
+from xbackend.launches.launch import OUTPUT, Buffer, KernelLaunch, LibraryCall, Product
+from xbackend.launches.operands import INDEX_MAX, row_major_span
 from xbackend.operations import Operation, operation
 
 Array = np.ndarray[Any, Any]

@@ -40,16 +40,17 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-import xbackend
 from xbackend import families
-from xbackend.backends.operands import POISON_ENV
 from xbackend.backends.registry import backend_class
-from xbackend.configs import Config
 from xbackend.errors import XBackendError
-from xbackend.measure import Described, Measurer, describe_error
+from xbackend.launches.operands import POISON_ENV
+from xbackend.sweep.configs import Config
+from xbackend.sweep.measure import Described, Measurer, describe_error
+from xbackend.tuning.opening import get_backend
 
 if TYPE_CHECKING:
-    from xbackend import Backend, Measurement
+    from xbackend.backends.interface import Backend
+    from xbackend.launches.specs import Measurement
     from xbackend.measuring.sampler import Monitor
 
 Array = np.ndarray[Any, Any]
@@ -211,7 +212,7 @@ class _Child:
         self.answers, answers = os.pipe()
         self.progress, progress = os.pipe()
         theirs = (requests, answers, progress)
-        serve = f"from xbackend.isolation import serve; serve{(*theirs, os.getpid())}"
+        serve = f"from xbackend.sweep.isolation import serve; serve{(*theirs, os.getpid())}"
         try:
             with _sigint_ignored():  # inherited: Ctrl-C is the parent's to handle
                 self.process = subprocess.Popen(
@@ -401,7 +402,7 @@ def _open(request: _Request, progress: int) -> Backend:
     """The request's backend, its samples' monitor telling the parent each step."""
     # With the tune cache's choices, as the parent's (``xbackend.get_backend``): a variant
     # whose family declares parameters takes those ``tune`` chose.
-    backend = xbackend.get_backend(request.backend, request.device)
+    backend = get_backend(request.backend, request.device)
     if request.index is not None and hasattr(backend, "use_index"):
         backend.use_index(request.index)
     monitor = backend.monitor

@@ -27,20 +27,20 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from xbackend.configs import Config, configs, resolve_variants
-from xbackend.cost import CostModel
 from xbackend.errors import DeviceOutOfMemory, UnsupportedParameter
-from xbackend.isolation import Isolation
-from xbackend.machine import environment
-from xbackend.measure import Inputs, Measurer, measure_point, memory_problem
 from xbackend.measuring.timing import Sampling
 from xbackend.operations import DEFAULT, Shape, operation
-from xbackend.plan import Plan
 from xbackend.problems import AUTO, dtype_named
 from xbackend.results import PointRecord, ResultsWriter, RunHeader, now_iso
+from xbackend.results.plan import Plan
+from xbackend.sweep.configs import Config, configs, resolve_variants
+from xbackend.sweep.cost import CostModel
+from xbackend.sweep.environment import environment
+from xbackend.sweep.isolation import Isolation
+from xbackend.sweep.measure import Inputs, Measurer, measure_point, memory_problem
 
 if TYPE_CHECKING:
-    from xbackend import Backend
+    from xbackend.backends.interface import Backend
 
 # Bisection stops when the gap is at most this, or 1/16 of the largest size that ran.
 MIN_STEP = 256

@@ -27,22 +27,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from xbackend import families
-from xbackend.backends.geometries import per_product
-from xbackend.configs import Config, configs
-from xbackend.cost import CostModel
-from xbackend.isolation import Isolation
-from xbackend.machine import environment
-from xbackend.measure import (
-    PILOT_ABOVE_FLOPS,
-    Inputs,
-    fewest_samples,
-    measure_point,
-    memory_problem,
-)
+from xbackend.launches.geometries import per_product
 from xbackend.measuring.timing import CONDITIONS, Sampling, format_seconds
 from xbackend.operations import Shape, operation
-from xbackend.plan import Plan, Target
-from xbackend.progress import SweepDisplay
 from xbackend.results import (
     CSV_NAME,
     JSONL_NAME,
@@ -56,11 +43,24 @@ from xbackend.results import (
     load,
     now_iso,
 )
+from xbackend.results.plan import Plan, Target
 from xbackend.safeio import output_folder, refuse_link
+from xbackend.sweep.configs import Config, configs
+from xbackend.sweep.cost import CostModel
+from xbackend.sweep.environment import environment
+from xbackend.sweep.isolation import Isolation
+from xbackend.sweep.measure import (
+    PILOT_ABOVE_FLOPS,
+    Inputs,
+    fewest_samples,
+    measure_point,
+    memory_problem,
+)
+from xbackend.sweep.progress import SweepDisplay
 from xbackend.tuning.cache import CachedChoices
 
 if TYPE_CHECKING:
-    from xbackend import Backend
+    from xbackend.backends.interface import Backend
 
 __all__ = [
     "PILOT_ABOVE_FLOPS",
