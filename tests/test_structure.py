@@ -276,3 +276,12 @@ def test_warp_config_is_known_only_by_its_geometry():
     }
     assert named - WARP_CONFIG_KNOWN_BY == set()
     assert "xbackend/launches/block_tiles.py" in named  # the check sees the files it checks
+
+
+def test_the_modules_page_lists_every_module():
+    """docs/modules.md is the map's index: every module of the package is on it, and it
+    names none that is gone."""
+    page = (PACKAGE.parent / "docs" / "modules.md").read_text(encoding="utf-8")
+    listed = set(re.findall(r"^\| `([\w/]+\.py)` \|", page, re.MULTILINE))
+    present = {str(path.relative_to(PACKAGE)) for path in _modules().values()}
+    assert (present - listed, listed - present) == (set(), set())

@@ -18,7 +18,7 @@ slower run was slowed by something else (clocks still rising, a neighbour). Size
 saturate a GPU (2^27 floats copied; 32 blocks of 256 threads per compute unit in the FMA
 loop) and are scaled down on a CPU device, so that measuring stays quick: at most a
 second or two per device. The run header keeps them per device
-(``runner.py``); the tables' roof shares and the roofline figure are drawn from them.
+(``sweep/runner.py``); the tables' roof shares and the roofline figure are drawn from them.
 """
 
 from __future__ import annotations

@@ -92,6 +92,9 @@ class CompiledBackend(Backend):
 
     _tables: dict[tuple[Path, ...], VariantTable] | None = None
 
+    def kernel_language(self) -> str:
+        return self.LANGUAGE
+
     def variant_table(self) -> VariantTable:
         """The variants of every kernel family with a source in this backend's language
         (the shipped ones and the user's: ``xbackend.families``), and the vendor's lines;
@@ -380,7 +383,7 @@ class CompiledBackend(Backend):
     def planned(self, op: str, variant: str, tile: int | None, A: Array, B: Array) -> Product:
         """The product as it would run for A and B, planned only: nothing is allocated on
         the device (a variant that sizes its launch by its kernel's registers builds the
-        kernel to read them); ``fairness.py`` compares two backends' plans."""
+        kernel to read them); ``sweep/fairness.py`` compares two backends' plans."""
         A, B = check_operands(A, B, op)
         tile = self.resolve_tile(variant, tile, op, A.dtype)
         with self._active():

@@ -156,6 +156,12 @@ class Backend(abc.ABC):
     def device(self) -> DeviceInfo:
         """The device this instance runs on."""
 
+    def kernel_language(self) -> str | None:
+        """The language of the kernel files this backend builds and runs ("cuda",
+        "opencl"), which ``check`` runs a submission's kernels on; None where it runs none
+        (the CPU's NumPy, a library's calls)."""
+        return None
+
     def variants(self, op: str = "mm") -> list[str]:
         """Names of the variants of ``op`` this backend has."""
         return list(self._specs(op))

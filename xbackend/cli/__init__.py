@@ -6,11 +6,11 @@
   (``compare.py``, ``summary.py``);
 * ``plot`` and ``report``: figures or the report from results files, running nothing
   (``results_commands.py``);
-* ``diff``: two runs compared point by point, a verdict for each (``diff.py``);
+* ``diff``: two runs compared point by point, a verdict for each (``analysis/diff.py``);
 * ``tune``: search the tuned variants' parameters on one device and cache the best
   (``tune.py``);
 * ``limits``: the largest product each backend runs, within memory and a time budget
-  (``limits.py``);
+  (``sweep/limits.py``);
 * ``profile``: what the CUDA kernels load and move, counted by Nsight Compute
   (``profile.py``);
 * ``check``: a submission, or a class of them, checked as a teacher would (``check.py``);

@@ -272,7 +272,7 @@ def _references(args: argparse.Namespace) -> dict[str, Timing]:
     dtype = args.dtype or "float32"
     found: dict[str, Timing] = {}
     opened = [(label, backend) for label, backend in open_backends(args.backends)
-              if backend.name in ("cuda", "opencl")]  # fmt: skip
+              if backend.kernel_language()]  # fmt: skip
     try:
         for label, backend in opened:
             for variant in REFERENCES:

@@ -88,7 +88,7 @@ def run(args: argparse.Namespace, shapes: list[Any]) -> int:
         opened = [
             (label, backend)
             for label, backend in open_backends(args.backends)
-            if backend.name in ("cuda", "opencl")
+            if backend.kernel_language()
         ]
         try:
             if not opened:
@@ -305,7 +305,7 @@ def _said(verdict: Verdict) -> str:
 
 def _native(label: str) -> bool:
     """A verdict of a backend's own (or of none), not a sanitizer's or a compiler's."""
-    return label == "-" or label.split(":")[0] in ("cuda", "opencl")
+    return label.split(":")[0] not in (*SANITIZERS.values(), COMPILER)
 
 
 def _shapes_said(ran: list[Verdict], shapes: int) -> str:

@@ -101,8 +101,8 @@ def add_parser(commands: Any) -> None:
 
 
 def _add_floor_options(command: argparse.ArgumentParser) -> None:
-    """--floors and --write-floors: the A/A floors a verdict must clear (floors.py); and
-    --energy-tolerance, what a change of joules must clear (no floor: joules.py)."""
+    """--floors and --write-floors: the A/A floors a verdict must clear (analysis/floors.py); and
+    --energy-tolerance, what a change of joules must clear (no floor: analysis/joules.py)."""
     command.add_argument(
         "--floors", default=None, metavar="FILE",
         help="the A/A floors (default: those measured on xbackend's machines, "

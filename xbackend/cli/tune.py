@@ -292,7 +292,7 @@ def _variants(
 class Isolated:
     """How ``tune`` measures a candidate (``tuning.Measure``): a user's kernels (``--kernels``)
     in a process of their own under the deadline, as ``compare`` measures them
-    (``isolation.py``), so that a hang or a crash is that candidate's failure
+    (``sweep/isolation.py``), so that a hang or a crash is that candidate's failure
     (``CandidateFailed``) and the tune goes on; xbackend's own kernels here."""
 
     def __init__(self, isolation: Isolation):

@@ -1,5 +1,5 @@
 """The speed-up against size: how many times faster each variant is than its baseline
-(tiled over naive; a user family's kernels over its own naive: ``speedups.py``).
+(tiled over naive; a user family's kernels over its own naive: ``analysis/speedups.py``).
 
 One line per backend and variant (colour: variant, marker: backend, as in every figure;
 the line's dashes: backend too, since most lines are one variant, tiled, on several),

@@ -1,5 +1,5 @@
 """The report's control, before any matrix product: each API's own ceilings side by side
-on one device, and the audit of what a ratio of two APIs compares (``fairness.py``).
+on one device, and the audit of what a ratio of two APIs compares (``sweep/fairness.py``).
 
 A ratio of OpenCL's time to CUDA's reads as an API's cost only beside two facts: how the
 two APIs compare at the hardware's limit (the same FMA loop, copy and triad, each API's

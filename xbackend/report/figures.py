@@ -122,7 +122,7 @@ def side_figure(
 
 
 def style(palette: Palette, label: str, variant: str, tile: int | None) -> dict[str, Any]:
-    """A line's look, as plots.py gives it: colour per variant (shade per tile), marker
+    """A line's look, as figures/plots.py gives it: colour per variant (shade per tile), marker
     per backend, solid for a kernel and dashed for the vendor's reference."""
     return {
         "color": palette.colour(variant, tile),
@@ -136,7 +136,7 @@ WRONG: dict[str, Any] = {"marker": "x", "color": "red", "markersize": 9, "marker
 
 
 def cross(axes: Axes, x: list[float], y: list[float]) -> None:
-    """Wrong results, as plots.py draws them: a red cross, never a point of a line."""
+    """Wrong results, as figures/plots.py draws them: a red cross, never a point of a line."""
     if x:
         axes.plot(x, y, linestyle="none", label="wrong result", **WRONG)
 

@@ -6,7 +6,7 @@ did not time themselves no launch overhead):
 
 * per backend, tiled against naive (and a user family's variants against its own naive)
   at the largest size both measured, with an interval, and from which size the answer
-  holds (``speedups.py``);
+  holds (``analysis/speedups.py``);
 * per variant, the backends against each other at the largest size they all measured,
   on the kernel time (naming the clock that timed each) and end-to-end: one table, a row
   per variant (``comparison_table``; ``findings`` says them as sentences);
@@ -163,7 +163,7 @@ def _speedup_sentence(found: Speedup, names: _Names) -> str:
 
 def tiled_over_naive(points: Sequence[PointRecord], names: _Names) -> list[str]:
     """Per backend, device and group: tiled against naive, and each of a user family's
-    variants against the family's own naive (``speedups.py``), at the largest size both
+    variants against the family's own naive (``analysis/speedups.py``), at the largest size both
     measured, noisy points included and said."""
     return [_speedup_sentence(found, names) for found in speedups(points)]
 

@@ -4,7 +4,7 @@ The points of one or more results files are grouped into the experiments they
 were measured for (the run's ``plan.preset``, or, for older runs, what the
 operation and the sizes say), and each experiment gets the figures and tables
 its source document asks for (``sections.py``); where results of several machines
-measured the same configurations, those machines side by side (``side_by_side.py``); then
+measured the same configurations, those machines side by side (``analysis/side_by_side.py``); then
 code equality (counts, every wrong result and error in plain sight, the full log folded
 away) and the machines every run happened on (``equality.py``). The report opens with
 its findings (``findings.py``): a few sentences computed from the results; then, where

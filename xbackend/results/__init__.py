@@ -10,7 +10,7 @@ A run folder holds
 * ``results.csv``: the same points, flat, without the raw samples, derived from
   ``results.jsonl`` (and rebuilt from it whenever the folder is opened to write);
 * ``.xbackend.lock``: held by the run writing the folder, so there is one at a time;
-* the figures (``plots.py``) and the report (``xbackend.report``).
+* the figures (``figures/plots.py``) and the report (``xbackend.report``).
 
 The modules: ``records`` (the typed records and the only knowledge of older
 files), ``reading`` (:func:`load`, every line checked), ``writing`` (the writer,
