@@ -9,8 +9,7 @@ split in two layers:
 * each backend supplies an ``Execution``: buffers for one product on its
   device, with the primitive steps (upload, poison, run, download).
 
-The compiled backends share more (``compiled.CompiledBackend``); the registry of
-backends is ``registry.py``.
+The compiled backends share more (``compiled.CompiledBackend``); ``registry.py`` lists them.
 """
 
 from __future__ import annotations
@@ -157,9 +156,8 @@ class Backend(abc.ABC):
         """The device this instance runs on."""
 
     def kernel_language(self) -> str | None:
-        """The language of the kernel files this backend builds and runs ("cuda",
-        "opencl"), which ``check`` runs a submission's kernels on; None where it runs none
-        (the CPU's NumPy, a library's calls)."""
+        """The language of the kernel files it runs ("cuda", "opencl"; None: none), which
+        ``check`` runs a submission's kernels on."""
         return None
 
     def variants(self, op: str = "mm") -> list[str]:
