@@ -34,6 +34,7 @@ from xbackend.backends import opencl_build
 from xbackend.backends.compiled import CompiledBackend, index_environment
 from xbackend.backends.execution import Device
 from xbackend.backends.opencl_device import ClDevice
+from xbackend.backends.runtime_faults import fault_of
 from xbackend.backends.vendor import check_library
 from xbackend.errors import KernelCompileError, UnsupportedParameter, XBackendError
 from xbackend.launches.kernels import STAMP, include_folders, read_kernel
@@ -416,7 +417,8 @@ class OpenCLBackend(CompiledBackend):
 
     def variant_problem(self, variant: str, dtype: np.dtype, op: str = "mm") -> str | None:
         if variant != "vendor":
-            return super().variant_problem(variant, dtype, op)
+            problem = super().variant_problem(variant, dtype, op)
+            return problem or fault_of(self._device, self.variant_spec(variant, op))
         from xbackend.backends.clblast import Clblast
 
         available, reason = Clblast.available()
