@@ -145,3 +145,16 @@ def test_the_summary_says_why_an_end_to_end_time_reads_under_the_kernel_time():
     assert note in summary_table([batched]).splitlines()
     single = PointRecord.from_dict(_point(kernel_samples_s=quick))
     assert "end-to-end under" not in summary_table([single])
+
+
+def test_the_cores_xbackend_got_count_only_where_some_task_waited():
+    idle_a = {"stall_share": 0.0, "own_cores": 1.46, "waited_cores": 0.0}
+    idle_b = {"stall_share": 0.086, "own_cores": 1.04, "waited_cores": 0.036}  # idle's most
+    assert not contention.waited(idle_a, idle_b)
+    assert contention.differs(idle_a, idle_b, contention.QUIET_STALL) is None
+    unread = {"stall_share": None, "waited_cores": None}  # nothing tells that none waited
+    for waiting in ({"waited_cores": 0.05}, {"stall_share": 0.1}, unread):
+        b = {**idle_b, **waiting}
+        assert contention.waited(idle_a, b)
+        said = contention.differs(idle_a, b, 0.5)
+        assert said is not None and "xbackend got 1.46 cores in A, 1.04 in B" in said

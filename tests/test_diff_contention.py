@@ -161,3 +161,30 @@ def test_a_cpu_time_past_the_wall_time_or_on_a_host_of_another_speed_keeps_no_ch
     (found,) = diff.compare_points([probed[0]], [probed[1]])
     assert found.verdict == diff.UNCERTAIN
     assert found.note.endswith("the host's speed moves the CPU time too")
+
+
+# The idle 2-core machine's planted pair (docs/diff.md, 2026-11-28 09:47): the serial naive
+# kernel got 1.46 cores in A and 1.04 in B at 128×112 (its harness's and idle threads), no
+# task waiting for a core in either run.
+IDLE_A = {"stall_share": 0.0, "own_cores": 1.46, "waited_cores": 0.0}
+IDLE_B = {"stall_share": 0.001, "own_cores": 1.04, "waited_cores": 0.0}
+# A loaded run's point (another job holding one core): 5.8% stall, its threads waiting for
+# 0.096 cores; and two runs both past the floors' stall.
+WAITING = {"stall_share": 0.058, "own_cores": 0.99, "waited_cores": 0.096}
+BUSY_A = {"stall_share": 0.9, "own_cores": 0.31, "waited_cores": 0.7}
+BUSY_B = {"stall_share": 0.92, "own_cores": 0.62, "waited_cores": 0.75}
+
+
+def test_an_idle_pair_differing_only_in_the_cores_xbackend_got_keeps_its_slower():
+    """No task waited for a core in either run: nothing took cores from xbackend, so the
+    cores it got say nothing of the host (before: UNCERTAIN, 5 of the 16 planted points)."""
+    found = _compared(IDLE_A, IDLE_B, wall_ratio=1.5, cpu_ratio=1.0)
+    assert found.verdict == diff.SLOWER and not found.host_differed and found.note == ""
+
+
+@pytest.mark.parametrize("loads", [(WAITING, IDLE_A), (BUSY_A, BUSY_B)])
+def test_a_loaded_pair_differing_in_the_cores_xbackend_got_stays_uncertain(loads):
+    found = _compared(*loads, wall_ratio=1.5, cpu_ratio=1.0)
+    assert found.verdict == diff.UNCERTAIN and found.host_differed
+    a, b = loads
+    assert f"xbackend got {a['own_cores']:.2f} cores in A, {b['own_cores']:.2f} in B" in found.note

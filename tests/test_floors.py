@@ -192,3 +192,46 @@ def test_a_floors_file_that_is_a_fifo_is_refused_unread(tmp_path):
     os.mkfifo(fifo)
     with pytest.raises(ValueError, match=r"floors\.fifo: not a floors file \(not a regular"):
         floors.load(fifo)
+
+
+XEON = "Intel(R) Xeon(R) Processor"
+
+
+def _cpu_vendor(run: str, seconds: float, rng: np.random.Generator) -> PointRecord:
+    """The CPU's BLAS at 16×14: a call under a microsecond, timed by the host's clock."""
+    samples = [float(s) for s in seconds * (1 + 0.01 * rng.standard_normal(40))]
+    return dataclasses.replace(
+        _point("vendor", 16, samples, "host", run), backend="cpu", label="cpu", device=XEON,
+        tile=None, K=14,
+    )  # fmt: skip
+
+
+SHORTEST_20 = floors.Floors({f"{XEON} | host 1e-6": 0.2, f"{XEON} | host 1e-3": 0.5}, 1, "pairs")
+
+
+@pytest.mark.parametrize("found_floors", [SHORTEST_20, floors.shipped()])
+def test_a_point_below_every_class_takes_the_shortest_class_floor(found_floors):
+    """The CPU's BLAS read SLOWER at 16×14 on the idle machine, 826 ns → 918 ns (1.11×), a
+    point below every class measured: judged by the 5% threshold alone. Now the shortest
+    class's floor holds it; a change of 1.5× still clears it."""
+    rng = np.random.default_rng(SEED)
+    a = _cpu_vendor("a", 826e-9, rng)
+    floor = found_floors.floor(a)
+    assert 0.11 < floor <= floors.BOUND
+    (eleven,) = diff.compare_points([a], [_cpu_vendor("b", 918e-9, rng)], floors=found_floors)
+    assert eleven.verdict == diff.UNCERTAIN
+    assert eleven.note == f"a change within the A/A floor ±{floor * 100:.3g}%"
+    assert eleven.floor_from.startswith(
+        f"{XEON}: host, 1-10 µs, the shortest class measured, for a point of 100-1000 ns, from "
+    )
+    (half,) = diff.compare_points([a], [_cpu_vendor("b", 1.5 * 826e-9, rng)], floors=found_floors)
+    assert half.verdict == diff.SLOWER
+
+
+def test_a_class_between_or_above_those_measured_is_not_filled():
+    rng = np.random.default_rng(SEED)
+    assert SHORTEST_20.floor(_cpu_vendor("a", 826e-9, rng)) == pytest.approx(0.3)
+    for seconds in (30e-6, 3.0):  # between 1e-6 and 1e-3; above 1e-3
+        assert SHORTEST_20.floor(_cpu_vendor("a", seconds, rng)) == 0.0
+    gpu = dataclasses.replace(_cpu_vendor("a", 826e-9, rng), device="NVIDIA H200")
+    assert SHORTEST_20.floor(gpu) == 0.0  # another device's classes are not its own

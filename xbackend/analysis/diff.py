@@ -47,7 +47,7 @@ from xbackend.analysis.diff_cpu import host_reason, judged
 from xbackend.analysis.diff_cpu import load_reason as load_reason  # for diff's callers
 from xbackend.analysis.diff_machines import cache_warning as cache_warning  # for diff's callers
 from xbackend.analysis.diff_machines import machine_warning as machine_warning
-from xbackend.analysis.floors import Floors, describe, measured
+from xbackend.analysis.floors import Floors, measured
 from xbackend.analysis.tables import CORE_VARIANTS
 from xbackend.measuring.contention import QUIET_STALL
 from xbackend.measuring.timing import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, CONFIDENCE
@@ -353,10 +353,10 @@ def _compared(
 def _floor_from(floors: Floors, point: PointRecord, floor: float) -> str:
     """Where a floor past the threshold came from: its kind, and the pairs it was
     measured on."""
-    kind = floors.kind(point) if floor else None
-    if kind is None:
+    kind = floors.described(point) if floor else ""
+    if not kind:
         return ""
-    return f"{describe(kind)}, from {floors.how or f'{floors.pairs} A/A pairs'}"
+    return f"{kind}, from {floors.how or f'{floors.pairs} A/A pairs'}"
 
 
 def compare_points(

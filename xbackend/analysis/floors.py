@@ -24,6 +24,15 @@ the same plan differ by, but a change (an A/B pair given to ``--write-floors``, 
 machine that was busy in one run): it is left out of the floors and counted
 (``Floors.refused``). What moves with the host's load is judged by the load each point
 recorded (``diff.py``), not by a floor.
+
+A point shorter than every class measured of its device and clock (the CPU's BLAS at 16×14,
+826 ns, where the shortest class measured is 1-10 µs) takes the shortest class's floor
+(:meth:`Floors.kind`): a shorter time is no quieter between runs (a timer's resolution and
+the harness weigh more in it). Without it such a point was judged by the threshold alone,
+and an unchanged BLAS call read SLOWER at 1.11× on the idle 2-core machine. The ten pairs
+with the CPU backend of 2026-11-28 (docs/diff.md) moved that point by 1.2-11%, which with
+``MARGIN`` asks 17%; the CPU's 1-10 µs floor, bounded, asks 40%. A class missing between
+two measured ones, or above the longest, is not filled: no floor there beyond the threshold.
 """
 
 from __future__ import annotations
@@ -101,11 +110,39 @@ class Floors:
 
     def kind(self, point: PointRecord) -> str | None:
         """The kind whose floor applies to ``point``: its device's, else one of any device
-        (format 1); None where no pair measured it."""
+        (format 1); for a point shorter than every class measured of its clock, the
+        shortest (its device's, else of any device: :meth:`_shortest_above`); None where
+        no pair measured it."""
         for kind in (kind_of(point), _clock_kind(point)):
             if kind is not None and kind in self.shares:
                 return kind
+        return self._shortest_above(point)
+
+    def _shortest_above(self, point: PointRecord) -> str | None:
+        """The shortest class measured of the point's device and clock (else of its clock,
+        any device), where the point's median lies below every one of them."""
+        clocked = _clock_kind(point)
+        if clocked is None:
+            return None
+        clock, _, power = clocked.rpartition(" 1e")
+        for prefix in (f"{point.device}{_DEVICE}{clock} 1e", f"{clock} 1e"):
+            tails = [kind[len(prefix) :] for kind in self.shares if kind.startswith(prefix)]
+            powers = [int(tail) for tail in tails if tail.lstrip("-").isdigit()]
+            if powers and min(powers) > int(power):
+                return f"{prefix}{min(powers)}"
         return None
+
+    def described(self, point: PointRecord) -> str:
+        """The kind whose floor applies to ``point`` in words (:func:`describe`), saying so
+        where it is the shortest class measured, taken for a shorter point; "" where none."""
+        kind = self.kind(point)
+        if kind is None:
+            return ""
+        clocked = _clock_kind(point) or ""
+        if kind in (kind_of(point), clocked):
+            return describe(kind)
+        own = describe(clocked).partition(", ")[2]
+        return f"{describe(kind)}, the shortest class measured, for a point of {own}"
 
     def floor(self, point: PointRecord) -> float:
         """The change a verdict on this point must clear: its kind's floor with MARGIN,

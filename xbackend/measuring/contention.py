@@ -18,6 +18,18 @@ microsecond or better, none ticks at 10 ms):
 - ``sampled_s``: the window.
 
 A reading never raises into a measurement: a counter that cannot be read is left out.
+
+The cores xbackend got move without any contention: on the idle 2-core machine
+(2026-11-28 09:47, load average 0.69-0.87) the serial naive kernel's points got 1.46 cores in
+one run and 1.04 in the next (its harness's, the BLAS's and the runtime's threads running
+or idling), with no task waiting for a core in either. So :func:`differs` counts a
+difference in ``own_cores`` only where some task waited in either run (:func:`waited`):
+a stall share of ``WAITED_STALL`` or more, or xbackend's threads waiting for
+``WAITED_CORES`` of a core or more. The 96 points of that idle pair read stall shares of at
+most 8.6% (a BLAS on two threads beside the harness, on two cores) and waits of at most
+0.036 cores; of the 1,696 points of the loaded runs beside it, the 11 under 10% stall
+(another job holding one core) waited for at most 0.009 cores but one, at 5.8% stall, for
+0.096 (the stall gate alone would miss it), and the next, at 16%, for 0.33 (docs/diff.md).
 """
 
 from __future__ import annotations
@@ -38,6 +50,10 @@ QUIET_STALL = 0.1
 # the process got (or waited for) differ by this share of a core or more.
 STALL_DIFFERS = 0.1
 CORES_DIFFER = 0.1
+# Some task waited for a core in a point's window: what makes the cores xbackend got a
+# figure of the host's, not of its own threads (the module's docstring gives the records).
+WAITED_STALL = 0.1
+WAITED_CORES = 0.05
 
 
 @dataclasses.dataclass(frozen=True)
@@ -133,9 +149,10 @@ def figures(load: dict[str, Any] | None) -> str:
 
 def differs(a: dict[str, Any] | None, b: dict[str, Any] | None, limit: float) -> str | None:
     """Why two points' contention makes a wall-clock change between them unsafe to claim,
-    in words with the figures: their stall shares or the cores the process got or waited
-    for differ (``STALL_DIFFERS``, ``CORES_DIFFER``), or either was contended beyond
-    ``limit`` (the stall share the A/A floors were measured under); None where neither."""
+    in words with the figures: their stall shares or the cores the process waited for
+    differ (``STALL_DIFFERS``, ``CORES_DIFFER``), or the cores it got where some task waited
+    in either (:func:`waited`), or either was contended beyond ``limit`` (the stall share
+    the A/A floors were measured under); None where none of these."""
     said = []
     stall_a, stall_b = _value(a, "stall_share"), _value(b, "stall_share")
     if stall_a is not None and stall_b is not None:
@@ -145,11 +162,25 @@ def differs(a: dict[str, Any] | None, b: dict[str, Any] | None, limit: float) ->
         elif max(stall_a, stall_b) > limit:
             said.append(f"the host was contended beyond the A/A floors' {limit:.0%} stall: "
                         f"{stall_a:.0%} in A, {stall_b:.0%} in B")  # fmt: skip
-    for field, what in (("own_cores", "xbackend got"), ("waited_cores", "its threads waited for")):
+    fields = (("own_cores", "xbackend got"), ("waited_cores", "its threads waited for"))
+    for field, what in fields if waited(a, b) else fields[1:]:
         pair = (_value(a, field), _value(b, field))
         if pair[0] is not None and pair[1] is not None and abs(pair[0] - pair[1]) >= CORES_DIFFER:
             said.append(f"{what} {pair[0]:.2f} cores in A, {pair[1]:.2f} in B")
     return "; ".join(said) or None
+
+
+def waited(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool:
+    """Whether some task waited for a core in either of two points' windows: a stall share
+    of ``WAITED_STALL`` or more, or xbackend's threads waiting for ``WAITED_CORES`` or more;
+    also where a point read neither counter (nothing tells that none waited)."""
+    for load in (a, b):
+        stall, cores = _value(load, "stall_share"), _value(load, "waited_cores")
+        if stall is None and cores is None:
+            return True
+        if (stall or 0.0) >= WAITED_STALL or (cores or 0.0) >= WAITED_CORES:
+            return True
+    return False
 
 
 def sentence(loads: list[dict[str, Any] | None], limit: float = QUIET_STALL) -> str | None:
