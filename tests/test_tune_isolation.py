@@ -3,7 +3,9 @@ own process with no deadline: a kernel that never returned hung the tune for goo
 (``XBACKEND_KERNEL_TIMEOUT`` not applied, SIGTERM and Ctrl-C ignored while it ran), and one
 that crashed took the whole tune down. Now each runs in a process of its own under the
 deadline, as ``compare``'s do (xbackend/sweep/isolation.py): a hang or a crash is that
-candidate's (or size's) failure, said, and the tune goes on.
+candidate's (or size's) failure, said, and the tune goes on. A tune on a Dask cluster
+(``--workers``) too: its workers measure a user's candidates the same way
+(``tune_isolation.Isolated``), under the deadline the request carries.
 
 The kernels: tests/kernels/tune_isolation/ (one variant, right at tile 4, hung at 8,
 crashing at 16) and tests/kernels/round4_isolation/ (iso_good, iso_hang, iso_crash).
@@ -16,15 +18,17 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from xbackend import tuning
+from xbackend import families, tuning
 from xbackend.cli import main
 from xbackend.launches.choices import ParameterChoice
+from xbackend.operations import Shape
 from xbackend.pytest_plugin import needs_backend
 from xbackend.sweep.isolation import TIMEOUT_ENV
 from xbackend.tuning.racing import CandidateFailed, Finalist, race
@@ -139,6 +143,45 @@ def test_a_tile_that_hangs_and_one_that_crashes_are_failures_and_the_tune_goes_o
                for line in lines), done.stdout  # fmt: skip
     (entry,) = json.loads(cache.read_text())["entries"].values()
     assert entry["params"] == {"TILE": 4}
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("_opencl", "own_families")
+def test_a_cluster_tune_isolates_a_candidate_that_hangs_and_one_that_crashes(tmp_path, monkeypatch):
+    """On a worker the candidates ran in the worker's own process: the hung tile hung the
+    tune for good, the crashing one killed the worker. Now each is its candidate's failure,
+    under the deadline of the request (XBACKEND_KERNEL_TIMEOUT unset: 120 s otherwise)."""
+    pytest.importorskip("distributed", reason="Dask is not installed ([dask] extra)")
+    from xbackend.cluster import Cluster, ClusterSpec, TuneRequest
+
+    monkeypatch.delenv(TIMEOUT_ENV, raising=False)
+    monkeypatch.setenv(tuning.CACHE_ENV, str(tmp_path / "tuned.json"))
+    families.add_folders([TILES])
+    request = TuneRequest(
+        variants=(VARIANT,), sizes=(Shape(33, 65, 7),), gpu_sizes=(), cpu_sizes=(),
+        dtype="float32", ops=("mm",), seed=54, samples=3, finalist_time_s=0.5,
+        kernel_timeout_s=float(DEADLINE),
+    )  # fmt: skip
+    said: list[str] = []
+    finished: list = []
+    cluster = Cluster.start(ClusterSpec(workers=1), "opencl", say=said.append)
+    try:
+        tune = threading.Thread(target=lambda: finished.append(cluster.tune(request, said.append)),
+                                daemon=True)  # fmt: skip
+        tune.start()
+        tune.join(timeout=120)
+        assert finished, f"the cluster tune hung: {said}"
+    finally:
+        cluster.close()
+    ((label, _, results),) = finished[0]
+    assert label == "opencl" and not isinstance(results, str), results
+    assert not any("died" in line for line in said), said  # the worker lived
+    (result,) = results
+    status = {trial.config.label: trial.status for trial in result.trials}
+    assert status["T=4"] == "ok", status
+    assert status["T=8"].startswith(HUNG), status
+    assert status["T=16"].startswith(FAULTED), status
+    assert result.best is not None and result.best.config.label == "T=4"
 
 
 def _children(pid: int) -> list[int]:

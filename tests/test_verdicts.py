@@ -12,6 +12,7 @@ class of examples/class. Every run is seeded.
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import numpy as np
 import pytest
@@ -376,15 +377,41 @@ def test_a_kernel_right_only_at_its_first_run_is_wrong_where_timed():
     assert done.returncode == 1, done.stdout + done.stderr
     timed = _lines(done.stdout, "halving_naive")
     assert len(timed) == 1 and timed[0].startswith(
-        "  opencl halving_naive at 16×14·14×16: WRONG (its last timed run differs from the "
-        "reference: "
-    ), timed
+        "  opencl halving_naive at 16×14·14×16: WRONG (the last launch of its 1st timed run's "
+        "batch of "
+    ), timed  # the batch runs without an upload: its first launch reads A doubled twice
     assert timed[0].endswith(
         " (its first was equal: a launch that changes its inputs, or state kept between runs?))"
     )
     assert "opencl halving_naive: WRONG at 1 of 2 shapes: 16×14·14×16" in done.stdout
     mine = [line for line in done.stdout.splitlines() if "halving_naive" in line]
     assert not any(" ±" in line for line in mine), mine  # no time taken from a wrong run
+
+
+@pytest.mark.slow
+def test_a_kernel_wrong_at_one_timed_run_in_the_middle_is_wrong():
+    """midway_naive keeps a count in program-scope variables and doubles its sums at the
+    3rd and 4th runs into a poisoned C after its warm-up: a timed run in the middle (the
+    2nd sample's where the samples are batched, else the 3rd's). Its first run, each
+    shape's check and its last timed run are right: it was graded equal, timed and
+    ranked. Every timed run is verified now, in the kernel's own process."""
+    needs_backend("opencl")
+    done = _check(str(VERDICTS / "wrong_midway"), "--backends", "opencl", "--steps", "1",
+                  "--shapes", "7x13x5", "--sanitize", "off", *SEED,
+                  env={"XBACKEND_OPENCL_OPTIONS": "-cl-std=CL2.0"})  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    timed = _lines(done.stdout, "midway_naive")
+    assert len(timed) == 1, done.stdout
+    assert re.match(
+        r"  opencl midway_naive at 16×14·14×16: WRONG \(its (2nd|3rd) timed run differs from "
+        r"the reference: largest error .*× its bound: equals 2·A·B",
+        timed[0],
+    ), timed
+    assert timed[0].endswith("(its first was equal: a launch that changes its inputs, or "
+                             "state kept between runs?))")  # fmt: skip
+    assert "opencl midway_naive: WRONG at 1 of 2 shapes: 16×14·14×16" in done.stdout
+    mine = [line for line in done.stdout.splitlines() if "midway_naive" in line]
+    assert not any(" ±" in line for line in mine), mine  # no time, no rank
 
 
 def test_a_kernel_is_timed_at_the_tile_it_was_verified_at(own_families, monkeypatch):

@@ -33,6 +33,7 @@ from xbackend.launches.specs import DeviceInfo, Measurement, VariantSpec, Varian
 from xbackend.measuring.launched import Launched
 from xbackend.measuring.sampler import NO_MONITOR, Monitor, sample
 from xbackend.measuring.timing import Sampling
+from xbackend.measuring.verified import Verify
 from xbackend.operations import Shape, operation
 
 Array = np.ndarray[Any, Any]
@@ -333,6 +334,7 @@ class Backend(abc.ABC):
         warmup: int | None = None,
         samples: int | None = None,
         min_samples: int | None = None,
+        verify: Verify | None = None,
     ) -> Measurement:
         """Compute ``op`` of A and B (``A @ B`` by default) and time it.
 
@@ -340,6 +342,8 @@ class Backend(abc.ABC):
         gives ``result``; then the warm-up runs; then timed samples, taken and
         stopped as ``sampling`` says (see ``timing.Sampling`` and ``sampler.py``).
         ``warmup``, ``samples`` (the most) and ``min_samples`` override its fields.
+        ``verify`` (``verified.Verifier``): every output after the first is verified with
+        it, untimed; the first wrong one is the measurement's ``wrong`` (sampler.py).
         ``params`` sets every launch parameter of a tuned variant (see
         ``launches/warp.py``); without it the variant chooses them per product.
         Before every run the output is poisoned (NaN; for integers the most negative
@@ -357,29 +361,18 @@ class Backend(abc.ABC):
             execution = self._execution(op, variant, tile, A, B, params)
             try:
                 host_memory = execution.use_host_memory(sampling.host_memory)
-                sampled = sample(execution, sampling, self.monitor(), self.device.kind == "cpu")
+                on_cpu = self.device.kind == "cpu"
+                sampled = sample(execution, sampling, self.monitor(), on_cpu, verify)
             finally:
                 execution.release()
         chosen = execution.tile if execution.tile is not None else tile
         return Measurement(
-            sampled.result,
-            sampled.last_result,
-            sampled.kernel_s,
-            sampled.end_to_end_s,
-            chosen,
-            execution.params,
-            launches=sampled.launches,
-            stop=sampled.stop,
-            marks=sampled.marks,
-            clock=execution.clock,
-            api_s=sampled.api_s,
-            gap_s=sampled.gap_s,
-            cpu_s=sampled.cpu_s,
-            cache=sampling.cache,
-            host_memory=host_memory,
-            state=sampled.state,
-            host_load=sampled.host_load,
-        )
+            sampled.result, sampled.last_result, sampled.kernel_s, sampled.end_to_end_s, chosen,
+            execution.params, launches=sampled.launches, stop=sampled.stop, marks=sampled.marks,
+            clock=execution.clock, api_s=sampled.api_s, gap_s=sampled.gap_s, cpu_s=sampled.cpu_s,
+            cache=sampling.cache, host_memory=host_memory, state=sampled.state,
+            host_load=sampled.host_load, verified=sampled.verified, wrong=sampled.wrong,
+        )  # fmt: skip
 
     def ceilings(self, dtypes: Iterable[str] = ("float32",)) -> Ceilings | None:
         """The device's measured ceilings (``ceilings.py``): FLOP/s for each float dtype of

@@ -214,6 +214,7 @@ def tune(
     printed by ``show``; ``default_sizes``: the sizes (GPU, CPU) where ``--sizes`` names
     none. 1 where a device failed or chose nothing that ran correctly."""
     from xbackend.cluster import TuneRequest
+    from xbackend.sweep.isolation import kernel_timeout_s
     from xbackend.sweep.sizes import parse_shapes
 
     request = TuneRequest(
@@ -223,6 +224,7 @@ def tune(
         cpu_sizes=tuple(parse_shapes(default_sizes[1])),
         dtype=args.dtype, ops=tuple(ops), seed=args.seed, samples=args.samples,
         finalist_time_s=args.finalist_time, search=args.search,
+        kernel_timeout_s=kernel_timeout_s(),  # --kernel-timeout, set by now: the workers' too
     )  # fmt: skip
     failed = False
     with started(args) as cluster:

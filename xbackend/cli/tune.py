@@ -17,11 +17,7 @@ from xbackend.tuning.objective import ENERGY, OBJECTIVES, RACE_S, WINDOW_S, obje
 from xbackend.tuning.searching import FINALIST_TIME_S, SEARCHES, tunable, tuned_variants
 
 if TYPE_CHECKING:
-    import numpy as np
-
     from xbackend.backends.interface import Backend
-    from xbackend.launches.specs import Measurement
-    from xbackend.sweep.isolation import Isolation
     from xbackend.tuning import TuneResult
 
 TUNE_SIZES_GPU = "4096x4096x4096,1000x3001x1000"  # a large output and a small one
@@ -289,58 +285,10 @@ def _variants(
     return variants
 
 
-class Isolated:
-    """How ``tune`` measures a candidate (``tuning.Measure``): a user's kernels (``--kernels``)
-    in a process of their own under the deadline, as ``compare`` measures them
-    (``sweep/isolation.py``), so that a hang or a crash is that candidate's failure
-    (``CandidateFailed``) and the tune goes on; xbackend's own kernels here."""
-
-    def __init__(self, isolation: Isolation):
-        self.isolation = isolation
-
-    def isolates(self, backend: Backend, variant: str, op: str) -> bool:
-        from xbackend.sweep.configs import Config
-        from xbackend.sweep.isolation import isolated
-
-        return isolated(Config(backend.name, backend, op, variant, None, "float32"))
-
-    def __call__(
-        self, backend: Backend, A: np.ndarray, B: np.ndarray, variant: str, **options: Any
-    ) -> Measurement:
-        from xbackend.sweep.configs import Config
-        from xbackend.sweep.measure import Described
-        from xbackend.tuning import CandidateFailed
-
-        op = options.pop("op", "mm")
-        if not self.isolates(backend, variant, op):
-            return backend.measure(A, B, variant, op=op, **options)
-        config = Config(backend.name, backend, op, variant, None, A.dtype.name)
-        if options.get("params") is None:  # the process of its own has no choices of ours
-            options["params"] = _untold(backend, variant, op, A.dtype)
-        try:
-            return self.isolation.measure(config, A, B, **options)
-        except Described as error:  # it hung, died, or failed there
-            raise CandidateFailed(str(error)) from error
-
-
-def _untold(backend: Backend, variant: str, op: str, dtype: np.dtype) -> dict[str, int] | None:
-    """The configuration ``variant`` runs untold here: its tile and parameters as this
-    backend's choices give them (none while the tuner times the default), sent to the
-    process of its own, whose backend reads the tune cache itself. None: chosen per
-    product (block tiles), which the process does as this one would with the cache."""
-    from xbackend.backends.compiled import CompiledBackend
-    from xbackend.launches.geometries import per_product
-
-    spec = backend.variant_spec(variant, op)
-    if per_product(spec) or not isinstance(backend, CompiledBackend):
-        return None
-    tile = backend.default_tile(variant, op, dtype)
-    return spec.configuration(tile, backend.chosen_parameters(spec, op, tile, dtype)) or None
-
-
 def run(args: argparse.Namespace) -> int:
     from xbackend import tuning
     from xbackend.sweep.isolation import Isolation
+    from xbackend.sweep.tune_isolation import Isolated
 
     if args.show:
         return _show()

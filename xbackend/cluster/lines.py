@@ -105,6 +105,10 @@ class TuneRequest:
     samples: int
     finalist_time_s: float
     search: str = "coarse"  # see tune_search.SEARCHES
+    # The deadline of each step of a user's candidate, in its process of its own on the
+    # worker (``tune --kernel-timeout``, the main process's XBACKEND_KERNEL_TIMEOUT); None:
+    # the worker's own setting.
+    kernel_timeout_s: float | None = None
 
     def default_sizes(self, gpu: bool) -> list[Shape]:
         return list(self.gpu_sizes if gpu else self.cpu_sizes)

@@ -36,8 +36,10 @@ from xbackend.results import PointRecord, now_iso
 from xbackend.results.plan import Plan, Target
 from xbackend.sweep.configs import Config, configs
 from xbackend.sweep.cost import CostModel
+from xbackend.sweep.isolation import Isolation
 from xbackend.sweep.measure import Inputs, measure_point
 from xbackend.sweep.runner import device_record, plan_lines
+from xbackend.sweep.tune_isolation import Isolated
 from xbackend.tuning.searching import TuneItem, items, tuned_variants
 
 if TYPE_CHECKING:
@@ -291,13 +293,19 @@ def tune_items(target: str, request: TuneRequest) -> tuple[list[TuneItem], list[
 def tune(target: str, request: TuneRequest, item: TuneItem) -> TuneResult:
     """Task: one search of ``tune`` (``item``) on one of this worker's devices, raced and
     cached as a serial tune does: the cache is written on this worker's host, under its
-    lock (``tune_cache.update_entries``)."""
+    lock (``tune_cache.update_entries``). A user's candidates are measured as a serial
+    tune measures them, each in a process of its own under the request's deadline
+    (``tune_isolation.Isolated``): a hang or a crash is that candidate's failure, and the
+    search goes on. The process is the task's: tasks on this worker's other devices run
+    beside it, in other threads."""
     from xbackend.tuning import tune as tune_device
 
     backend = _plugin().backend(target)
-    (result,) = tune_device(
-        backend, [item.variant], [item.shape], dtype_named(request.dtype), ops=[item.op],
-        seed=request.seed, samples=request.samples, finalist_time_s=request.finalist_time_s,
-        how=request.search, progress=lambda line: None,  # the main process prints the table
-    )  # fmt: skip
+    with Isolation(request.kernel_timeout_s) as isolation:
+        (result,) = tune_device(
+            backend, [item.variant], [item.shape], dtype_named(request.dtype), ops=[item.op],
+            seed=request.seed, samples=request.samples, finalist_time_s=request.finalist_time_s,
+            how=request.search, progress=lambda line: None,  # the main process prints the table
+            measure=Isolated(isolation),
+        )  # fmt: skip
     return result

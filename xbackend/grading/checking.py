@@ -34,6 +34,7 @@ from xbackend.launches.geometries import per_product
 from xbackend.launches.launch import KernelLaunch
 from xbackend.launches.operands import finitely_poisoned, poison_value
 from xbackend.measuring.timing import median_interval
+from xbackend.measuring.verified import Verifier
 from xbackend.operations import MM, Shape, make_operands
 from xbackend.problems import Check, Reference, check
 from xbackend.sweep.configs import Config
@@ -277,23 +278,29 @@ def verified_timing(
     label: str, dtype: str, tile: int | None,
 ) -> Timing | Verdict | None:  # fmt: skip
     """``variant`` timed at ``shape`` at ``tile`` (``check`` passes the default tile it
-    verified at, never the tune cache's), its runs' results verified: the first and the
-    last timed one (a launch that changes its own inputs, A doubled in place by a
-    ``before`` launch, is right once and wrong after). A wrong one is a WRONG verdict at
-    ``shape`` instead of a time; None where it did not run. A user's kernel at the shape
-    nearest ``shape`` its rules take."""
+    verified at, never the tune cache's), every run's result it downloads verified: the
+    first, each warm-up's and each timed one's (a launch that changes its own inputs, A
+    doubled in place by a ``before`` launch, or state a kernel keeps between runs, is
+    right once and wrong after, or wrong at one run alone), verified as it is taken, in
+    the kernel's own process, outside every timed window (``Backend.measure``'s
+    ``verify``). The launches of a short kernel's batch are downloaded once, after the
+    last: those before it are not seen. A wrong one is a WRONG verdict at ``shape``
+    instead of a time; None where it did not run. A user's kernel at the shape nearest
+    ``shape`` its rules take."""
     shape = taken_shapes(backend.variant_spec(variant), [shape])[0]
     A, B = make_operands(shape, seed, np.dtype(dtype))
     config = Config(label, backend, MM.name, variant, tile, dtype)
+    reference = Reference.of(A, B)
     try:
-        measured = _measured(isolation, config, A, B, samples=TIMED_SAMPLES, min_samples=5)
+        measured = _measured(isolation, config, A, B, samples=TIMED_SAMPLES, min_samples=5,
+                             verify=Verifier(A, B, reference=reference))  # fmt: skip
     except XBackendError:
         return None
-    reference = Reference.of(A, B)
-    for which, result in (("first", measured.result), ("last timed", measured.last_result)):
+    wrong = _wrong_run(measured, reference)
+    if wrong is not None:
+        which, result = wrong
         found = check(result, reference)
-        if not found.equal:
-            return Verdict(label, variant, shape, False, _timed_wrong(which, found, result, A, B))
+        return Verdict(label, variant, shape, False, _timed_wrong(which, found, result, A, B))
     kept, _ = measured.kept
     if not kept:
         return None
@@ -302,13 +309,26 @@ def verified_timing(
     return Timing(label, variant, shape, median, low, high, measured.clock, len(kept), dtype)
 
 
+def _wrong_run(measured: Measurement, reference: Reference) -> tuple[str, np.ndarray] | None:
+    """The first of a timed measurement's runs whose result is wrong, named, and its
+    result: its first run, else the first the sampler found wrong, else its last (a
+    backend that verified none)."""
+    if not check(measured.result, reference).equal:
+        return "its first run", measured.result
+    if measured.wrong is not None:
+        return measured.wrong.said, measured.wrong.result
+    if not measured.verified and not check(measured.last_result, reference).equal:
+        return "its last timed run", measured.last_result
+    return None
+
+
 def _timed_wrong(which: str, found: Check, result: np.ndarray, A: np.ndarray, B: np.ndarray) -> str:
     """Why a timed run's result is wrong, in words: its NaNs (not told apart: a timed run
     has no second run), else its error and what it looks like."""
-    head = f"its {which} run differs from the reference"
+    head = f"{which} differs from the reference"
     why = (
         " (its first was equal: a launch that changes its inputs, or state kept between runs?)"
-        if which != "first"
+        if which != "its first run"
         else ""
     )
     if found.nan_count:

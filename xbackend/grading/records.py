@@ -26,8 +26,9 @@ COMPILER = "nvcc"
 # of a kernel, with what each means (docs/grading.md lists them, and a test holds the two
 # alike). ``compiles`` is never a pass: nothing ran the kernel.
 WORDS = {
-    "equal": "equal to the float64 reference within its bound at every shape it ran, with "
-    "no sanitizer finding",
+    "equal": "equal to the float64 reference within its bound at every shape it ran and at "
+    "every run downloaded where it was timed (not each launch inside a short kernel's batch: "
+    "only its last is downloaded), with no sanitizer finding",
     "WRONG": "a result outside its bound at some shape, or a sanitizer's finding (a write "
     "out of bounds, a race, a read of memory never written)",
     "NOT RUN": "it did not run at some shape: it did not compile, a launch failed, a "

@@ -9,6 +9,7 @@ import numpy as np
 
 from xbackend.families.variant import VariantSpec, VariantTable
 from xbackend.measuring.timing import unmarked
+from xbackend.measuring.verified import WrongRun
 
 __all__ = ["BackendInfo", "DeviceInfo", "Measurement", "VariantSpec", "VariantTable"]
 
@@ -78,6 +79,10 @@ class Measurement:
     host_memory: str = "pageable"  # "pageable", "pinned", "" where nothing is copied
     state: dict[str, Any] | None = None  # the device's clocks and temperature (NVML)
     host_load: dict[str, Any] | None = None  # other processes' share of the host (host_load.py)
+    # Given a ``verify`` (``Backend.measure``): the outputs after the first it verified, and
+    # the first of them it found wrong (sampler.py).
+    verified: int = 0
+    wrong: WrongRun | None = None
 
     @property
     def kept(self) -> tuple[list[float], list[float]]:

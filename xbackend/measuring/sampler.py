@@ -12,6 +12,13 @@ own clock, their span, with the API's time kept beside it: stamps.py).
 A sample is marked, and left out of the statistics and the stopping rule, when
 the device throttled during it or the CUDA hold gave up (the time may then
 include the host's launching).
+
+Given a ``verify``, every output the loop downloads after the first is verified with it,
+outside every timed window: each warm-up run's, each sample's run's and, where there
+is one, its batch's (the last launch's output: the launches of a batch before it are
+never downloaded). An output bit for bit the first run's is taken as that one is (the
+caller checks the first): a deterministic kernel costs a comparison of bytes, not a
+check. The first wrong output is kept (``Sampled.wrong``), and no later one verified.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ import numpy as np
 from xbackend.measuring.host_load import HostWatch
 from xbackend.measuring.monitor import NullMonitor, SampleState
 from xbackend.measuring.timing import Sampling, stop_reason, unmarked
+from xbackend.measuring.verified import Verify, WrongRun
 
 Array = np.ndarray[Any, Any]
 
@@ -85,27 +93,36 @@ class Sampled:
     state: dict[str, Any] | None = None
     # What other processes took of the host while the samples were taken (host_load.py).
     host_load: dict[str, Any] | None = None
+    # Where there is a ``verify``: the outputs it verified (or found bit for bit the
+    # first's), and the first it found wrong.
+    verified: int = 0
+    wrong: WrongRun | None = None
+    # A batched sample's run's output, kept apart before the batch downloads over it.
+    run_output: Array | None = None
 
     def kept(self) -> tuple[list[float], list[float]]:
         return unmarked(self.kernel_s, self.marks), unmarked(self.end_to_end_s, self.marks)
 
 
 def sample(
-    execution: Runs, sampling: Sampling, monitor: Monitor = NO_MONITOR, on_cpu: bool = False
-) -> Sampled:
+    execution: Runs, sampling: Sampling, monitor: Monitor = NO_MONITOR, on_cpu: bool = False,
+    verify: Verify | None = None,
+) -> Sampled:  # fmt: skip
     """The first result, then ``sampling.warmup`` untimed runs, then timed samples
     (``on_cpu``: the device is a CPU, whose short calls are batched longer:
-    ``Sampling.launches_for``). Python's garbage collector is off while they are taken:
-    a collection is a pause of the harness, not of the kernel."""
+    ``Sampling.launches_for``), each output after the first verified by ``verify`` where
+    there is one (the module's docstring). Python's garbage collector is off while they
+    are taken: a collection is a pause of the harness, not of the kernel."""
     execution.poison()
     execution.upload()
     shortest = execution.run()
     result = execution.download().copy()  # the execution's host array is reused
-    for _ in range(sampling.warmup):
+    sampled = Sampled(result, result)
+    for number in range(1, sampling.warmup + 1):
         execution.upload()
         shortest = min(shortest, execution.run())
-        execution.download()
-    sampled = Sampled(result, result, launches=sampling.launches_for(shortest, on_cpu))
+        _verified(verify, sampled, execution.download(), "warm-up", number)
+    sampled.launches = sampling.launches_for(shortest, on_cpu)
     if sampling.max_samples <= 0:
         return sampled
     monitor.start()
@@ -118,7 +135,7 @@ def sample(
     gc.disable()
     energy = None
     try:
-        _take_samples(execution, sampling, monitor, sampled, on_cpu)
+        _take_samples(execution, sampling, monitor, sampled, on_cpu, verify)
         if sampling.energy_s > 0:
             energy = measure_energy(execution, sampling, monitor, sampled)
     finally:
@@ -141,11 +158,17 @@ def sample(
 
 
 def _take_samples(
-    execution: Runs, sampling: Sampling, monitor: Monitor, into: Sampled, on_cpu: bool = False
-) -> None:
-    began = time.perf_counter()
+    execution: Runs, sampling: Sampling, monitor: Monitor, into: Sampled, on_cpu: bool = False,
+    verify: Verify | None = None,
+) -> None:  # fmt: skip
+    """Samples until the stopping rule says enough; each verified after it is timed, the
+    verifying's time left out of the rule's elapsed time (the samples taken are those an
+    unverified run takes)."""
+    began, verifying_s = time.perf_counter(), 0.0
+    kept_run = verify is not None and into.launches > 1  # the batch downloads over it
     while True:
-        kernel_s, end_to_end_s, cpu_s = _one_sample(execution, sampling, into)
+        keep = kept_run and into.wrong is None
+        kernel_s, end_to_end_s, cpu_s = _one_sample(execution, sampling, into, keep)
         mark = execution.run_mark
         if monitor.sample().throttled:
             mark = mark or "throttled"
@@ -155,8 +178,9 @@ def _take_samples(
             into.cpu_s.append(cpu_s)
         into.marks.append(mark)
         _stamped(execution, into)
+        verifying_s += _verify_sample(verify, into)
         kept_kernel, kept_end_to_end = into.kept()
-        elapsed = time.perf_counter() - began
+        elapsed = time.perf_counter() - began - verifying_s
         if len(into.kernel_s) >= sampling.max_samples:
             into.stop = "max-samples"
         elif elapsed >= sampling.timeout_s:
@@ -165,6 +189,32 @@ def _take_samples(
             into.stop = stop_reason(sampling, kept_kernel, kept_end_to_end, elapsed) or ""
         if into.stop:
             return
+
+
+def _verify_sample(verify: Verify | None, into: Sampled) -> float:
+    """Verify the last sample's outputs (its run's, then its batch's); the seconds it took."""
+    if verify is None or into.wrong is not None:
+        return 0.0
+    began, number = time.perf_counter(), len(into.kernel_s)
+    if into.run_output is not None:  # a batch followed: its run's output was kept apart
+        _verified(verify, into, into.run_output, "timed", number)
+        _verified(verify, into, into.last_result, "timed", number, into.launches)
+    else:
+        _verified(verify, into, into.last_result, "timed", number)
+    return time.perf_counter() - began
+
+
+def _verified(
+    verify: Verify | None, into: Sampled, output: Array, kind: str, number: int, batch: int = 0
+) -> None:
+    """``output`` verified (where there is a ``verify`` and no earlier output was wrong):
+    the first wrong one kept in ``into.wrong``. An output bit for bit the first run's is
+    as right as that one, which the caller checks: a comparison of bytes, not a check."""
+    if verify is None or into.wrong is not None:
+        return
+    into.verified += 1
+    if not np.array_equal(output, into.result) and not verify(output):
+        into.wrong = WrongRun(kind, number, output.copy(), batch)
 
 
 # The longest wait for the energy counter's next update at either end of a window.
@@ -248,11 +298,15 @@ def _stamped(execution: Runs, into: Sampled) -> None:
         into.gap_s.append(gap_s)
 
 
-def _one_sample(execution: Runs, sampling: Sampling, into: Sampled) -> tuple[float, float, float]:
+def _one_sample(
+    execution: Runs, sampling: Sampling, into: Sampled, keep_run: bool = False
+) -> tuple[float, float, float]:
     """(kernel seconds per launch, end-to-end seconds, CPU seconds per launch) of one
-    sample; the output is downloaded into ``into.last_result``. The CPU time is this
-    process's, every thread of it, over the run the kernel time is of (the batch's, where
-    there is one): ``time.process_time``, read to the microsecond or better on Linux.
+    sample; the output is downloaded into ``into.last_result`` (``keep_run``: the run's
+    copied into ``into.run_output`` before a batch downloads over it, untimed). The CPU
+    time is this process's, every thread of it, over the run the kernel time is of (the
+    batch's, where there is one): ``time.process_time``, read to the microsecond or better
+    on Linux.
 
     The end-to-end time is one product's, as a user's call makes it: the upload, one run
     (every launch of the product) and the download, on the host's clock. A short kernel's
@@ -272,6 +326,8 @@ def _one_sample(execution: Runs, sampling: Sampling, into: Sampled) -> tuple[flo
     done = time.perf_counter()
     end_to_end_s = max((uploaded - start) + (done - launched), kernel_s)
     if into.launches > 1:
+        if keep_run:  # to verify: the batch's download reuses the host array
+            into.run_output = into.last_result.copy()
         # The batch finds the cache the product above left (never used with a cold
         # cache: Sampling.launches_for); its output is poisoned first and is the one
         # checked, so a launch of the batch that writes nothing is still caught.

@@ -19,6 +19,7 @@ from xbackend.backends.peaks import peak_flags, peaks
 from xbackend.errors import KernelCompileError, UnsupportedParameter, XBackendError
 from xbackend.launches.operands import format_bytes
 from xbackend.measuring.timing import Stats, noisy
+from xbackend.measuring.verified import Verifier
 from xbackend.operations import Operation, Shape, operation
 from xbackend.problems import (
     AUTO,
@@ -26,6 +27,7 @@ from xbackend.problems import (
     FREIVALDS,
     FREIVALDS_VECTORS,
     FULL,
+    Check,
     Freivalds,
     Reference,
     check,
@@ -157,7 +159,8 @@ def measure_point(
     try:
         A, B = inputs.operands(op, config.dtype)
         reference = inputs.reference(op, config.dtype, method)
-        measurement = measurer(config, A, B, sampling=plan.sampling)
+        verify = Verifier(A, B, op, method, inputs.seed, reference)
+        measurement = measurer(config, A, B, sampling=plan.sampling, verify=verify)
     except (KeyboardInterrupt, SystemExit):
         raise
     except refusals as refused:
@@ -216,14 +219,13 @@ def _verified(
     measurement: Measurement,
     reference: Reference | Freivalds,
 ) -> PointRecord:
-    """The record of a measurement: checked against the reference, its statistics."""
-    first = check(measurement.result, reference)
-    last = check(measurement.last_result, reference)
-    worst = first if not first.equal or first.bound_ratio >= last.bound_ratio else last
-    equal = first.equal and last.equal
+    """The record of a measurement: checked against the reference (its first run here, the
+    runs after it as they were taken: ``measurement.wrong``), its statistics."""
+    first, last = check(measurement.result, reference), check(measurement.last_result, reference)
+    which, worst = _worst(measurement, reference, first, last)
+    equal = not which
     reason = ""
     if not equal:
-        which = "the first run" if not first.equal else "the last timed run"
         nan = f", {worst.nan_count} elements not finite" if worst.nan_count else ""
         reason = f"{which} differs from the reference beyond the tolerance{nan}"
     kernel_kept, end_to_end_kept = measurement.kept
@@ -265,6 +267,22 @@ def _verified(
         host_load=measurement.host_load,
         flags=flags,
     )
+
+
+def _worst(
+    measurement: Measurement, reference: Reference | Freivalds, first: Check, last: Check
+) -> tuple[str, Check]:
+    """The first wrong run, named, and its check ("" where every run verified was equal:
+    then the larger error of the first and the last). The runs after the first were
+    verified as they were taken (``Backend.measure``'s ``verify``: ``measurement.wrong``);
+    a backend of a plugin's own that verified none has its last checked alone."""
+    if not first.equal:
+        return "the first run", first
+    if measurement.wrong is not None:
+        return measurement.wrong.said, check(measurement.wrong.result, reference)
+    if not last.equal:
+        return "the last timed run", last
+    return "", first if first.bound_ratio >= last.bound_ratio else last
 
 
 def _peak_checked(record: PointRecord, config: Config) -> PointRecord:
