@@ -121,9 +121,9 @@ def test_the_summary_line_counts_what_contention_took_back():
 
     found = _compared(QUIET, CROWDED, wall_ratio=1.7, cpu_ratio=1.0)
     assert summary_line([found], 0.05).endswith(
-        "1 UNCERTAIN on a CPU device because the host's load, speed or contention differed "
-        "between the runs, or was past the A/A floors', and the CPU time did not say the same "
-        "(the note of each gives the figures)"
+        "1 UNCERTAIN on a CPU device because the kernel ran on several threads at once, or the "
+        "host's load, speed or contention differed between the runs, or was past the A/A "
+        "floors', and the CPU time did not say the same (the note of each gives the figures)"
     )
 
 
@@ -188,3 +188,30 @@ def test_a_loaded_pair_differing_in_the_cores_xbackend_got_stays_uncertain(loads
     assert found.verdict == diff.UNCERTAIN and found.host_differed
     a, b = loads
     assert f"xbackend got {a['own_cores']:.2f} cores in A, {b['own_cores']:.2f} in B" in found.note
+
+
+# Two idle runs of an unchanged two-thread BLAS (2026-11-28 11:45, the 2-core machine): no
+# task waited, no other process took a core, and B read 1.59x at 112x98 (up to 3.17x).
+IDLE_BLAS_A = {"stall_share": 0.011, "own_cores": 2.0, "waited_cores": 0.002, "blas_threads": 2}
+IDLE_BLAS_B = {"stall_share": 0.0, "own_cores": 2.01, "waited_cores": 0.001, "blas_threads": 2}
+
+
+def test_a_kernel_on_several_threads_has_no_verdict_on_an_idle_cpu_host():
+    found = _compared(IDLE_BLAS_A, IDLE_BLAS_B, wall_ratio=1.59, cpu_ratio=1.59)
+    assert found.verdict == diff.UNCERTAIN and found.host_differed
+    assert "its kernel ran on 2 threads at once (the BLAS's)" in found.note
+    assert "the CPU time is not one thread's work on the kernel alone" in found.note
+    serial = {key: value for key, value in IDLE_BLAS_A.items() if key != "blas_threads"}
+    kept = _compared(serial, serial, wall_ratio=1.59, cpu_ratio=1.59)
+    assert kept.verdict == diff.SLOWER and kept.note == ""  # one thread: the kernel's change
+
+
+def test_an_opencl_runtime_on_a_cpu_has_no_verdict_from_its_wall_time():
+    rng = np.random.default_rng(SEED)
+    a, b = (
+        dataclasses.replace(_point(run, 8e-3 * ratio, 8e-3, QUIET, rng), clock="opencl-profiling")
+        for run, ratio in (("a", 1.0), ("b", 1.5))
+    )
+    (found,) = diff.compare_points([a], [b], floors=floors.Floors(), cpu_devices=[CPU])
+    assert found.verdict == diff.UNCERTAIN
+    assert "its kernel ran on the runtime's threads at once (opencl-profiling)" in found.note

@@ -22,8 +22,8 @@ CPU = "AMD EPYC"
 def _point(run: str, M: int, seconds: float, others: float | None, rng, **changes) -> PointRecord:
     samples = [float(s) for s in seconds * (1 + 0.003 * rng.standard_normal(20))]
     point = PointRecord(
-        run_id=run, backend="opencl", label="opencl", device=CPU, variant="naive", tile=16,
-        dtype="float32", M=M, K=M, N=M, flops=2 * M**3, status="ok", clock="opencl-profiling",
+        run_id=run, backend="cpu", label="cpu", device=CPU, variant="naive", tile=None,
+        dtype="float32", M=M, K=M, N=M, flops=2 * M**3, status="ok", clock="host",
         kernel_s=Stats.of(samples).to_dict(), end_to_end_s=Stats.of(samples).to_dict(),
         kernel_samples_s=samples, end_to_end_samples_s=samples,
         host_load=None if others is None else {"others_cores": others, "window_s": 1.0},
@@ -95,8 +95,9 @@ def test_diff_fail_on_slower_passes_a_loaded_cpu_pair_and_names_the_load(tmp_pat
     """The issue's pair: OpenCL on a CPU, 22.6 ms then 42.9 ms with a core kept busy: no
     SLOWER, the load named; the same pair on a device the headers call a GPU fails."""
     rng = np.random.default_rng(SEED)
-    a_points = [_point("a", M, 2.26e-2 * M / 256, 0.0, rng) for M in (128, 256)]
-    b_points = [_point("b", M, 4.29e-2 * M / 256, 1.0, rng) for M in (128, 256)]
+    opencl = {"backend": "opencl", "label": "opencl", "tile": 16, "clock": "opencl-profiling"}
+    a_points = [_point("a", M, 2.26e-2 * M / 256, 0.0, rng, **opencl) for M in (128, 256)]
+    b_points = [_point("b", M, 4.29e-2 * M / 256, 1.0, rng, **opencl) for M in (128, 256)]
     for kind, status in (("cpu", 0), ("gpu", 1)):
         a = _write(tmp_path / f"a-{kind}", a_points, kind)
         b = _write(tmp_path / f"b-{kind}", b_points, kind)

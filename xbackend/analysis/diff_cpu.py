@@ -9,6 +9,8 @@ the two points' hosts differed:
 
 - other processes took ``host_load.BUSY_CORES`` more in one (``others_cores``), or the host
   ran a fixed probe ``host_load.UNSTEADY`` slower or faster (``probe_us``);
+- either point's kernel ran on several threads at once (:func:`threads_reason`: its wall
+  time moves with the host's share of every core, unseen);
 - their contention differs, or either was contended beyond what the A/A floors were
   measured under (``contention.differs``: the pressure-stall share, the cores xbackend got
   and its threads waited for);
@@ -54,8 +56,29 @@ def host_reason(a: PointRecord, b: PointRecord, stall_limit: float) -> str | Non
     """Everything about two points' hosts that makes a wall-clock change between them
     unsafe to claim (:func:`load_reason`, ``contention.differs`` against ``stall_limit``),
     in words with the figures; None where nothing is."""
-    said = (load_reason(a, b), contention.differs(a.host_load, b.host_load, stall_limit))
+    said = (
+        threads_reason(a, b),
+        load_reason(a, b),
+        contention.differs(a.host_load, b.host_load, stall_limit),
+    )
     return "; ".join(text for text in said if text) or None
+
+
+def threads_reason(a: PointRecord, b: PointRecord) -> str | None:
+    """Where either point's kernel ran on several threads at once (the BLAS on more than
+    one, an OpenCL runtime's workers: a clock other than the host's), that in words: its
+    wall time moves with the host's share of every core at once, which no counter here
+    sees. Idle (no task waiting, no other process's core), an unchanged BLAS on the 2-core
+    machine's two threads read 1.04-3.17× slower in the second of two runs (2026-11-28
+    11:45, docs/diff.md); and the CPU time of threads that wait for each other is no
+    witness (:func:`one_thread`)."""
+    for point in (a, b):
+        threads = float((point.host_load or {}).get("blas_threads", 1) or 1)
+        if threads > 1:
+            return f"its kernel ran on {threads:g} threads at once (the BLAS's)"
+        if point.clock != "host":
+            return f"its kernel ran on the runtime's threads at once ({point.clock})"
+    return None
 
 
 def cpu_samples(point: PointRecord) -> list[float]:

@@ -261,9 +261,10 @@ def summary_line(comparisons: list[diff.Comparison], threshold: float) -> str:
     loaded = sum(c.host_differed for c in comparisons)
     if loaded:
         parts.append(
-            f"{loaded} UNCERTAIN on a CPU device because the host's load, speed or "
-            "contention differed between the runs, or was past the A/A floors', and the CPU "
-            "time did not say the same (the note of each gives the figures)"
+            f"{loaded} UNCERTAIN on a CPU device because the kernel ran on several threads at "
+            "once, or the host's load, speed or contention differed between the runs, or was "
+            "past the A/A floors', and the CPU time did not say the same (the note of each "
+            "gives the figures)"
         )
     return "; ".join(parts)
 
