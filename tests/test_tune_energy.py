@@ -49,7 +49,8 @@ class _StandIn:
         self.windows: list[float] = []  # each measurement's energy window
 
     def measure(self, A, B, variant="tiled", tile=None, *, op="mm", params=None,
-                sampling=None, warmup=None, samples=None, min_samples=None):  # fmt: skip
+                sampling=None, warmup=None, samples=None, min_samples=None,
+                verify=None):  # fmt: skip
         tile = (params or {}).get("TILE") or self.backend.default_tile(variant, op, A.dtype)
         result = (A.astype(np.float64) @ B.astype(np.float64)).astype(A.dtype)
         kernel_s = [float(t) for t in TIMES[tile] * self.rng.lognormal(0, SPREAD, samples or 1)]

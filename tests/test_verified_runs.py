@@ -228,3 +228,34 @@ def test_a_wrong_run_names_its_batch():
     assert WrongRun("timed", 7, np.zeros(1), 40).said == (
         "the last launch of its 7th timed run's batch of 40"
     )
+
+
+def test_a_tune_candidate_wrong_between_its_first_and_last_run_is_never_chosen():
+    """tune's trials verify every output too: a candidate whose 2nd timed run was wrong,
+    its first and last right, is a "wrong" trial, not a rate (issue 54, left by check)."""
+    from xbackend.launches.specs import Measurement
+    from xbackend.tuning.objective import Objective
+    from xbackend.tuning.trials import Product, time_trial
+
+    rng = np.random.default_rng(5402)
+    A = rng.standard_normal((24, 20), dtype=np.float32)
+    B = rng.standard_normal((20, 28), dtype=np.float32)
+    product = Product("mm", Shape(24, 20, 28), A, B, Reference.of(A, B, "mm"))
+    right = (A.astype(np.float64) @ B).astype(np.float32)
+    asked = {}
+
+    def measure(backend, A, B, variant, **options):
+        asked.update(options)
+        wrong_run = WrongRun("timed", 2, right * 2) if variant == "tiled" else None
+        return Measurement(right, right, [1e-3] * 3, [1e-3] * 3, None, wrong=wrong_run)
+
+    backend = CpuBackend()
+    found = {
+        variant: time_trial(
+            backend, product, variant, None, 3, Objective(), Sampling(), measure=measure
+        )
+        for variant in ("naive", "tiled")  # tiled: wrong at its 2nd timed run
+    }
+    assert isinstance(asked["verify"], Verifier)  # each output after the first, verified
+    assert found["naive"].status == "ok" and found["naive"].tflops is not None
+    assert found["tiled"].status == "wrong" and found["tiled"].tflops is None

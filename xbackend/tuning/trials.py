@@ -22,6 +22,7 @@ from xbackend.launches.choices import Candidate, ParameterChoice, Trial
 from xbackend.launches.geometries import geometry_of
 from xbackend.measuring.sampler import joules_per_product
 from xbackend.measuring.timing import Sampling
+from xbackend.measuring.verified import Verifier
 from xbackend.problems import Reference, Shape, check, flops, output_size
 from xbackend.tuning.objective import Objective
 
@@ -91,7 +92,8 @@ def time_trial(
         measured = measure(
             backend, product.A, product.B, variant, op=product.op, params=params,
             sampling=objective.sampling(sampling), warmup=1, samples=samples,
-            min_samples=samples,
+            min_samples=samples, verify=Verifier(product.A, product.B, product.op,
+                                                 reference=product.reference),
         )  # fmt: skip
     except Exception as error:  # a candidate that fails to build, launch or return
         return Trial(config or ParameterChoice(()), None, str(error)[:200])
@@ -102,7 +104,9 @@ def time_trial(
         chosen = geometry.candidate(ran) if ran else ParameterChoice(())
     else:
         chosen = ParameterChoice(())
-    if not all(
+    # Every output after the first verified as it came (a candidate right at its first and
+    # last run, wrong between them, is never chosen); the first and last checked here too.
+    if measured.wrong is not None or not all(
         check(out, product.reference).equal for out in (measured.result, measured.last_result)
     ):
         return Trial(chosen, None, "wrong")
