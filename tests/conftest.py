@@ -14,6 +14,11 @@ into its own ``tmp_path`` first (``shutil.copytree``).
 * ``XBACKEND_NO_CEILINGS`` is set unless given: runs skip measuring the devices' ceilings;
 * ``XBACKEND_TUNING_DB=off`` unless given: the tuned variants run the device's derived
   default, not the shipped database's choice (its own tests turn it back on);
+* ``XBACKEND_SANITIZER_VERDICTS`` names ``tests/data/sanitizer_verdicts.jsonl`` unless
+  given: oclgrind's verdicts on kernels it simulated before, keyed by exactly what it
+  simulates (``grading/sanitized.py``), are taken from there, new ones recorded (commit
+  them); ``XBACKEND_SANITIZER_VERDICTS=none`` simulates everything. Two broken kernels
+  of each path always run under oclgrind (tests/test_sanitizers.py, test_sanitized.py);
 * Ctrl-C reaches the commands the tests start, however pytest was started.
 """
 
@@ -32,6 +37,7 @@ import pytest
 
 import xbackend
 from xbackend import families
+from xbackend.grading import sanitized
 from xbackend.pytest_plugin import skip_or_fail
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,6 +56,10 @@ os.environ.setdefault("XBACKEND_NO_CEILINGS", "1")
 # The tests that expect a tuned variant's default configuration, on a CI machine whose
 # CPU runtime the shipped database may hold: tests/test_tuning_db.py tests the database.
 os.environ.setdefault("XBACKEND_TUNING_DB", "off")
+# oclgrind's verdicts on what it simulated before, committed beside the tests: a clean
+# checkout (CI) simulates only what changed since they were recorded.
+VERDICTS = ROOT / "tests" / "data" / "sanitizer_verdicts.jsonl"
+os.environ.setdefault(sanitized.ENV, str(VERDICTS))
 # A shell without job control starts a background command (`pytest ... &`, nohup) with
 # SIGINT ignored, and the commands the tests start inherit that: Python then installs no
 # KeyboardInterrupt, and every Ctrl-C test failed with exit 0 in a loop of 20 runs started
@@ -198,3 +208,64 @@ def devices_run(tmp_path_factory: pytest.TempPathFactory) -> SharedRun:
 def compare_help(tmp_path_factory: pytest.TempPathFactory) -> SharedRun:
     """``xbackend compare --help``."""
     return _shared(tmp_path_factory, "help", lambda out: _command(out, "compare", "--help"))
+
+
+# -- kernel_probe.py under oclgrind -----------------------------------------------------------
+
+PROBE = ROOT / "scripts" / "kernel_probe.py"
+# Races, accesses out of bounds and reads of memory never written.
+OCLGRIND_OPTIONS = ("--data-races", "--uninitialized")
+
+
+@dataclasses.dataclass(frozen=True)
+class Probed:
+    """What a probe under oclgrind said, and whether it came from the file of verdicts
+    (``recorded``) rather than from a simulation."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    recorded: bool = False
+
+
+def probe_under_oclgrind(
+    oclgrind: str, *args: str, env: dict[str, str] | None = None, recorded: bool = True
+) -> Probed:
+    """``scripts/kernel_probe.py ARGS`` on OpenCL under oclgrind, unoptimized builds
+    (oclgrind 21.10 cannot interpret LLVM's ``freeze``, which optimized builds of mm_reg
+    hold; unoptimized ones keep every access), the vendor line left out (CLBlast's kernels
+    are not ours: oclgrind reports an uninitialized write inside its GEMM). ``recorded``:
+    its cases are planned first, under oclgrind and running nothing (``--plans``), and a
+    run keyed by those plans (each launch, its code and operands: ``grading/sanitized``)
+    is taken from the file of verdicts; a new one simulates, and is recorded."""
+    environment = {**os.environ, "PYTHONPATH": str(ROOT),
+                   "XBACKEND_OPENCL_OPTIONS": "-cl-opt-disable", **(env or {})}  # fmt: skip
+    command = [oclgrind, *OCLGRIND_OPTIONS, sys.executable, str(PROBE), "--backend", "opencl",
+               "--skip", "vendor", *args]  # fmt: skip
+    key = _probe_key(oclgrind, command, environment) if recorded else ""
+    kept = sanitized.recorded(key) if key else None
+    if kept is not None:
+        return Probed(kept["returncode"], kept["stdout"], kept["stderr"], recorded=True)
+    done = subprocess.run(command, capture_output=True, text=True, env=environment, timeout=900)
+    if key and done.returncode == 0:  # finished: a killed or failed run is simulated again
+        said = {"returncode": 0, "stdout": done.stdout, "stderr": done.stderr[-20_000:]}
+        sanitized.record(key, "kernel_probe.py " + " ".join(args), said)
+    return Probed(done.returncode, done.stdout, done.stderr)
+
+
+def _probe_key(oclgrind: str, command: list[str], environment: dict[str, str]) -> str:
+    """The key of a probe's run under oclgrind: the simulator, the build options, and
+    every case's product as the probe plans it on oclgrind's device; "" where there is
+    no file of verdicts, or the plans cannot be had."""
+    if sanitized.verdicts_path() is None:
+        return ""
+    settings = {name: environment.get(name, "") for name in ("XBACKEND_OPENCL_OPTIONS",
+                                                             "XBACKEND_INDEX")}  # fmt: skip
+    simulator = sanitized.simulator_parts(oclgrind, OCLGRIND_OPTIONS, settings)
+    if not simulator:
+        return ""
+    plans = subprocess.run([*command, "--plans"], capture_output=True, text=True,
+                           env=environment, timeout=300)  # fmt: skip
+    if plans.returncode != 0:
+        return ""
+    return sanitized.key({**simulator, "plans": plans.stdout})
