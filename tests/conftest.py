@@ -22,14 +22,18 @@ into its own ``tmp_path`` first (``shutil.copytree``).
 * Ctrl-C reaches the commands the tests start, however pytest was started.
 """
 
+import contextlib
 import dataclasses
 import fcntl
+import io
 import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -130,6 +134,97 @@ def run_xbackend(*args: str, env: dict[str, str] | None = None) -> subprocess.Co
     env = {**os.environ, **(env or {}), "PYTHONPATH": os.pathsep.join(path)}
     return subprocess.run([sys.executable, "-m", "xbackend", *args],
                           capture_output=True, text=True, env=env, timeout=600)  # fmt: skip
+
+
+def xbackend_here(
+    *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """The command line run in this process (``xbackend.cli.main``), as ``run_xbackend``
+    runs it in a process of its own: what it printed on stdout and stderr (a child's it
+    starts too, and its warnings, as Python prints them) and its exit status; ``env`` added
+    to the environment for the call. A second a call less (the interpreter, NumPy and the
+    backends' imports): for tests of what a command says, writes or refuses, not of its
+    process (signals, deadlines, a process tree, a crash, a broken pipe stay with
+    ``run_xbackend``). The kernel families are read afresh, as a new process reads them
+    (a test may have edited a manifest since); what a command changes in this process is
+    put back after it: the environment, the working folder, ``sys.argv``, the user's
+    kernel folders (``--kernels``: ``families.add_folders``), the signal handlers, the
+    warning filters."""
+    from xbackend.cli import main
+
+    saved = (dict(os.environ), os.getcwd(), list(sys.argv), families.added_folders())
+    handlers = {number: signal.getsignal(number) for number in _HANDLED}
+    families.read_again()  # the manifests as they are now, as a process of its own reads them
+    os.environ.update(env or {})
+    sys.argv = [str(ROOT / "xbackend" / "__main__.py"), *args]  # the run header's command
+    try:
+        with _outputs() as said, _python_warnings():
+            try:
+                code = main(list(args))
+            except SystemExit as exit:  # argparse: a usage error, --help, --version
+                code = exit.code if isinstance(exit.code, int) else 1
+    finally:
+        os.environ.clear()
+        os.environ.update(saved[0])
+        os.chdir(saved[1])
+        sys.argv = saved[2]
+        families.use_folders(saved[3])
+        for number, handler in handlers.items():
+            signal.signal(number, handler)
+    return subprocess.CompletedProcess(list(args), code, *said)
+
+
+_HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@contextlib.contextmanager
+def _outputs() -> Iterator[list[str]]:
+    """stdout and stderr caught where a process's are, its file descriptors 1 and 2 (a
+    child the command starts writes there too, in order with it), the text read into the
+    list given once it ends; Python's streams on them, line by line, as a process's are."""
+    said: list[str] = []
+    sys.stdout.flush()
+    sys.stderr.flush()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        kept = os.dup(1), os.dup(2)
+        streams = sys.stdout, sys.stderr
+        os.dup2(out.fileno(), 1)
+        os.dup2(err.fileno(), 2)
+        sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), "utf-8",
+                                      line_buffering=True)  # fmt: skip
+        sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), "utf-8",
+                                      "backslashreplace", line_buffering=True)  # fmt: skip
+        try:
+            yield said
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            sys.stdout, sys.stderr = streams
+            for number, fd in zip((1, 2), kept, strict=True):
+                os.dup2(fd, number)
+                os.close(fd)
+            for file in (out, err):
+                file.seek(0)
+                said.append(file.read().decode("utf-8", "replace"))
+
+
+@contextlib.contextmanager
+def _python_warnings() -> Iterator[None]:
+    """Warnings as a fresh ``python -m xbackend`` shows them, not as pytest collects them:
+    Python's default filters (each warning once a place; deprecations and resource warnings
+    not shown), written on stderr as Python's own ``showwarning`` writes them."""
+    with warnings.catch_warnings():
+        warnings.resetwarnings()
+        warnings.simplefilter("default")
+        for quiet in (DeprecationWarning, PendingDeprecationWarning, ImportWarning,
+                      ResourceWarning):  # fmt: skip
+            warnings.simplefilter("ignore", quiet)
+        warnings.showwarning = _shown
+        yield
+
+
+def _shown(message, category, filename, lineno, file=None, line=None) -> None:
+    sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
 
 
 def kernel_line(stdout: str, variant: str) -> str:

@@ -15,7 +15,7 @@ import dataclasses
 
 import numpy as np
 import pytest
-from conftest import ROOT, run_xbackend
+from conftest import ROOT, xbackend_here
 
 from xbackend.backends.execution import fill_word
 from xbackend.backends.operands import (
@@ -35,7 +35,7 @@ SEED = ("--seed", "20261128")
 
 
 def _check(*args: str, env: dict[str, str] | None = None):
-    done = run_xbackend("check", *args, env=env)
+    done = xbackend_here("check", *args, env=env)
     assert "Traceback" not in done.stderr, done.stderr
     return done
 
