@@ -10,12 +10,15 @@ tile size loops, so a missing barrier between loop trips shows). The tuned varia
 (mm_warp) also run at ``--tuned-sizes``, where a 64×64 tile lies inside the output
 and rows are 16-byte aligned: their unchecked 16-byte loads run there. Prints one
 line per case and exits 1 if any result is wrong. ``XBACKEND_KERNELS`` points it at other
-kernel files (the tests use it for deliberately broken ones).
+kernel files (the tests use it for deliberately broken ones). ``--plans`` runs nothing: it
+prints each case's product as planned on the device (``grading/sanitized.product_said``),
+what a simulator's run of the same cases is keyed by (tests/conftest.py).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,6 +28,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import xbackend
+from xbackend.backends.compiled import CompiledBackend
+from xbackend.grading.sanitized import product_said
 from xbackend.launches.geometries import per_product
 from xbackend.problems import Reference, Shape, check, dtype_named, make_operands
 from xbackend.sweep.runner import Target
@@ -59,6 +64,9 @@ def main() -> int:
         default="",
         help="variants to leave out, e.g. vendor (a library's own kernels are not ours to check)",
     )
+    parser.add_argument(
+        "--plans", action="store_true", help="print each case's planned product, run nothing"
+    )
     args = parser.parse_args()
     dtype = dtype_named(args.dtype)
     target = Target.parse(args.backend)
@@ -80,8 +88,9 @@ def main() -> int:
                 reference = Reference.of(A, B, op)
                 tiles = (args.tiles, args.tuned_tiles or args.tiles)
                 failures += _probe(
-                    backend, op, shape, A, B, reference, tiles, tuned_only, args.skip.split(",")
-                )
+                    backend, op, shape, A, B, reference, tiles, tuned_only, args.skip.split(","),
+                    args.plans,
+                )  # fmt: skip
     return 1 if failures else 0
 
 
@@ -95,11 +104,12 @@ def _probe(
     tiles: tuple[str | None, str | None],
     tuned_only: bool = False,
     skip: Sequence[str] = (),
+    plans: bool = False,
 ) -> int:
     """Every variant and tile of ``op`` at one size; the number of wrong results.
 
     ``tiles``: the tile sizes to try for the fixed and for the tuned variants (None:
-    each variant's own)."""
+    each variant's own); ``plans``: print each one's planned product, run none."""
     failures = 0
     for variant in backend.runnable_variants(op):
         spec = backend.variant_spec(variant, op)
@@ -113,6 +123,11 @@ def _probe(
             problem = tile is not None and backend.tile_problem(variant, tile, A.itemsize, op)
             if problem:
                 print(f"SKIP  {op} {variant} T={tile}: {problem}")
+                continue
+            if plans:  # a compiled backend's: the others run no kernel to simulate
+                assert isinstance(backend, CompiledBackend), backend.name
+                planned = product_said(backend.planned(op, variant, tile, A, B))
+                print(f"PLAN  {op} {variant} T={tile} {json.dumps(planned, sort_keys=True)}")
                 continue
             result = backend.measure(A, B, variant, tile, op=op, warmup=0, samples=0).result
             verdict = check(result, reference)

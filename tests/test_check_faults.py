@@ -16,7 +16,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import kernel_line, run_xbackend
+from conftest import kernel_line, xbackend_here
 
 from xbackend import families
 from xbackend.grading.sanitizers import sanitize
@@ -31,7 +31,7 @@ QUICK = ("--backends", "opencl", "--steps", "0", "--shapes", "7x13x5,33x20x17",
 
 
 def _check(*args: str, env: dict[str, str] | None = None):
-    done = run_xbackend("check", *args, env=env)
+    done = xbackend_here("check", *args, env=env)
     assert "Traceback" not in done.stderr, done.stderr
     return done
 
@@ -105,8 +105,8 @@ def test_a_family_with_no_kernel_file_is_refused_by_every_command(command, tmp_p
         done = _check(str(folder), *QUICK)
     else:  # refused as the folder is added, before anything runs
         last = ("--dry-run",) if command == "compare" else ("--budget", "0.1", "--start", "16")
-        done = run_xbackend(command, "--kernels", str(folder), "--backends", "cpu", "--out",
-                            str(tmp_path / "run"), *last)  # fmt: skip
+        done = xbackend_here(command, "--kernels", str(folder), "--backends", "cpu", "--out",
+                             str(tmp_path / "run"), *last)  # fmt: skip
     _one_line_error(done, str(folder / "family.toml"), "names no kernel file")
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import ROOT, _available, run_xbackend
+from conftest import ROOT, _available, xbackend_here
 
 from xbackend.grading import compilers, gradebook, pages, records, submissions
 from xbackend.grading.records import Records, Timing, Verdict
@@ -81,8 +81,8 @@ def graded(tmp_path_factory, request):
         request.getfixturevalue("oclgrind")  # skips where it is not installed
     folder = _class_of(tmp_path_factory.mktemp("graded"), KINDS)
     out = folder.parent / "grades"
-    done = run_xbackend("check", str(folder), "--steps", "1", "--no-times", "--out", str(out),
-                        "--kernel-timeout", "8", "--jobs", "2", *SEED)  # fmt: skip
+    done = xbackend_here("check", str(folder), "--steps", "1", "--no-times", "--out", str(out),
+                         "--kernel-timeout", "8", "--jobs", "2", *SEED)  # fmt: skip
     rows = list(csv.DictReader((out / "gradebook.csv").open()))
     return done, rows, out
 
@@ -140,8 +140,8 @@ def test_names_the_submissions_share_are_said_once_and_refuse_none(tmp_path):
     needs_backend("opencl")
     copied = ("carol", "dave", "sam")  # the example's manifest, copied three times
     folder = _class_of(tmp_path, copied)
-    done = run_xbackend("check", str(folder), "--steps", "0", "--shapes", "7x13x5", "--no-times",
-                        "--sanitize", "off", "--out", str(tmp_path / "g"), *SEED)  # fmt: skip
+    done = xbackend_here("check", str(folder), "--steps", "0", "--shapes", "7x13x5", "--no-times",
+                         "--sanitize", "off", "--out", str(tmp_path / "g"), *SEED)  # fmt: skip
     assert done.stdout.count("family 'student' (carol, dave, sam)") == 1, done.stdout
     assert "already" not in done.stdout + done.stderr  # no name refused
     for name in copied:
@@ -182,9 +182,9 @@ def test_a_submission_past_its_deadline_is_its_verdict_and_the_next_runs(tmp_pat
     needs_backend("opencl")
     folder = _class_of(tmp_path, ("grace", "kevin"))
     out = tmp_path / "grades"
-    done = run_xbackend("check", str(folder), "--steps", "1", "--no-times", "--sanitize", "off",
-                        "--kernel-timeout", "300", "--submission-timeout", "10", "--out",
-                        str(out), *SEED)  # fmt: skip
+    done = xbackend_here("check", str(folder), "--steps", "1", "--no-times", "--sanitize", "off",
+                         "--kernel-timeout", "300", "--submission-timeout", "10", "--out",
+                         str(out), *SEED)  # fmt: skip
     assert done.returncode == 1, done.stdout + done.stderr
     rows = list(csv.DictReader((out / "gradebook.csv").open()))
     grace = [row for row in rows if row["submission"] == "grace"]

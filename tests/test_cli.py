@@ -1,5 +1,6 @@
 """The command line, run as a user runs it: python -m xbackend ... (the compare runs that
-tests only read are shared: ``compare_run`` and ``vendor_run`` in conftest.py)."""
+tests only read are shared: ``compare_run`` and ``vendor_run`` in conftest.py); the other
+commands here run in this process (``xbackend_here``), their output and files read alike."""
 
 from __future__ import annotations
 
@@ -7,28 +8,23 @@ import base64
 import csv
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from conftest import run_xbackend, xbackend_here
 
 import xbackend
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def xb(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    path = [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
-    return subprocess.run(
-        [sys.executable, "-m", "xbackend", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=env,
-        timeout=600,
-    )
+def xb(*args: str) -> subprocess.CompletedProcess[str]:
+    """The command in this process: these tests read what it says and writes (the shared
+    runs of conftest.py are ``python -m xbackend`` itself, as a user runs it)."""
+    return xbackend_here(*args)
 
 
 def _available(name: str) -> bool:
@@ -311,3 +307,28 @@ def test_openblas_s_idle_threads_sleep_unless_the_user_says_otherwise():
     env["OPENBLAS_THREAD_TIMEOUT"] = "28"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert done.stdout.split() == ["28"], done.stderr
+
+
+@pytest.mark.slow
+def test_a_command_run_here_says_what_its_own_process_says(tmp_path):
+    """``xbackend_here`` (conftest.py), which most tests of a command use, against the
+    command line in a process of its own: the same exit status, stdout and stderr for a
+    usage error, a warning (a tune cache that is no JSON, said once a process) and the
+    line a child of ``check`` writes (a refused manifest, said by its own process)."""
+    cache = tmp_path / "tuned.json"
+    cache.write_text("{not json")
+    folder = tmp_path / "broken"
+    shutil.copytree(ROOT / "examples" / "assignment" / "student", folder)
+    with (folder / "family.toml").open("a") as manifest:
+        manifest.write("junk = [\n")
+    commands = [
+        (("compare", "--steps", "abc"), {}),
+        (("tune", "--show"), {"XBACKEND_TUNE_CACHE": str(cache)}),
+        (("check", str(folder), "--backends", "opencl", "--sanitize", "off", "--no-times"), {}),
+    ]
+    for args, env in commands:
+        apart, here = run_xbackend(*args, env=env), xbackend_here(*args, env=env)
+        assert apart.stderr, args  # each says something there: the comparison is not vacuous
+        assert (here.returncode, here.stdout, here.stderr) == (
+            apart.returncode, apart.stdout, apart.stderr
+        ), args  # fmt: skip

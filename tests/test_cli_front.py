@@ -5,14 +5,13 @@ runs that tests only read are shared: ``compare_run`` and ``vendor_run`` in conf
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import xbackend_here
 
 import xbackend
 from xbackend.backends.cpu import CpuBackend
@@ -24,10 +23,9 @@ NOT_LADDER = {"naive", "tiled", "vendor", "naive4"}
 
 
 def xb(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    path = [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
-    env = {**os.environ, **(env or {}), "PYTHONPATH": os.pathsep.join(path)}
-    return subprocess.run([sys.executable, "-m", "xbackend", *args],
-                          capture_output=True, text=True, env=env, timeout=600)  # fmt: skip
+    """The command in this process: these tests read what it says and writes (the shared
+    runs of conftest.py are ``python -m xbackend`` itself)."""
+    return xbackend_here(*args, env=env)
 
 
 def _available(name: str) -> bool:

@@ -184,9 +184,9 @@ def test_an_idle_pair_differing_only_in_the_cores_xbackend_got_keeps_its_slower(
 
 @pytest.mark.parametrize("loads", [(WAITING, IDLE_A), (BUSY_A, BUSY_B)])
 def test_a_loaded_pair_differing_in_the_cores_xbackend_got_stays_uncertain(loads):
-    found = _compared(*loads, wall_ratio=1.5, cpu_ratio=1.0)
-    assert found.verdict == diff.UNCERTAIN and found.host_differed
     a, b = loads
+    found = _compared(a, b, wall_ratio=1.5, cpu_ratio=1.0)
+    assert found.verdict == diff.UNCERTAIN and found.host_differed
     assert f"xbackend got {a['own_cores']:.2f} cores in A, {b['own_cores']:.2f} in B" in found.note
 
 

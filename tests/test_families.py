@@ -120,10 +120,10 @@ def test_the_good_manifest_loads(tmp_path):
 
 
 def test_the_command_line_names_a_wrong_manifest_without_a_traceback(tmp_path):
-    from conftest import run_xbackend
+    from conftest import xbackend_here
 
     folder = _family(tmp_path, BROKEN["unbound"][0])
-    done = run_xbackend("compare", "--kernels", str(folder), "--dry-run", "--backends", "cpu")
+    done = xbackend_here("compare", "--kernels", str(folder), "--dry-run", "--backends", "cpu")
     assert done.returncode == 2
     assert "Traceback" not in done.stderr and f"{folder}/family.toml" in done.stderr
 
@@ -169,11 +169,11 @@ def test_a_kernel_that_does_not_build_is_a_verdict_not_a_crash(tmp_path, opencl,
 
 @pytest.mark.slow
 def test_compare_runs_the_users_kernels_beside_the_shipped_ones(tmp_path):
-    from conftest import run_xbackend
+    from conftest import xbackend_here
 
     needs_backend("opencl")
     out = tmp_path / "run"
-    done = run_xbackend(
+    done = xbackend_here(
         "compare", "--backends", "opencl", "--kernels", str(EXAMPLES / "student"),
         "--steps", "3", "--no-plots", "--out", str(out),
     )  # fmt: skip
@@ -336,12 +336,12 @@ def test_oclgrinds_reports_are_read_kernel_by_kernel():
 
 @pytest.mark.slow
 def test_check_runs_oclgrind_first_and_never_runs_a_kernel_that_writes_out_of_bounds(oclgrind):
-    from conftest import kernel_line, run_xbackend
+    from conftest import kernel_line, xbackend_here
 
     needs_backend("opencl")
     unguarded = ROOT / "tests" / "kernels" / "unguarded_family"
-    done = run_xbackend("check", str(EXAMPLES / "student"), str(unguarded), "--backends",
-                        "opencl", "--steps", "2", "--no-times", "--sanitize", "on")  # fmt: skip
+    done = xbackend_here("check", str(EXAMPLES / "student"), str(unguarded), "--backends",
+                         "opencl", "--steps", "2", "--no-times", "--sanitize", "on")  # fmt: skip
     assert done.returncode == 1, done.stdout + done.stderr
     assert "unguarded_naive: opencl: WRONG under oclgrind (Invalid write" in done.stdout
     assert "unguarded.cl line 1" in done.stdout  # its line 10 or 11: the file's own numbers

@@ -7,11 +7,11 @@ import dataclasses
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import xbackend_here
 
 from xbackend.analysis import diff, floors
 from xbackend.analysis.diff import Interval
@@ -99,8 +99,8 @@ def _write(folder: Path, points: list[PointRecord]) -> Path:
 
 
 def _xb(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "xbackend", *args],
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    """The command in this process: what it says and writes is what these tests read."""
+    return xbackend_here(*args)
 
 
 def test_diff_writes_floors_from_an_aa_pair_and_judges_through_them(tmp_path):

@@ -6,13 +6,12 @@ from __future__ import annotations
 import csv
 import dataclasses
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import xbackend_here
 
 import xbackend.sweep.measure as measure
 from xbackend.backends.cpu import CpuBackend, _HostExecution
@@ -38,10 +37,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def xb(*args: str) -> subprocess.CompletedProcess[str]:
-    path = [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
-    return subprocess.run([sys.executable, "-m", "xbackend", *args],
-                          capture_output=True, text=True, env=env, timeout=600)  # fmt: skip
+    """The command in this process: what it says and writes is what these tests read."""
+    return xbackend_here(*args)
 
 
 def _product(op: str, A: np.ndarray, B: np.ndarray) -> np.ndarray:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import ROOT, kernel_line, run_xbackend
+from conftest import ROOT, kernel_line, run_xbackend, xbackend_here
 
 from xbackend.cli.check_submission import summary_of
 from xbackend.grading import classroom, compilers, gradebook, pages, records, submissions
@@ -108,7 +108,7 @@ def test_every_file_a_check_writes_says_the_words_of_the_docs(tmp_path):
     for name in ("alice", "frank"):
         shutil.copytree(CLASS / name, folder / name)
     options = [o for o in QUICK if o not in ("--backends", "opencl")]
-    done = run_xbackend("check", str(folder), *options, "--out", str(tmp_path / "g"))
+    done = xbackend_here("check", str(folder), *options, "--out", str(tmp_path / "g"))
     assert done.returncode == 1, done.stdout + done.stderr
     book = list(csv.DictReader((tmp_path / "g" / "gradebook.csv").open()))
     every = list(csv.DictReader((tmp_path / "g" / "check.csv").open()))
@@ -154,13 +154,13 @@ def test_a_resubmission_into_a_used_gradebook_is_refused_or_merged_losing_no_row
     needs_backend("opencl")
     folder = _class(tmp_path, ("alice", "kevin", "oscar"))
     out = tmp_path / "grades"
-    done = run_xbackend("check", str(folder), *QUICK, "--out", str(out))
+    done = xbackend_here("check", str(folder), *QUICK, "--out", str(out))
     assert done.returncode in (0, 1), done.stdout + done.stderr
     before = _files(out)
     book, every = _rows(out / "gradebook.csv"), _rows(out / "check.csv")
     assert {row["submission"] for row in book} == {"alice", "kevin", "oscar"}
     # Without the flag: one line, exit 2, before anything runs; nothing changed.
-    again = run_xbackend("check", str(folder / "kevin"), *QUICK, "--out", str(out))
+    again = xbackend_here("check", str(folder / "kevin"), *QUICK, "--out", str(out))
     assert again.returncode == 2, again.stdout + again.stderr
     assert again.stderr.splitlines() == [
         f"xbackend: error: --out {out}: holds the gradebook of another check "
@@ -169,7 +169,7 @@ def test_a_resubmission_into_a_used_gradebook_is_refused_or_merged_losing_no_row
     ]
     assert "checking" not in again.stdout and _files(out) == before
     # With it: kevin's rows replaced, every other row, page and record kept as it was.
-    merged = run_xbackend("check", str(folder / "kevin"), *QUICK, "--out", str(out), "--merge")
+    merged = xbackend_here("check", str(folder / "kevin"), *QUICK, "--out", str(out), "--merge")
     assert merged.returncode == 0, merged.stdout + merged.stderr
     after = _files(out)
     for name, data in before.items():
@@ -241,8 +241,8 @@ def test_two_students_one_sanitised_name_and_two_classes_one_name_never_merge(tm
                      else ("zoé", "anna_smith", "alice")):  # fmt: skip
             shutil.copytree(CLASS / source, tmp_path / year / "cls" / name)
     out = tmp_path / "g"
-    done = run_xbackend("check", str(tmp_path / "2024" / "cls"), str(tmp_path / "2025" / "cls"),
-                        *QUICK, "--out", str(out))  # fmt: skip
+    done = xbackend_here("check", str(tmp_path / "2024" / "cls"), str(tmp_path / "2025" / "cls"),
+                         *QUICK, "--out", str(out))  # fmt: skip
     assert done.returncode == 1, done.stdout + done.stderr
     book = _rows(out / "gradebook.csv")
     names = ["2024/cls/alice", "anna smith", "zoë", "2025/cls/alice", "anna_smith", "zoé"]
@@ -272,7 +272,7 @@ def test_a_link_inside_out_is_refused_before_anything_runs(planted, tmp_path):
     link = out / "submissions" / planted
     link.parent.mkdir(parents=True)
     link.symlink_to(elsewhere if planted == "kevin" else elsewhere / "keep.txt")
-    done = run_xbackend("check", str(folder), *QUICK, "--out", str(out))
+    done = xbackend_here("check", str(folder), *QUICK, "--out", str(out))
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stderr.splitlines() == [
         f"xbackend: error: {link} is a symbolic link; xbackend does not write through links"
@@ -295,7 +295,7 @@ def test_a_hard_link_at_a_submissions_log_is_never_written_through(tmp_path):
     log = out / "submissions" / "alice" / "check.log"
     log.parent.mkdir(parents=True)
     os.link(outside, log)
-    done = run_xbackend("check", str(folder), *QUICK, "--out", str(out))
+    done = xbackend_here("check", str(folder), *QUICK, "--out", str(out))
     assert done.returncode in (0, 1), done.stdout + done.stderr
     assert outside.read_text() == kept
     assert log.is_file() and log.stat().st_ino != outside.stat().st_ino
@@ -415,7 +415,7 @@ def test_a_folders_control_characters_never_reach_the_terminal_in_an_error(tmp_p
     shutil.copytree(CLASS / "alice", folder)
     with (folder / "family.toml").open("a") as manifest:
         manifest.write("junk = [\n")
-    done = run_xbackend("check", str(folder), *QUICK)
+    done = xbackend_here("check", str(folder), *QUICK)
     assert done.returncode == 2, done.stdout + done.stderr
     assert "\x1b" not in done.stderr
     assert f"xbackend: error: {tmp_path}/esc\\x1b[2Jdir/family.toml: " in done.stderr
@@ -426,7 +426,7 @@ def test_a_class_with_odd_folder_names_is_checked_whole_and_shown_escaped(tmp_pa
     needs_backend("opencl")
     folder = _odd_class(tmp_path)
     out = tmp_path / "g"
-    done = run_xbackend("check", str(folder), *QUICK, "--out", str(out))
+    done = xbackend_here("check", str(folder), *QUICK, "--out", str(out))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "\x1b" not in done.stdout + done.stderr
     assert "[2/5] caf\\xe9 (" in done.stdout and "[3/5] esc\\x1b[2Jname (" in done.stdout
@@ -550,8 +550,8 @@ def test_a_kernels_folder_not_named_in_utf8_is_refused_by_name(tmp_path):
     and every point read "UnicodeEncodeError ... (at __init__.py:338)"."""
     folder = os.fsencode(tmp_path) + b"/caf\xe9"
     shutil.copytree(CLASS / "alice", os.fsdecode(folder))
-    done = run_xbackend("compare", "--kernels", os.fsdecode(folder), "--backends", "opencl",
-                        "--sizes", "9x9x9", "--out", str(tmp_path / "o"))  # fmt: skip
+    done = xbackend_here("compare", "--kernels", os.fsdecode(folder), "--backends", "opencl",
+                         "--sizes", "9x9x9", "--out", str(tmp_path / "o"))  # fmt: skip
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stderr.startswith(f"xbackend: error: --kernels {tmp_path}/caf\\xe9: its path is ")
     assert "UnicodeEncodeError" not in done.stdout + done.stderr

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import xbackend_here
 
 from xbackend import families
 from xbackend.errors import XBackendError
@@ -87,6 +88,14 @@ def _compare(
 ) -> subprocess.CompletedProcess[str]:
     args = _compare_args(out, kernels, variants, sizes, *extra)
     return subprocess.run(args, capture_output=True, text=True, env=_env(), timeout=300)
+
+
+def _compare_here(
+    out: Path, variants: str, sizes: str, *extra: str, kernels: Path = KERNELS
+) -> subprocess.CompletedProcess[str]:
+    """``_compare`` with the command in this process (the kernels in theirs, as ever): for
+    what a run records or refuses, not how its own process ends."""
+    return xbackend_here(*_compare_args(out, kernels, variants, sizes, *extra)[3:])
 
 
 def _points(out: Path) -> list[dict[str, Any]]:
@@ -155,10 +164,10 @@ def test_a_user_kernel_that_hangs_or_crashes_is_its_points_error(tmp_path, bad, 
 @pytest.mark.slow
 def test_resume_after_a_crash_goes_on_past_it(tmp_path):
     out = tmp_path / "run"
-    first = _compare(out, "iso_crash,iso_good", "16x14")
+    first = _compare_here(out, "iso_crash,iso_good", "16x14")
     assert first.returncode == 1, first.stderr
     assert _by_point(out)["iso_crash", 16]["status"] == "error"
-    resumed = _compare(out, "iso_crash,iso_good", "16x14,32x28,48x42", "--resume")
+    resumed = _compare_here(out, "iso_crash,iso_good", "16x14,32x28,48x42", "--resume")
     assert resumed.returncode == 0, resumed.stderr  # nothing new went wrong
     points = _points(out)
     assert len(points) == 6  # each point once: the crash is not measured again
@@ -318,7 +327,7 @@ def test_a_bad_kernel_timeout_is_refused_by_name(monkeypatch, text):
 
 def test_the_kernel_timeout_option_is_checked_before_anything_runs(tmp_path):
     for value in ("0", "-3", "nan"):
-        done = _compare(tmp_path / value, "iso_good", "16x14", "--kernel-timeout", value)
+        done = _compare_here(tmp_path / value, "iso_good", "16x14", "--kernel-timeout", value)
         assert done.returncode == 2 and "--kernel-timeout" in done.stderr
         assert not (tmp_path / value).exists()
 
@@ -343,20 +352,20 @@ def _own_copy(tmp_path: Path) -> Path:
 )
 def test_resume_refuses_a_family_that_changed(tmp_path, edit):
     kernels, out = _own_copy(tmp_path), tmp_path / "run"
-    first = _compare(out, "iso_good", "16x14", kernels=kernels)
+    first = _compare_here(out, "iso_good", "16x14", kernels=kernels)
     assert first.returncode == 0, first.stderr
     recorded = (out / "results.jsonl").read_bytes()
     name, added = edit
     with (kernels / name).open("a") as file:
         file.write(added)
-    again = _compare(out, "iso_good", "16x14,32x28", "--resume", kernels=kernels)
+    again = _compare_here(out, "iso_good", "16x14,32x28", "--resume", kernels=kernels)
     assert again.returncode == 2
     assert f"kernel family '{FAMILY}'" in again.stderr and "--out" in again.stderr
     assert len(again.stderr.strip().splitlines()) == 1
     assert (out / "results.jsonl").read_bytes() == recorded  # nothing measured
     # Put back as it was, the family resumes.
     shutil.copy(KERNELS / name, kernels / name)
-    done = _compare(out, "iso_good", "16x14,32x28", "--resume", kernels=kernels)
+    done = _compare_here(out, "iso_good", "16x14,32x28", "--resume", kernels=kernels)
     assert done.returncode == 0, done.stderr
     assert [point["M"] for point in _points(out)] == [16, 32]
 

@@ -29,6 +29,9 @@ pytestmark = [
 
 
 def _verdicts(folder: Path, *variants: str) -> dict[str, tuple[bool | None, str]]:
+    # nvcc's builds are kept a process by family name: another test's family of the same
+    # name (the fixed_size edited) must not take this one's build, whichever ran first.
+    compilers.compiled.cache_clear()
     families.add_folders([str(folder)])
     return {v.variant: (v.equal, v.detail) for v in compilers.nvcc_verdicts(variants, [], None)}
 

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import xbackend_here
 
 from xbackend.backends.cpu import CpuBackend
 from xbackend.measuring.timing import Sampling
@@ -20,10 +19,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def xb(*args: str) -> subprocess.CompletedProcess[str]:
-    path = [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
-    return subprocess.run([sys.executable, "-m", "xbackend", *args],
-                          capture_output=True, text=True, env=env, timeout=600)  # fmt: skip
+    """The command in this process: what it says and writes is what these tests read."""
+    return xbackend_here(*args)
 
 
 def test_presets_follow_the_documents():

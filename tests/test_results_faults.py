@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import xbackend_here
 
 from xbackend import results
 from xbackend.results import FolderBusy, PointRecord, ResultsWriter, RunLock
@@ -30,15 +31,10 @@ def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": os.pathsep.join(path), "PYTHONUNBUFFERED": "1"}
 
 
-def xb(*args: str, **kwargs) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "xbackend", *args],
-        capture_output=True,
-        text=True,
-        env=_env(),
-        timeout=600,
-        **kwargs,
-    )
+def xb(*args: str) -> subprocess.CompletedProcess[str]:
+    """The command in this process: what these tests check is what it writes and says.
+    Runs started together, a closed stdout and a file size limit are processes' own."""
+    return xbackend_here(*args)
 
 
 def _jsonl_points(out: Path) -> list[dict[str, Any]]:

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import xbackend_here
 from matplotlib.text import Text
 from test_diff import SIZES, VARIANTS, record, write
 
@@ -213,16 +214,9 @@ def test_control_characters_reach_neither_the_terminal_nor_the_report(tmp_path, 
     from ``plot`` and ``report``, and the ESC of a recorded setting went raw into
     report.md and report.html."""
     folder, _, timeout = _controlled(tmp_path, seed)
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-    }
-    for command in ("plot", "report"):
+    for command in ("plot", "report"):  # in this process: its stdout, stderr and warnings
         out = tmp_path / command
-        done = subprocess.run(
-            [sys.executable, "-m", "xbackend", command, str(folder), "--out", str(out)],
-            capture_output=True, text=True, env=env, timeout=300,
-        )  # fmt: skip
+        done = xbackend_here(command, str(folder), "--out", str(out))
         assert done.returncode == 0, done.stderr
         assert "Glyph" not in done.stderr, done.stderr
         assert _raw_controls(done.stdout + done.stderr) == [], done.stderr

@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import run_xbackend
+from conftest import xbackend_here
 
 from xbackend import families
 from xbackend.families.manifest import load
@@ -68,8 +68,8 @@ def test_check_runs_and_times_a_kernel_of_one_size_at_its_size(tmp_path):
     manifest = folder / "family.toml"
     manifest.write_text(manifest.read_text().replace("4096", "40"))
     out = tmp_path / "out"
-    done = run_xbackend("check", str(folder), "--steps", "2", "--sanitize", "off",
-                        "--seed", "20261128", "--out", str(out))  # fmt: skip
+    done = xbackend_here("check", str(folder), "--steps", "2", "--sanitize", "off",
+                         "--seed", "20261128", "--out", str(out))  # fmt: skip
     # nvcc, where it is and no GPU is, builds it at 40 too: exit 0, not "does not compile"
     assert done.returncode == 0, done.stdout + done.stderr
     # timed at its size, not at the assignment's largest (32×28·28×32), and said so
@@ -87,9 +87,9 @@ def test_past_its_deadline_at_the_shape_its_rules_take_the_verdict_says_its_work
     work: what a slow device gives too, which the student reads apart from a hang at a
     shape asked."""
     needs_backend("opencl")
-    done = run_xbackend("check", str(KERNELS / "fixed_size"), "--backends", "opencl",
-                        "--steps", "0", "--no-times", "--sanitize", "off",
-                        "--kernel-timeout", "0.05", "--seed", "20261128")  # fmt: skip
+    done = xbackend_here("check", str(KERNELS / "fixed_size"), "--backends", "opencl",
+                         "--steps", "0", "--no-times", "--sanitize", "off",
+                         "--kernel-timeout", "0.05", "--seed", "20261128")  # fmt: skip
     assert done.returncode == 1, done.stdout + done.stderr
     assert (
         "(4096×4096·4096×4096 is the shape its rules take: 68,719,476,736 multiply-adds, "

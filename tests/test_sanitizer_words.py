@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import run_xbackend
+from conftest import xbackend_here
 
 from xbackend import families
 from xbackend.grading import sanitizers
@@ -61,9 +61,9 @@ def test_a_kernel_not_sanitized_says_so_in_the_terminal_and_the_gradebook(oclgri
     finding say it was not sanitized, and why."""
     needs_backend("opencl")
     out = tmp_path / "out"
-    done = run_xbackend("check", str(KERNELS / "subgroups"), "--backends", "opencl",
-                        "--steps", "0", "--shapes", "7x13x5,33x20x17", "--no-times",
-                        "--seed", str(SEED), "--sanitize", "on", "--out", str(out))  # fmt: skip
+    done = xbackend_here("check", str(KERNELS / "subgroups"), "--backends", "opencl",
+                         "--steps", "0", "--shapes", "7x13x5,33x20x17", "--no-times",
+                         "--seed", str(SEED), "--sanitize", "on", "--out", str(out))  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"  oclgrind subgroups_naive: not sanitized: {SUBGROUPS}\n" in done.stdout
     assert (

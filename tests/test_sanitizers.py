@@ -6,49 +6,22 @@ sizes (scripts/kernel_probe.py) with no report; then two deliberately broken cop
 the kernels (tests/kernels/: a missing barrier, an unguarded load) must be reported.
 The CUDA twins get the same treatment from compute-sanitizer on a GPU
 (scripts/sanitize_cuda.sh; results in docs/sanitizers.md).
+
+A clean run's verdict is kept in the file of verdicts (tests/conftest.py), keyed by every
+case's launches, code and operands as planned on oclgrind's device: a kernel or planner
+changed since is simulated again. The broken kernels are always simulated.
 """
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import probe_under_oclgrind
 
 ROOT = Path(__file__).resolve().parent.parent
-PROBE = ROOT / "scripts" / "kernel_probe.py"
 REPORT = re.compile(r"data race|Invalid (read|write)|Uninitialized value", re.IGNORECASE)
-
-
-def _under_oclgrind(oclgrind: str, *args: str, kernels: Path | None = None):
-    # oclgrind 21.10 cannot interpret LLVM's `freeze`, which optimized builds of
-    # mm_reg contain; unoptimized builds have none and keep every access checked.
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "XBACKEND_OPENCL_OPTIONS": "-cl-opt-disable"}
-    if kernels is not None:
-        env["XBACKEND_KERNELS"] = str(kernels)
-    return subprocess.run(
-        [
-            oclgrind,
-            "--data-races",
-            "--uninitialized",
-            sys.executable,
-            str(PROBE),
-            "--backend",
-            "opencl",
-            # CLBlast's kernels are not ours: oclgrind reports an uninitialized write inside
-            # its GEMM (`cgm[c_index + c_offset] = result`), so the vendor line stays out.
-            "--skip",
-            "vendor",
-            *args,
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=900,
-    )
 
 
 # The sizes of the simulated runs: odd, so that no dimension is a multiple of any tile and
@@ -82,7 +55,7 @@ _CASES = {
 def test_every_opencl_kernel_is_clean_under_oclgrind(oclgrind, op):
     # The tuned variants at their 64-wide tiles only: a simulated 256-thread work-group
     # of the 128-wide ones costs minutes. compute-sanitizer runs both on the GPU.
-    done = _under_oclgrind(oclgrind, "--ops", op, "--sizes", _SIZES[op], "--tuned-tiles", "64")
+    done = probe_under_oclgrind(oclgrind, "--ops", op, "--sizes", _SIZES[op], "--tuned-tiles", "64")
     assert "Oclgrind Simulator" in done.stdout, done.stdout + done.stderr
     assert done.returncode == 0, done.stdout + done.stderr
     found = REPORT.search(done.stderr)
@@ -96,11 +69,14 @@ def test_every_opencl_kernel_is_clean_under_oclgrind(oclgrind, op):
     [("missing_barrier", "data race"), ("unguarded_load", "Invalid read")],
 )
 def test_oclgrind_catches_a_broken_kernel(oclgrind, broken, report):
-    # The fixtures break mm.cl only; bmm runs the same kernels with a batch.
-    done = _under_oclgrind(
+    # The fixtures break mm.cl only; bmm runs the same kernels with a batch. Simulated
+    # every time, never taken from the file: the proof that oclgrind still catches.
+    kernels = str(ROOT / "tests" / "kernels" / broken)
+    done = probe_under_oclgrind(
         oclgrind, "--ops", "mm,bmm", "--sizes", "9x20x11", "--tiles", "8",
-        kernels=ROOT / "tests" / "kernels" / broken,
+        env={"XBACKEND_KERNELS": kernels}, recorded=False,
     )  # fmt: skip
+    assert not done.recorded and "Oclgrind Simulator" in done.stdout, done.stdout
     assert report in done.stderr, done.stdout + done.stderr[:2000]
 
 

@@ -21,6 +21,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -163,7 +164,7 @@ def test_a_cluster_tune_isolates_a_candidate_that_hangs_and_one_that_crashes(tmp
         kernel_timeout_s=float(DEADLINE),
     )  # fmt: skip
     said: list[str] = []
-    finished: list = []
+    finished: list[Any] = []  # what cluster.tune returns
     cluster = Cluster.start(ClusterSpec(workers=1), "opencl", say=said.append)
     try:
         tune = threading.Thread(target=lambda: finished.append(cluster.tune(request, said.append)),

@@ -16,7 +16,7 @@ import re
 
 import numpy as np
 import pytest
-from conftest import ROOT, run_xbackend
+from conftest import ROOT, xbackend_here
 
 from xbackend.backends.execution import fill_word
 from xbackend.grading.diagnosis import ALL_UNWRITTEN, COMPUTED_NAN, Launch, diagnose
@@ -36,7 +36,7 @@ SEED = ("--seed", "20261128")
 
 
 def _check(*args: str, env: dict[str, str] | None = None):
-    done = run_xbackend("check", *args, env=env)
+    done = xbackend_here("check", *args, env=env)
     assert "Traceback" not in done.stderr, done.stderr
     return done
 

@@ -12,14 +12,13 @@ arguments are packed as wide as the kernels declare them; and what no build can 
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import probe_under_oclgrind
 
 import xbackend
 from xbackend.backends.vendor import check_library, check_row_major
@@ -344,13 +343,9 @@ def test_the_wide_build_is_clean_under_oclgrind(oclgrind, op):
     it runs wide in the tests above) and the tuned ones at 64, at one odd size and at the
     size whose inner tiles take unchecked loads. K = 17 loops a 16-wide tile twice and the
     8-deep slabs three times, each last trip partial (K = 40 looped more, proving no more)."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "XBACKEND_INDEX": "wide",
-           "XBACKEND_OPENCL_OPTIONS": "-cl-opt-disable"}  # fmt: skip
-    done = subprocess.run(
-        [oclgrind, "--data-races", "--uninitialized", sys.executable,
-         str(ROOT / "scripts" / "kernel_probe.py"), "--backend", "opencl", "--skip", "vendor",
-         "--ops", op, "--sizes", "17x17x19", "--tiles", "16", "--tuned-tiles", "64"],
-        capture_output=True, text=True, env=env, timeout=900,
+    done = probe_under_oclgrind(
+        oclgrind, "--ops", op, "--sizes", "17x17x19", "--tiles", "16", "--tuned-tiles", "64",
+        env={"XBACKEND_INDEX": "wide"},
     )  # fmt: skip
     assert "Oclgrind Simulator" in done.stdout, done.stdout + done.stderr
     assert done.returncode == 0, done.stdout + done.stderr

@@ -28,11 +28,12 @@ import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from signal import SIGKILL, SIGXCPU
+from typing import Any
 
 from xbackend import families
 from xbackend.backends.cubins import LINEINFO_ENV
 from xbackend.backends.execution import RED_ZONE_ENV
-from xbackend.grading import records
+from xbackend.grading import records, sanitized
 from xbackend.grading.deadlines import run_to_deadline
 from xbackend.grading.shapes import taken_shapes
 from xbackend.operations import Shape
@@ -59,6 +60,9 @@ MAX_CPU_S = 600.0  # a run that would need more is not made: "not sanitized"
 # CPU deadline (a machine ten times oversubscribed still finishes it on CPU time).
 WALL_PER_CPU = 10.0
 MAX_ERRORS = 100_000  # oclgrind's cap on reports (its own default, 1000, is met by one kernel)
+_OCLGRIND_OPTIONS = ("--data-races", "--uninitialized", "--max-errors", str(MAX_ERRORS))
+# Unoptimized builds (oclgrind 21.10 reads every access of them), C without a red zone.
+_OCLGRIND_ENV = {"XBACKEND_OPENCL_OPTIONS": "-cl-opt-disable", RED_ZONE_ENV: "0"}
 _CAPPED = "errors generated - suppressing further errors"
 # A build's error, as ``KernelCompileError`` says it, and as a check's verdict says it to a
 # student (grading/failures.py: "does not compile: FILE:LINE: message").
@@ -193,17 +197,38 @@ def sanitize(
     reads every access of them), at ``SHAPES`` as its rules take them, within its CPU
     deadline (``cpu_deadline_s``; ``timeout_s``: the clock's, ten times that where not
     given). Done means that check wrote its last record with no report cut off; a run
-    past ``MAX_CPU_S`` is not made, and a variant oclgrind could not run is ``skipped``."""
+    past ``MAX_CPU_S`` is not made, and a variant oclgrind could not run is ``skipped``.
+    A run whose key is in ``XBACKEND_SANITIZER_VERDICTS``'s file takes its recorded
+    verdict instead (``grading/sanitized.py``); a finished one is recorded there."""
     shapes = taken_shapes(families.find_variant(variant), SHAPES)
     cpu_s = cpu_deadline_s(shapes)
     if cpu_s > MAX_CPU_S:
         return Sanitized(None, skipped=_too_large(shapes, cpu_s))
-    prefix = [oclgrind, "--data-races", "--uninitialized", "--max-errors", str(MAX_ERRORS)]
     wall_s = timeout_s if timeout_s is not None else WALL_PER_CPU * cpu_s
-    # The kernel's own deadline inside the run is the clock's too: the CPU's decides.
-    env = {"XBACKEND_OPENCL_OPTIONS": "-cl-opt-disable", TIMEOUT_ENV: repr(wall_s)}
-    log, inner, status = _under(prefix, folders, variant, "opencl", seed, dtype, wall_s, env,
-                                cpu_s, shapes)  # fmt: skip
+    key = verdict_key(variant, oclgrind, seed, dtype)
+    done = _from_record(sanitized.recorded(key)) if key else None
+    if done is None:
+        # The kernel's own deadline inside the run is the clock's too: the CPU's decides.
+        env = {**_OCLGRIND_ENV, TIMEOUT_ENV: repr(wall_s)}
+        log, inner, status = _under([oclgrind, *_OCLGRIND_OPTIONS], folders, variant, "opencl",
+                                    seed, dtype, wall_s, env, cpu_s, shapes)  # fmt: skip
+        done = _simulated(log, inner, status, wall_s, cpu_s)
+        if key and not done.unfinished:
+            what = f"{variant} ({dtype}, seed {seed}) at {', '.join(map(records.compact, shapes))}"
+            sanitized.record(key, what, dataclasses.asdict(done))
+    if done.skipped and _RULE_REFUSED in done.skipped:  # no shape its rules take: the
+        return Sanitized(None)  # native check says which
+    if done.skipped and _build_failed(done.skipped) and _fails_natively(folders, variant, seed,
+                                                                        dtype, shapes):  # fmt: skip
+        return Sanitized(None)  # the kernel's own build error: the native check says it
+    return done
+
+
+def _simulated(
+    log: str, inner: records.Records, status: int | None, wall_s: float, cpu_s: float
+) -> Sanitized:
+    """oclgrind's verdict from its run: its worst report, why it did not finish, or why
+    it could not run the variant at all."""
     finding = _worst(findings(log))
     if status is None:
         return Sanitized(finding, f"oclgrind took more than {wall_s:g} s")
@@ -212,13 +237,35 @@ def sanitize(
     unfinished = _unfinished(inner, "oclgrind", status, log, _CAPPED in log, cpu_s)
     if unfinished or finding is not None:
         return Sanitized(finding, unfinished)
-    skipped = _not_run(inner, log)
-    if _RULE_REFUSED in skipped:  # no shape its rules take: the native check says which
-        skipped = ""
-    if skipped and _build_failed(skipped) and _fails_natively(folders, variant, seed, dtype,
-                                                                shapes):  # fmt: skip
-        skipped = ""  # the kernel's own build error: the native check says it
-    return Sanitized(None, skipped=skipped)
+    return Sanitized(None, skipped=_not_run(inner, log))
+
+
+def verdict_key(variant: str, oclgrind: str, seed: int, dtype: str = "float32") -> str:
+    """The key of the variant's run under oclgrind in ``XBACKEND_SANITIZER_VERDICTS``'s
+    file (``sanitized.key``: its products at ``SHAPES``, their code, operands and build,
+    and oclgrind's version and options), or "" where no file is named or what it would
+    simulate cannot be told here."""
+    if sanitized.verdicts_path() is None:
+        return ""
+    shapes = taken_shapes(families.find_variant(variant), SHAPES)
+    simulator = sanitized.simulator_parts(oclgrind, _OCLGRIND_OPTIONS, _OCLGRIND_ENV)
+    planned = sanitized.planned_variant(variant, shapes, seed, dtype) if simulator else None
+    if planned is None:
+        return ""
+    return sanitized.key({**simulator, "dtype": dtype, "products": planned})
+
+
+def _from_record(recorded: dict[str, Any] | None) -> Sanitized | None:
+    """A recorded verdict as ``Sanitized``; None where there is none, or it does not read
+    as one (an entry of another version, a hand edit): then oclgrind runs."""
+    if recorded is None:
+        return None
+    try:
+        found = recorded.get("finding")
+        finding = Finding(**found) if found is not None else None
+        return Sanitized(finding, str(recorded["unfinished"]), str(recorded["skipped"]))
+    except (TypeError, KeyError, AttributeError):
+        return None
 
 
 def _fails_natively(
