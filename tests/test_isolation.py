@@ -441,3 +441,15 @@ def test_check_gives_a_hang_and_a_crash_their_own_verdicts_and_goes_on(tmp_path)
     assert f"does not build: timed out after {DEADLINE} s: its build did not finish" in bomb
     times = done.stdout.split("median kernel time")[1].split("\n\n")[0]
     assert "iso_good" in times and "iso_hang" not in times and "iso_crash" not in times
+
+
+def test_a_kernels_process_finds_this_checkout_and_takes_no_shared_pyopencl_lock():
+    """The child's path starts at the checkout that holds xbackend/ (sweep/isolation.py is
+    two folders down), and PyOpenCL's binary cache, whose one lock a killed or slow user
+    build held for every other build on the machine, is off there."""
+    from xbackend.sweep.isolation import child_environment
+
+    environment = child_environment()
+    first = Path(environment["PYTHONPATH"].split(os.pathsep)[0])
+    assert (first / "xbackend" / "__init__.py").is_file()
+    assert environment["PYOPENCL_NO_CACHE"] == "1"

@@ -303,10 +303,17 @@ def _timed_out(timeout_s: float, doing: str) -> str:
 
 def child_environment() -> dict[str, str]:
     """The parent's environment, with this xbackend first on the child's path (a source
-    checkout that is not installed runs the same)."""
-    package_root = str(Path(__file__).resolve().parent.parent)
+    checkout that is not installed runs the same), and PyOpenCL's binary cache off: its one
+    lock file is the whole machine's, held through each build, so a user's build under a
+    deadline (or killed at it) made every other build wait a minute and fail ("does not
+    build: timed out after 60 s" for a correct kernel, in a fresh-clone .ci/run)."""
+    package_root = str(Path(__file__).resolve().parents[2])
     path = [package_root, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(dict.fromkeys(path))}
+    return {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(dict.fromkeys(path)),
+        "PYOPENCL_NO_CACHE": "1",
+    }
 
 
 @contextlib.contextmanager
